@@ -1,0 +1,40 @@
+"""Splitting a global batch into per-device sub-batches on the CPU."""
+import tensorflow as tf
+
+
+def split_sizes(global_batch: int, num_devices: int) -> list:
+    """Sizes as even as possible, the first devices taking the remainder.
+
+    >>> split_sizes(10, 4)
+    [3, 3, 2, 2]
+    """
+    if num_devices < 1:
+        raise ValueError(f"num_devices must be >= 1, got {num_devices}")
+    base, extra = divmod(global_batch, num_devices)
+    return [base + (1 if i < extra else 0) for i in range(num_devices)]
+
+
+def split_to_devices(tensors, devices):
+    """Slices each tensor's batch dimension on the CPU, one slice per device.
+
+    `tensors` is a tuple (images, labels, ...) of one global batch. Returns a
+    list with one tuple per device, each already copied to its device, so a
+    device receives only its own slice. When the batch size is static the
+    sizes are too, so a device with no examples gets a statically empty slice
+    the engine can skip.
+    """
+    batch = tensors[0].shape[0]
+    with tf.device("/cpu:0"):
+        if batch is not None:
+            sizes = split_sizes(batch, len(devices))
+        else:
+            dynamic = tf.shape(tensors[0])[0]
+            n = len(devices)
+            sizes = [dynamic // n + tf.cast(i < dynamic % n, tf.int32) for i in range(n)]
+            sizes = tf.stack(sizes)
+        pieces = [tf.split(t, sizes, num=len(devices), axis=0) for t in tensors]
+    per_device = []
+    for i, device in enumerate(devices):
+        with tf.device(device):
+            per_device.append(tuple(tf.identity(piece[i]) for piece in pieces))
+    return per_device

@@ -1,0 +1,43 @@
+"""Synthetic input: random images and labels generated once on each device.
+
+As in tf_cnn_benchmarks, the data never moves during a step, so the numbers
+measure the model and the gradient exchange alone.
+"""
+import tensorflow as tf
+
+from .slicing import split_sizes
+
+
+class SyntheticInput:
+    """Per-device constant batches; `global_batch` examples per step."""
+
+    name = "synthetic"
+
+    def __init__(self, image_shape, num_classes, global_batch, seed=0):
+        self.image_shape = tuple(image_shape)
+        self.num_classes = num_classes
+        self.global_batch = global_batch
+        self.seed = seed
+        self._batches = None
+
+    def create(self, devices):
+        """Makes the per-device data; call once, eagerly, before tracing a step."""
+        self._batches = []
+        for i, (device, size) in enumerate(zip(devices, split_sizes(self.global_batch,
+                                                                     len(devices)))):
+            with tf.device(device):
+                images = tf.random.stateless_truncated_normal(
+                    (size,) + self.image_shape, seed=(self.seed, i))
+                labels = tf.random.stateless_uniform(
+                    (size,), seed=(self.seed, 1000 + i), minval=0,
+                    maxval=self.num_classes, dtype=tf.int32)
+                self._batches.append((tf.Variable(images, trainable=False, name="images"),
+                                      tf.Variable(labels, trainable=False, name="labels")))
+
+    def tower_batches(self, devices):
+        """Per-device (images, labels); called inside the step function."""
+        out = []
+        for device, (images, labels) in zip(devices, self._batches):
+            with tf.device(device):
+                out.append((tf.identity(images), tf.identity(labels)))
+        return out

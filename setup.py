@@ -1,0 +1,37 @@
+"""Packaging for towertrain.
+
+`models/` and `input_pipeline/` install as `towertrain.models` and
+`towertrain.input_pipeline` so no generic top-level package lands in a user's
+site-packages.
+"""
+from setuptools import setup
+
+setup(
+    name="towertrain",
+    version="0.1.0",
+    description="Data-parallel tower trainer for TensorFlow 2 with Keras-defined models",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=[
+        "towertrain",
+        "towertrain.variable_mgr",
+        "towertrain.allreduce",
+        "towertrain.models",
+        "towertrain.input_pipeline",
+    ],
+    package_dir={
+        "towertrain": "towertrain",
+        "towertrain.models": "models",
+        "towertrain.input_pipeline": "input_pipeline",
+    },
+    # TensorFlow itself comes from an extra: `cpu` (tensorflow-cpu) or `gpu`
+    # (tensorflow with CUDA); installing both would clobber one another.
+    install_requires=["keras>=3.10", "numpy", "absl-py"],
+    extras_require={
+        "cpu": ["tensorflow-cpu==2.21.0"],
+        "gpu": ["tensorflow[and-cuda]==2.21.0"],
+        "test": ["pytest"],
+    },
+    entry_points={"console_scripts": ["towertrain=towertrain.cli:run"]},
+)

@@ -1,0 +1,3 @@
+from towertrain.cli import run
+
+run()

@@ -1,0 +1,44 @@
+"""Compute devices: real GPUs, or N logical CPU devices carved from the host.
+
+Logical CPU devices can only be configured before TensorFlow initializes its
+runtime; a process that already configured more than it needs uses a prefix.
+"""
+import tensorflow as tf
+
+
+class DeviceError(RuntimeError):
+    """The requested devices cannot be had in this process."""
+
+
+def num_physical_gpus() -> int:
+    return len(tf.config.list_physical_devices("GPU"))
+
+
+def ensure_logical_cpus(count: int) -> None:
+    """Makes at least `count` logical CPU devices visible, or raises DeviceError."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    configured = tf.config.get_logical_device_configuration(cpu)
+    if configured is not None and len(configured) >= count:
+        return
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+    except RuntimeError as err:  # runtime already initialized
+        have = len(tf.config.list_logical_devices("CPU"))
+        if have >= count:
+            return
+        raise DeviceError(
+            f"--num_gpus={count}: this process already initialized TensorFlow with "
+            f"{have} CPU device(s); configure {count} logical CPUs before any op runs "
+            f"(towertrain.devices.ensure_logical_cpus({count}))") from err
+
+
+def tower_devices(device: str, count: int, check: bool = True) -> list:
+    """Device names for `count` towers, e.g. ['/cpu:0', '/cpu:1'].
+
+    check=False skips making the devices exist, for tracing a GPU graph on a
+    machine without GPUs (placement tests).
+    """
+    if device == "cpu" and check:
+        ensure_logical_cpus(count)
+    return [f"/{device}:{i}" for i in range(count)]

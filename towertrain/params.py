@@ -1,0 +1,131 @@
+"""Params: the one frozen description of a run.
+
+The CLI builds it from absl flags; library users build it directly. Every
+check lives here so both paths report the same message, which always starts
+with the flag at fault (`--num_gpus=8: ...`).
+"""
+import dataclasses
+from typing import Optional
+
+VARIABLE_UPDATES = ("parameter_server", "replicated", "independent")
+ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
+OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
+DEVICES = ("cpu", "gpu")
+DATA_FORMATS = ("NCHW", "NHWC")
+DATA_NAMES = ("cifar10", "imagenet")
+
+
+class ParamsError(ValueError):
+    """A bad flag value or combination; the message names the flag."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    model: str = "trivial"
+    batch_size: Optional[int] = None  # per device; None -> the model's default
+    num_batches: int = 100
+    num_warmup_batches: int = 10  # untimed steps run before the num_batches timed ones
+    display_every: int = 10
+    device: Optional[str] = None  # None -> gpu when one is present, else cpu
+    num_gpus: int = 1  # number of towers, GPUs or logical CPU devices
+    data_format: Optional[str] = None  # None -> NCHW on gpu, NHWC on cpu
+    variable_update: str = "parameter_server"
+    local_parameter_device: Optional[str] = None  # None -> same as device
+    all_reduce_spec: Optional[str] = None  # None -> nccl on gpu, pscpu on cpu
+    optimizer: str = "sgd"
+    momentum: float = 0.9
+    init_learning_rate: Optional[float] = None  # None -> the model's default
+    tf_random_seed: int = 1234
+    data_name: Optional[str] = None  # None -> the model's default dataset
+
+    def __post_init__(self):
+        validate(self)
+
+    def replace(self, **changes) -> "Params":
+        return dataclasses.replace(self, **changes)
+
+    # Resolved values: defaults that depend on other fields or on the machine.
+
+    @property
+    def resolved_device(self) -> str:
+        if self.device is not None:
+            return self.device
+        from towertrain import devices  # deferred: imports TensorFlow
+        return "gpu" if devices.num_physical_gpus() > 0 else "cpu"
+
+    @property
+    def resolved_data_format(self) -> str:
+        if self.data_format is not None:
+            return self.data_format
+        return "NCHW" if self.resolved_device == "gpu" else "NHWC"
+
+    @property
+    def resolved_parameter_device(self) -> str:
+        return self.local_parameter_device or self.resolved_device
+
+    @property
+    def resolved_all_reduce_spec(self) -> Optional[str]:
+        if self.variable_update != "replicated":
+            return None
+        if self.all_reduce_spec is not None:
+            return self.all_reduce_spec
+        return "nccl" if self.resolved_device == "gpu" else "pscpu"
+
+
+
+def _fail(flag, value, message):
+    raise ParamsError(f"--{flag}={value}: {message}")
+
+
+def _check_choice(params, flag, choices):
+    value = getattr(params, flag)
+    if value is not None and value not in choices:
+        _fail(flag, value, f"must be one of {', '.join(choices)}")
+
+
+def validate(p: Params) -> None:
+    """Raises ParamsError naming the first bad flag; checks run before any work."""
+    from towertrain import models  # the registry; models never import the engine
+
+    if p.model not in models.registered_names():
+        _fail("model", p.model,
+              f"unknown model; known models: {', '.join(models.registered_names())}")
+    for flag in ("variable_update", "all_reduce_spec", "optimizer", "device",
+                 "local_parameter_device", "data_format", "data_name"):
+        _check_choice(p, flag, {
+            "variable_update": VARIABLE_UPDATES, "all_reduce_spec": ALL_REDUCE_SPECS,
+            "optimizer": OPTIMIZERS, "device": DEVICES,
+            "local_parameter_device": DEVICES, "data_format": DATA_FORMATS,
+            "data_name": DATA_NAMES}[flag])
+    if p.batch_size is not None and p.batch_size < 1:
+        _fail("batch_size", p.batch_size, "must be >= 1 (it is the batch per device)")
+    if p.num_batches < 1:
+        _fail("num_batches", p.num_batches, "must be >= 1")
+    if p.num_warmup_batches < 0:
+        _fail("num_warmup_batches", p.num_warmup_batches, "must be >= 0")
+    if p.display_every < 1:
+        _fail("display_every", p.display_every, "must be >= 1")
+    if p.num_gpus < 1:
+        _fail("num_gpus", p.num_gpus, "must be >= 1")
+    if p.init_learning_rate is not None and not p.init_learning_rate > 0:
+        _fail("init_learning_rate", p.init_learning_rate, "must be > 0")
+    if not 0 <= p.momentum < 1:
+        _fail("momentum", p.momentum, "must be in [0, 1)")
+
+    device = p.resolved_device
+    if device == "gpu":
+        from towertrain import devices
+        present = devices.num_physical_gpus()
+        if p.num_gpus > present:
+            _fail("num_gpus", p.num_gpus,
+                  f"only {present} GPU(s) present; lower --num_gpus or use --device=cpu "
+                  "(logical CPU devices)")
+    if p.local_parameter_device == "gpu" and device == "cpu":
+        _fail("local_parameter_device", "gpu",
+              "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
+    if p.all_reduce_spec is not None and p.variable_update != "replicated":
+        _fail("all_reduce_spec", p.all_reduce_spec,
+              f"only applies to --variable_update=replicated (got {p.variable_update})")
+    if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
+        _fail("all_reduce_spec", p.all_reduce_spec,
+              "needs --device=gpu; on CPU devices use pscpu or ring")

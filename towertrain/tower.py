@@ -1,0 +1,38 @@
+"""One tower: forward, loss and gradients of a Keras model on one device's slice.
+
+The model is called as a pure function of the values the variable manager
+hands in (Keras 3 `stateless_call`), so the same Keras model serves every
+device and every variable layout.
+"""
+import collections
+
+import keras
+import tensorflow as tf
+
+TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable")
+
+
+def sparse_softmax_cross_entropy(labels, logits):
+    """Per-example loss; the default for classification models that emit logits."""
+    return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+
+def compute_tower(model, trainable, non_trainable, images, labels, denominator,
+                  loss_fn=sparse_softmax_cross_entropy):
+    """Runs one tower under the caller's device scope.
+
+    The tower's loss is sum(per-example loss) / denominator. With the global
+    batch size as denominator, summing the towers' gradients gives exactly the
+    gradient of the mean loss over the global batch, however the batch was
+    split.
+    """
+    with tf.GradientTape() as tape:
+        tape.watch(trainable)
+        logits, new_non_trainable = model.stateless_call(
+            trainable, non_trainable, images, training=True)
+        per_example = loss_fn(labels, logits)
+        loss = tf.reduce_sum(tf.cast(per_example, tf.float32)) / tf.cast(denominator, tf.float32)
+    grads = tape.gradient(loss, trainable)
+    # A variable the loss does not reach still takes part in the exchange.
+    grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
+    return TowerResult(loss, grads, list(new_non_trainable))

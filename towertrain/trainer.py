@@ -1,0 +1,145 @@
+"""The trainer: devices, variables, input and the step function, wired together.
+
+    trainer = Trainer(Params(model="resnet20", num_gpus=2, device="cpu",
+                             variable_update="replicated"))
+    result = trainer.train()
+
+The step is one tf.function: every tower runs under its device on its slice,
+then the variable manager exchanges gradients and applies one update.
+"""
+import collections
+import math
+
+import keras
+import tensorflow as tf
+
+from towertrain import benchmark_log, devices as devices_lib, models, tower, variable_mgr
+from towertrain.input_pipeline import SyntheticInput
+from towertrain.optimizers import make_optimizer_factory
+
+TrainResult = collections.namedtuple("TrainResult", "images_per_sec final_loss steps")
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or Inf; nothing from that step is kept."""
+
+
+class Trainer:
+    """Builds everything a run needs from a Params.
+
+    model: a keras.Model to train instead of building `params.model` from the
+      registry. It must accept images in the run's data format.
+    input_source: an object with create(devices) and tower_batches(devices)
+      (see towertrain.input_pipeline); default: synthetic data per device.
+    loss_fn: per-example loss(labels, logits); default softmax cross-entropy.
+    check_devices: False builds for device names that need not exist, to trace
+      and inspect a GPU graph on a machine without GPUs.
+    """
+
+    def __init__(self, params, model=None, input_source=None, loss_fn=None,
+                 check_devices=True):
+        self.params = params
+        self.devices = devices_lib.tower_devices(params.resolved_device, params.num_gpus,
+                                                 check=check_devices)
+        spec = models.get_spec(params.model)
+        self.data_format = params.resolved_data_format
+        self.batch_size = params.batch_size or spec.default_batch_size
+        self.dataset_name = params.data_name or spec.default_dataset
+        keras.utils.set_random_seed(params.tf_random_seed)
+        with tf.device("/cpu:0"):
+            self.model = model or models.build(
+                params.model, num_classes=models.DATASET_CLASSES[self.dataset_name],
+                data_format=self.data_format)
+        self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
+        self.learning_rate = params.init_learning_rate or spec.default_learning_rate
+
+        self.input = input_source or SyntheticInput(
+            image_shape=self.model.input_shape[1:], num_classes=self.model.output_shape[-1],
+            global_batch=self.batch_size * len(self.devices), seed=params.tf_random_seed)
+        self.input.create(self.devices)
+
+        self.variables = variable_mgr.create(params.variable_update, self.devices, params)
+        self.variables.create(self.model, make_optimizer_factory(
+            params.optimizer, self.learning_rate, params.momentum))
+        self._step_fn = tf.function(self._train_step)
+
+    @property
+    def global_batch_size(self):
+        return getattr(self.input, "global_batch", None) or self.batch_size * len(self.devices)
+
+    def _train_step(self):
+        batches = self.input.tower_batches(self.devices)
+        synchronous = self.variables.synchronous
+        with tf.device("/cpu:0"):
+            global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+        results = []
+        for i, (device, (images, labels)) in enumerate(zip(self.devices, batches)):
+            if images.shape[0] == 0:  # statically empty slice: nothing to compute
+                results.append(None)
+                continue
+            with tf.device(device), tf.name_scope(f"tower_{i}"):
+                trainable, non_trainable = self.variables.tower_inputs(i)
+                denominator = global_count if synchronous else tf.shape(images)[0]
+                results.append(tower.compute_tower(
+                    self.model, trainable, non_trainable, images, labels, denominator,
+                    self.loss_fn))
+        self.variables.apply([r.grads if r else None for r in results],
+                             [r.non_trainable if r else None for r in results])
+        losses = [r.loss for r in results if r is not None]
+        with tf.device("/cpu:0"):
+            total = tf.add_n(losses)
+            return total if synchronous else total / len(losses)
+
+    def step(self):
+        """Runs one training step; returns the loss as a scalar tensor."""
+        return self._step_fn()
+
+    def trace_step(self):
+        """The step's concrete function, traced but not run (graph inspection)."""
+        return self._step_fn.get_concrete_function()
+
+    def header_info(self):
+        p = self.params
+        source = getattr(self.input, "name", type(self.input).__name__)
+        info = [
+            ("TensorFlow", tf.__version__),
+            ("Model", self.model.name),
+            ("Dataset", f"{self.dataset_name} ({source})"),
+            ("Mode", "training"),
+            ("Batch size", [f"{self.global_batch_size} global",
+                            f"{self.global_batch_size / len(self.devices):g} per device"]),
+            ("Num batches", p.num_batches),
+            ("Devices", str(self.devices)),
+            ("Data format", self.data_format),
+            ("Optimizer", p.optimizer),
+            ("Variables", p.variable_update),
+        ]
+        if p.variable_update == "replicated":
+            info.append(("AllReduce", p.resolved_all_reduce_spec))
+        return info
+
+    def train(self, write=print):
+        """Warmup steps, then num_batches timed steps with tf_cnn_benchmarks output."""
+        p = self.params
+        for line in benchmark_log.header_lines(self.header_info()):
+            write(line)
+        write("Running warm up")
+        for _ in range(p.num_warmup_batches):
+            self._checked_step()
+        write("Done warm up")
+        logger = benchmark_log.StepLogger(self.global_batch_size, p.display_every, write)
+        logger.start()
+        loss = float("nan")
+        for _ in range(p.num_batches):
+            loss = self._checked_step()
+            logger.step_done(loss)
+        total = logger.finish()
+        return TrainResult(total, loss, p.num_warmup_batches + p.num_batches)
+
+    def _checked_step(self):
+        loss = float(self.step())
+        if not math.isfinite(loss):
+            raise TrainingDivergedError(
+                f"loss is {loss} at step {int(self.variables.iterations().numpy())}; "
+                f"try a lower --init_learning_rate (now {self.learning_rate:g})")
+        return loss
