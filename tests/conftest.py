@@ -1,0 +1,17 @@
+"""Test setup: four logical CPU devices, configured before TensorFlow runs any op.
+
+Tests use prefixes of them (towertrain.devices.ensure_logical_cpus accepts a
+process that already has more than it needs).
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+
+NUM_LOGICAL_CPUS = 4
+
+_cpu = tf.config.list_physical_devices("CPU")[0]
+if tf.config.get_logical_device_configuration(_cpu) is None:
+    tf.config.set_logical_device_configuration(
+        _cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(NUM_LOGICAL_CPUS)])
