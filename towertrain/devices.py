@@ -39,6 +39,11 @@ def tower_devices(device: str, count: int, check: bool = True) -> list:
     check=False skips making the devices exist, for tracing a GPU graph on a
     machine without GPUs (placement tests).
     """
-    if device == "cpu" and check:
+    if check and device == "cpu":
         ensure_logical_cpus(count)
+    if check and device == "gpu":
+        present = num_physical_gpus()
+        if count > present:
+            raise DeviceError(f"--num_gpus={count}: only {present} GPU(s) present; lower "
+                              "--num_gpus or use --device=cpu (logical CPU devices)")
     return [f"/{device}:{i}" for i in range(count)]

@@ -13,6 +13,7 @@ OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
+INPUTS = ("dataset", "queue")
 
 
 class ParamsError(ValueError):
@@ -37,6 +38,10 @@ class Params:
     init_learning_rate: Optional[float] = None  # None -> the model's default
     tf_random_seed: int = 1234
     data_name: Optional[str] = None  # None -> the model's default dataset
+    data_dir: Optional[str] = None  # None -> synthetic data
+    input: str = "dataset"  # dataset (tf.data) or queue (threads fill a FIFOQueue)
+    staging_depth: int = 1  # batches staged per device ahead of compute; 0 = off
+    num_epochs: Optional[int] = None  # set: run this many epochs instead of num_batches
 
     def __post_init__(self):
         validate(self)
@@ -111,15 +116,11 @@ def validate(p: Params) -> None:
         _fail("init_learning_rate", p.init_learning_rate, "must be > 0")
     if not 0 <= p.momentum < 1:
         _fail("momentum", p.momentum, "must be in [0, 1)")
+    _validate_input(p)
 
+    # Whether the GPUs exist is checked when devices are set up
+    # (towertrain.devices.tower_devices), so a GPU graph can be traced anywhere.
     device = p.resolved_device
-    if device == "gpu":
-        from towertrain import devices
-        present = devices.num_physical_gpus()
-        if p.num_gpus > present:
-            _fail("num_gpus", p.num_gpus,
-                  f"only {present} GPU(s) present; lower --num_gpus or use --device=cpu "
-                  "(logical CPU devices)")
     if p.local_parameter_device == "gpu" and device == "cpu":
         _fail("local_parameter_device", "gpu",
               "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
@@ -129,3 +130,16 @@ def validate(p: Params) -> None:
     if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
         _fail("all_reduce_spec", p.all_reduce_spec,
               "needs --device=gpu; on CPU devices use pscpu or ring")
+
+
+def _validate_input(p: Params) -> None:
+    import os
+    _check_choice(p, "input", INPUTS)
+    if p.staging_depth < 0:
+        _fail("staging_depth", p.staging_depth, "must be >= 0 (0 turns staging off)")
+    if p.num_epochs is not None and p.num_epochs < 1:
+        _fail("num_epochs", p.num_epochs, "must be >= 1")
+    if p.data_dir is not None and not os.path.isdir(p.data_dir):
+        _fail("data_dir", p.data_dir, "no such directory")
+    if p.data_dir is None and p.input == "queue":
+        _fail("input", p.input, "needs --data_dir (synthetic data is generated on the devices)")

@@ -1,11 +1,22 @@
-"""NCCL all-reduce on GPUs: one NcclAllReduce op per device per tensor."""
+"""NCCL all-reduce on GPUs over packed gradients: one NcclAllReduce per GPU."""
+import tensorflow as tf
 from tensorflow.python.ops import nccl_ops  # no public API exposes NcclAllReduce
 
 from .base import AllReduce, register
+from .packing import pack, unpack
 
 
 @register("nccl")
 class NcclAllReduce(AllReduce):
     def reduce(self, per_device, devices):
-        by_variable = [nccl_ops.all_sum(list(grads)) for grads in zip(*per_device)]
-        return [list(per_var) for per_var in zip(*by_variable)]
+        packed, spec = [], None
+        for device, grads in zip(devices, per_device):
+            with tf.device(device):
+                flat, spec = pack(grads)
+                packed.append(flat)
+        summed = nccl_ops.all_sum(packed)  # each output is placed on its input's device
+        out = []
+        for device, flat in zip(devices, summed):
+            with tf.device(device):
+                out.append(unpack(flat, spec))
+        return out

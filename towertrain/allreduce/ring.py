@@ -9,6 +9,7 @@ same bits, and each hop moves 1/N of the data.
 import tensorflow as tf
 
 from .base import AllReduce, register
+from .packing import pack, unpack
 
 
 def _chunk_sizes(total, n):
@@ -22,13 +23,11 @@ class RingAllReduce(AllReduce):
         n = len(devices)
         if n == 1:
             return [list(per_device[0])]
-        shapes = [g.shape for g in per_device[0]]
-        sizes = [s.num_elements() for s in shapes]
-        chunks = []
+        chunks, spec = [], None
         for device, grads in zip(devices, per_device):
             with tf.device(device):
-                flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
-                chunks.append(tf.split(flat, _chunk_sizes(sum(sizes), n), num=n))
+                flat, spec = pack(grads)
+                chunks.append(tf.split(flat, _chunk_sizes(flat.shape[0], n), num=n))
 
         # Reduce-scatter: after hop s, chunk c's partial sum sits on (c + s) % n.
         partial = [chunks[c][c] for c in range(n)]
@@ -51,7 +50,5 @@ class RingAllReduce(AllReduce):
         out = []
         for device, pieces in zip(devices, gathered):
             with tf.device(device):
-                flat = tf.concat(pieces, axis=0)
-                out.append([tf.reshape(t, shape)
-                            for t, shape in zip(tf.split(flat, sizes), shapes)])
+                out.append(unpack(tf.concat(pieces, axis=0), spec))
         return out

@@ -42,7 +42,9 @@ def _variable_name(template_variable):
 def new_variables(initial_values, templates, device, trainable):
     """Engine-owned copies of a model's variables, created on `device`."""
     with tf.device(device):
-        return [keras.Variable(value, dtype=t.dtype, trainable=trainable,
+        # tf.identity makes a copy: keras.Variable wraps a tf.Variable it is
+        # given instead of copying it, which would alias every copy.
+        return [keras.Variable(tf.identity(value), dtype=t.dtype, trainable=trainable,
                                name=_variable_name(t))
                 for value, t in zip(initial_values, templates)]
 

@@ -1,0 +1,131 @@
+"""N towers train exactly like serial training on the whole global batch.
+
+For every mode and all-reduce that runs on CPU, K synchronous steps on 1-4
+logical CPU devices give the weights that plain Keras gets stepping on the
+whole batch, with global batches both divisible and not divisible by N.
+"""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Params, Trainer
+from towertrain.input_pipeline import from_arrays
+
+STEPS = 3
+LEARNING_RATE = 0.1
+IMAGE_SHAPE = (6, 6, 2)
+NUM_CLASSES = 4
+
+
+def tiny_model():
+    """BN-free conv net: exact equivalence holds only without batch statistics."""
+    return keras.Sequential([
+        keras.Input(IMAGE_SHAPE),
+        keras.layers.Conv2D(3, 3, activation="relu", name="conv"),
+        keras.layers.Flatten(name="flatten"),
+        keras.layers.Dense(NUM_CLASSES, name="logits"),
+    ])
+
+
+def data(global_batch, seed=7):
+    rng = np.random.default_rng(seed)
+    images = rng.standard_normal((STEPS * global_batch,) + IMAGE_SHAPE).astype(np.float32)
+    labels = rng.integers(0, NUM_CLASSES, STEPS * global_batch).astype(np.int32)
+    return images, labels
+
+
+def make_optimizer(name):
+    momentum = 0.9 if name == "momentum" else 0.0
+    return keras.optimizers.SGD(LEARNING_RATE, momentum=momentum)
+
+
+def serial_weights(initial, images, labels, global_batch, optimizer_name):
+    model = tiny_model()
+    model.set_weights(initial)
+    optimizer = make_optimizer(optimizer_name)
+    for k in range(STEPS):
+        x = images[k * global_batch:(k + 1) * global_batch]
+        y = labels[k * global_batch:(k + 1) * global_batch]
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                y, logits, from_logits=True))
+        optimizer.apply(tape.gradient(loss, model.trainable_variables),
+                        model.trainable_variables)
+    return [v.numpy() for v in model.trainable_variables]
+
+
+def tower_trainer(num_devices, variable_update, all_reduce, optimizer_name, images, labels,
+                  global_batch):
+    keras.utils.set_random_seed(1)
+    model = tiny_model()
+    initial = model.get_weights()
+    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+                    variable_update=variable_update, all_reduce_spec=all_reduce,
+                    optimizer=optimizer_name, init_learning_rate=LEARNING_RATE)
+    trainer = Trainer(params, model=model,
+                      input_source=from_arrays(images, labels, global_batch))
+    return trainer, initial
+
+
+def assert_close(actual, expected):
+    for a, e in zip(actual, expected):
+        scale = max(np.abs(e).max(), 1e-3)
+        assert np.abs(a - e).max() <= 1e-5 * scale, (np.abs(a - e).max(), scale)
+
+
+MODES = [("parameter_server", None), ("replicated", "pscpu"), ("replicated", "ring")]
+CASES = [(12, "sgd"), (10, "sgd"), (10, "momentum"), (7, "momentum")]
+
+
+@pytest.mark.parametrize("num_devices", [1, 2, 3, 4])
+@pytest.mark.parametrize("variable_update,all_reduce", MODES)
+@pytest.mark.parametrize("global_batch,optimizer_name", CASES)
+def test_towers_equal_serial_training(num_devices, variable_update, all_reduce,
+                                      global_batch, optimizer_name):
+    images, labels = data(global_batch)
+    trainer, initial = tower_trainer(num_devices, variable_update, all_reduce,
+                                     optimizer_name, images, labels, global_batch)
+    for _ in range(STEPS):
+        trainer.step()
+    expected = serial_weights(initial, images, labels, global_batch, optimizer_name)
+    for copy in trainer.variables.trainable_copies():
+        assert_close([v.numpy() for v in copy], expected)
+    if variable_update == "replicated":
+        copies = trainer.variables.trainable_copies()
+        assert len(copies) == num_devices
+        # Real copies, one per device (not aliases of one variable).
+        for device_index, copy in enumerate(copies):
+            for variable in copy:
+                assert variable.value.device.endswith(f"CPU:{device_index}")
+        for copy in copies[1:]:
+            for a, b in zip(copy, copies[0]):
+                np.testing.assert_array_equal(a.numpy(), b.numpy())  # bit-identical
+
+
+def test_independent_towers_each_train_on_their_own_slice():
+    global_batch, num_devices = 10, 2  # slices of 5
+    images, labels = data(global_batch)
+    trainer, initial = tower_trainer(num_devices, "independent", None, "momentum",
+                                     images, labels, global_batch)
+    for _ in range(STEPS):
+        trainer.step()
+    for tower, copy in enumerate(trainer.variables.trainable_copies()):
+        # Tower t saw rows [5t, 5t+5) of every global batch.
+        rows = np.concatenate([np.arange(k * 10 + 5 * tower, k * 10 + 5 * tower + 5)
+                               for k in range(STEPS)])
+        expected = serial_weights(initial, images[rows], labels[rows], 5, "momentum")
+        assert_close([v.numpy() for v in copy], expected)
+
+
+def test_step_loss_is_the_mean_loss_over_the_global_batch():
+    global_batch = 10
+    images, labels = data(global_batch)
+    trainer, initial = tower_trainer(3, "replicated", "ring", "sgd", images, labels,
+                                     global_batch)
+    model = tiny_model()
+    model.set_weights(initial)
+    expected = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+        labels[:global_batch], model(images[:global_batch]), from_logits=True))
+    np.testing.assert_allclose(float(trainer.step()), float(expected), rtol=1e-5)
