@@ -1,21 +1,57 @@
 """Keras model definitions and the registry the engine reads by name.
 
-Installed as `towertrain.models`. Models never import the engine.
+Installed as `towertrain.models`. Models never import the engine. Names and
+defaults (image size, batch size per device, learning rate, dataset) follow
+tf_cnn_benchmarks; `alexnet_cifar` is its `alexnet` with --data_name=cifar10.
 """
-from .registry import (DATASET_CLASSES, ModelSpec, build, get_spec, input_shape,
-                       keras_data_format, register_model, registered_names)
-from .layers import FusedBatchNormalization
+from .registry import (DATASET_CLASSES, ModelSpec, build, decays_by_default, get_spec,
+                       input_shape, keras_data_format, register_model, registered_names,
+                       weight_decay_mask, weight_decay_variables)
+from .layers import FusedBatchNormalization, LocalResponseNormalization, batch_norm
 from .cifar_cnn import build_cifar_cnn
-from .resnet_cifar import resnet_cifar_v1
+from .densenet import densenet_cifar
+from .googlenet import build_googlenet
+from .inception import build_inception3
+from .lenet_alexnet import build_alexnet, build_alexnet_cifar, build_lenet
+from .resnet_cifar import resnet_cifar, resnet_cifar_v1, resnet_cifar_v2
+from .resnet_imagenet import resnet_imagenet
 from .trivial import build_trivial
+from .vgg import vgg
 
-register_model("trivial", build_trivial, default_image_size=32, default_batch_size=32,
-               default_learning_rate=0.005, default_dataset="cifar10")
-register_model("cifar_cnn", build_cifar_cnn, default_image_size=32, default_batch_size=32,
-               default_learning_rate=0.01, default_dataset="cifar10")
-register_model("resnet20", resnet_cifar_v1(20), default_image_size=32, default_batch_size=64,
-               default_learning_rate=0.1, default_dataset="cifar10")
 
-__all__ = ["DATASET_CLASSES", "ModelSpec", "build", "get_spec", "input_shape",
-           "keras_data_format", "register_model", "registered_names",
-           "FusedBatchNormalization"]
+def _cifar(name, builder, batch_size, learning_rate):
+    register_model(name, builder, default_image_size=32, default_batch_size=batch_size,
+                   default_learning_rate=learning_rate, default_dataset="cifar10")
+
+
+def _imagenet(name, builder, image_size, batch_size, learning_rate):
+    register_model(name, builder, default_image_size=image_size,
+                   default_batch_size=batch_size, default_learning_rate=learning_rate,
+                   default_dataset="imagenet")
+
+
+_cifar("trivial", build_trivial, 32, 0.005)
+_cifar("cifar_cnn", build_cifar_cnn, 32, 0.01)
+_cifar("alexnet_cifar", build_alexnet_cifar, 128, 0.1)
+_cifar("densenet40_k12", densenet_cifar(40, 12), 64, 0.1)
+for _depth in (20, 32, 44, 56, 110):
+    _cifar(f"resnet{_depth}", resnet_cifar_v1(_depth), 64, 0.1)
+    _cifar(f"resnet{_depth}_v2", resnet_cifar_v2(_depth), 64, 0.1)
+
+# LeNet reads 28x28 images; tf_cnn_benchmarks trains it on the ImageNet input.
+_imagenet("lenet", build_lenet, 28, 32, 0.005)
+_imagenet("alexnet", build_alexnet, 227, 512, 0.005)
+_imagenet("googlenet", build_googlenet, 224, 32, 0.005)
+_imagenet("inception3", build_inception3, 299, 32, 0.005)
+_imagenet("resnet50", resnet_imagenet(50), 224, 64, 0.1)
+_imagenet("resnet50_v1.5", resnet_imagenet(50, v1_5=True), 224, 64, 0.1)
+_imagenet("resnet101", resnet_imagenet(101), 224, 32, 0.1)
+_imagenet("resnet152", resnet_imagenet(152), 224, 32, 0.1)
+for _depth in (11, 16, 19):
+    _imagenet(f"vgg{_depth}", vgg(_depth), 224, 32, 0.005)
+
+__all__ = ["DATASET_CLASSES", "ModelSpec", "build", "decays_by_default", "get_spec",
+           "input_shape", "keras_data_format", "register_model", "registered_names",
+           "weight_decay_mask", "weight_decay_variables",
+           "FusedBatchNormalization", "LocalResponseNormalization", "batch_norm",
+           "densenet_cifar", "resnet_cifar", "resnet_imagenet", "vgg"]

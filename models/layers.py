@@ -8,15 +8,19 @@ class FusedBatchNormalization(keras.layers.Layer):
 
     Same variables and semantics as keras.layers.BatchNormalization (gamma,
     beta, moving_mean, moving_variance; moving stats updated with the biased
-    batch variance), but one fused op forward and backward: Keras 3's own layer
-    is unfused in the TF backend and measured ~1.3x slower on resnet20 here.
+    batch variance; center/scale switch beta/gamma off), but one fused op
+    forward and backward: Keras 3's own layer is unfused in the TF backend and
+    measured ~1.3x slower on resnet20 here.
     """
 
-    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, **kwargs):
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 **kwargs):
         super().__init__(**kwargs)
         self.axis = axis
         self.momentum = momentum
         self.epsilon = epsilon
+        self.center = center
+        self.scale = scale
 
     def build(self, input_shape):
         if len(input_shape) != 4:
@@ -25,29 +29,43 @@ class FusedBatchNormalization(keras.layers.Layer):
         axis = self.axis % 4
         if axis not in (1, 3):
             raise ValueError(f"{self.name}: axis must be the channel axis 1 or 3")
+        self._channel_axis = axis
         self._tf_format = "NCHW" if axis == 1 else "NHWC"
         channels = input_shape[axis]
-        self.gamma = self.add_weight(shape=(channels,), initializer="ones", name="gamma")
-        self.beta = self.add_weight(shape=(channels,), initializer="zeros", name="beta")
+        self._channels = channels
+        # Variables are created in Keras' order (gamma, beta, mean, variance)
+        # so weight lists line up with keras.layers.BatchNormalization.
+        self.gamma = (self.add_weight(shape=(channels,), initializer="ones", name="gamma")
+                      if self.scale else None)
+        self.beta = (self.add_weight(shape=(channels,), initializer="zeros", name="beta")
+                     if self.center else None)
         self.moving_mean = self.add_weight(shape=(channels,), initializer="zeros",
                                            name="moving_mean", trainable=False)
         self.moving_variance = self.add_weight(shape=(channels,), initializer="ones",
                                                name="moving_variance", trainable=False)
 
+    def _scale_offset(self, dtype):
+        # The fused kernel always takes scale and offset; constants stand in
+        # for the variables a center=False / scale=False layer does not have.
+        gamma = self.gamma if self.scale else tf.ones((self._channels,), dtype)
+        beta = self.beta if self.center else tf.zeros((self._channels,), dtype)
+        return tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta)
+
     def call(self, inputs, training=False):
+        gamma, beta = self._scale_offset(inputs.dtype)
         if not training:
             outputs, _, _ = tf.compat.v1.nn.fused_batch_norm(
-                inputs, self.gamma, self.beta, mean=self.moving_mean,
-                variance=self.moving_variance, epsilon=self.epsilon,
+                inputs, gamma, beta, mean=tf.convert_to_tensor(self.moving_mean),
+                variance=tf.convert_to_tensor(self.moving_variance), epsilon=self.epsilon,
                 data_format=self._tf_format, is_training=False)
             return outputs
         outputs, mean, unbiased_variance = tf.compat.v1.nn.fused_batch_norm(
-            inputs, self.gamma, self.beta, epsilon=self.epsilon,
+            inputs, gamma, beta, epsilon=self.epsilon,
             data_format=self._tf_format, is_training=True)
         # The fused kernel returns the Bessel-corrected variance; Keras averages
         # the biased one, so undo the correction to keep identical moving stats.
         shape = tf.shape(inputs)
-        per_channel = tf.cast(tf.size(inputs) // shape[self.axis % 4], inputs.dtype)
+        per_channel = tf.cast(tf.size(inputs) // shape[self._channel_axis], inputs.dtype)
         variance = unbiased_variance * (per_channel - 1.0) / tf.maximum(per_channel, 1.0)
         self.moving_mean.assign(self.moving_mean * self.momentum + mean * (1.0 - self.momentum))
         self.moving_variance.assign(
@@ -59,7 +77,44 @@ class FusedBatchNormalization(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon)
+        config.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon,
+                      center=self.center, scale=self.scale)
+        return config
+
+
+class LocalResponseNormalization(keras.layers.Layer):
+    """tf.nn.local_response_normalization across channels, in either data format.
+
+    TF's LRN kernel only takes NHWC, so channels_first input is transposed
+    around it (AlexNet's CIFAR variant is the only user; it has no variables).
+    """
+
+    def __init__(self, data_format, depth_radius=4, bias=1.0, alpha=0.001 / 9.0,
+                 beta=0.75, **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = data_format
+        self.depth_radius = depth_radius
+        self.bias = bias
+        self.alpha = alpha
+        self.beta = beta
+
+    def call(self, inputs):
+        x = inputs
+        if self.data_format == "channels_first":
+            x = tf.transpose(x, [0, 2, 3, 1])
+        x = tf.nn.local_response_normalization(x, self.depth_radius, self.bias,
+                                               self.alpha, self.beta)
+        if self.data_format == "channels_first":
+            x = tf.transpose(x, [0, 3, 1, 2])
+        return x
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(data_format=self.data_format, depth_radius=self.depth_radius,
+                      bias=self.bias, alpha=self.alpha, beta=self.beta)
         return config
 
 
@@ -67,3 +122,27 @@ def batch_norm(data_format, name=None, **kwargs):
     """The batch norm the model zoo uses, on the channel axis of data_format."""
     return FusedBatchNormalization(axis=1 if data_format == "channels_first" else -1,
                                    name=name, **kwargs)
+
+
+def channel_axis(data_format):
+    return 1 if data_format == "channels_first" else -1
+
+
+def conv2d(filters, kernel, data_format, name, strides=1, padding="same", use_bias=True,
+           activation=None, kernel_initializer="glorot_uniform"):
+    """A Conv2D in the model's data format (kernels are HWIO either way)."""
+    return keras.layers.Conv2D(filters, kernel, strides=strides, padding=padding,
+                               use_bias=use_bias, activation=activation,
+                               kernel_initializer=kernel_initializer,
+                               data_format=data_format, name=name)
+
+
+def conv_bn_relu(x, filters, kernel, data_format, name, strides=1, padding="same",
+                 use_bias=False, scale=True, epsilon=1e-3, relu=True):
+    """conv -> fused batch norm -> relu, the block most of the zoo is made of."""
+    x = conv2d(filters, kernel, data_format, f"{name}_conv", strides=strides,
+               padding=padding, use_bias=use_bias)(x)
+    x = batch_norm(data_format, name=f"{name}_bn", scale=scale, epsilon=epsilon)(x)
+    if relu:
+        x = keras.layers.Activation("relu", name=f"{name}_relu")(x)
+    return x

@@ -3,9 +3,14 @@
 A builder is `builder(num_classes, data_format, image_size) -> keras.Model`
 taking images in `data_format` ('channels_first' or 'channels_last') and
 returning logits of shape (batch, num_classes).
+
+Weight decay: `weight_decay_variables(model, name)` lists the variables that
+get L2 decay. By default those are the conv and dense kernels (rank >= 2),
+never batch-norm gamma/beta or biases (as tf_cnn_benchmarks); a model can
+register its own `weight_decay_filter(variable) -> bool`.
 """
 import dataclasses
-from typing import Callable
+from typing import Callable, Optional
 
 _DATA_FORMAT_ALIASES = {
     "NCHW": "channels_first", "channels_first": "channels_first",
@@ -22,6 +27,7 @@ class ModelSpec:
     default_batch_size: int
     default_learning_rate: float
     default_dataset: str
+    weight_decay_filter: Optional[Callable] = None  # None -> decays_by_default
 
 
 _REGISTRY = {}
@@ -29,7 +35,7 @@ _REGISTRY = {}
 
 def register_model(name, builder, default_image_size, default_batch_size,
                    default_learning_rate=0.1, default_dataset="imagenet",
-                   overwrite=False):
+                   overwrite=False, weight_decay_filter=None):
     """Makes `--model=name` available. Raises ValueError on a duplicate name."""
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"model {name!r} is already registered; pass overwrite=True "
@@ -37,7 +43,8 @@ def register_model(name, builder, default_image_size, default_batch_size,
     if default_dataset not in DATASET_CLASSES:
         raise ValueError(f"default_dataset must be one of {sorted(DATASET_CLASSES)}")
     _REGISTRY[name] = ModelSpec(name, builder, default_image_size, default_batch_size,
-                                default_learning_rate, default_dataset)
+                                default_learning_rate, default_dataset,
+                                weight_decay_filter)
 
 
 def registered_names():
@@ -74,3 +81,27 @@ def input_shape(image_size, data_format, channels=3):
     if keras_data_format(data_format) == "channels_first":
         return (channels, image_size, image_size)
     return (image_size, image_size, channels)
+
+
+def decays_by_default(variable):
+    """Conv and dense kernels decay; BN gamma/beta, biases and moving stats do not."""
+    return variable.trainable and len(variable.shape) >= 2
+
+
+def weight_decay_mask(model, name=None):
+    """One bool per `model.trainable_variables`: does L2 decay apply to it?
+
+    `name` is the registered model name, whose weight_decay_filter (if any)
+    replaces the default rule. Aligned with trainable_variables so an engine
+    that calls the model statelessly can pick the matching values.
+    """
+    rule = decays_by_default
+    if name is not None and get_spec(name).weight_decay_filter is not None:
+        rule = get_spec(name).weight_decay_filter
+    return [bool(rule(v)) for v in model.trainable_variables]
+
+
+def weight_decay_variables(model, name=None):
+    """The model's variables that get L2 weight decay (see weight_decay_mask)."""
+    return [v for v, decays in zip(model.trainable_variables, weight_decay_mask(model, name))
+            if decays]

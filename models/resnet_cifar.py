@@ -1,11 +1,14 @@
-"""CIFAR ResNet v1 (He et al. 2015, section 4.2): depth = 6n + 2.
+"""CIFAR ResNets (He et al. 2015 section 4.2; v2 pre-activation, He et al. 2016).
 
-Three stages of n basic blocks with 16, 32, 64 filters; a stage change uses a
-strided 1x1 projection shortcut (as in the Keras CIFAR-10 ResNet example).
+depth = 6n + 2: a 3x3 stem, three stages of n basic blocks with 16, 32, 64
+filters, global average pooling, logits. A stage change uses a strided 1x1
+projection shortcut (as in the Keras CIFAR-10 ResNet example).
+v1: conv-BN-relu-conv-BN, add, relu.  v2: BN-relu-conv-BN-relu-conv, add, with
+the projection taken from the first pre-activation and a final BN-relu.
 """
 import keras
 
-from .layers import batch_norm
+from .layers import batch_norm, channel_axis
 from .registry import input_shape
 
 
@@ -15,36 +18,70 @@ def _conv(filters, kernel, strides, data_format, name):
                                data_format=data_format, name=name)
 
 
-def _basic_block(x, filters, strides, data_format, name):
+def _needs_projection(x, filters, strides, data_format):
+    return strides != 1 or x.shape[channel_axis(data_format)] != filters
+
+
+def _basic_block_v1(x, filters, strides, data_format, name):
     shortcut = x
     y = _conv(filters, 3, strides, data_format, f"{name}_conv1")(x)
     y = batch_norm(data_format, name=f"{name}_bn1")(y)
     y = keras.layers.Activation("relu", name=f"{name}_relu1")(y)
     y = _conv(filters, 3, 1, data_format, f"{name}_conv2")(y)
     y = batch_norm(data_format, name=f"{name}_bn2")(y)
-    if strides != 1 or shortcut.shape[1 if data_format == "channels_first" else -1] != filters:
+    if _needs_projection(x, filters, strides, data_format):
         shortcut = _conv(filters, 1, strides, data_format, f"{name}_proj")(shortcut)
     y = keras.layers.Add(name=f"{name}_add")([y, shortcut])
     return keras.layers.Activation("relu", name=f"{name}_relu2")(y)
 
 
-def resnet_cifar_v1(depth):
+def _basic_block_v2(x, filters, strides, data_format, name):
+    preact = batch_norm(data_format, name=f"{name}_bn1")(x)
+    preact = keras.layers.Activation("relu", name=f"{name}_relu1")(preact)
+    shortcut = x
+    if _needs_projection(x, filters, strides, data_format):
+        shortcut = _conv(filters, 1, strides, data_format, f"{name}_proj")(preact)
+    y = _conv(filters, 3, strides, data_format, f"{name}_conv1")(preact)
+    y = batch_norm(data_format, name=f"{name}_bn2")(y)
+    y = keras.layers.Activation("relu", name=f"{name}_relu2")(y)
+    y = _conv(filters, 3, 1, data_format, f"{name}_conv2")(y)
+    return keras.layers.Add(name=f"{name}_add")([y, shortcut])
+
+
+def resnet_cifar(depth, version=1):
+    """Builder for a CIFAR ResNet of `depth` layers, v1 or v2."""
     if (depth - 2) % 6:
         raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
+    if version not in (1, 2):
+        raise ValueError(f"version must be 1 or 2, got {version}")
     blocks_per_stage = (depth - 2) // 6
+    block_fn = _basic_block_v1 if version == 1 else _basic_block_v2
 
     def build(num_classes, data_format, image_size):
         inputs = keras.Input(input_shape(image_size, data_format))
         x = _conv(16, 3, 1, data_format, "stem_conv")(inputs)
-        x = batch_norm(data_format, name="stem_bn")(x)
-        x = keras.layers.Activation("relu", name="stem_relu")(x)
+        if version == 1:
+            x = batch_norm(data_format, name="stem_bn")(x)
+            x = keras.layers.Activation("relu", name="stem_relu")(x)
         for stage, filters in enumerate((16, 32, 64)):
             for block in range(blocks_per_stage):
                 strides = 2 if stage > 0 and block == 0 else 1
-                x = _basic_block(x, filters, strides, data_format,
-                                 f"stage{stage + 1}_block{block + 1}")
+                x = block_fn(x, filters, strides, data_format,
+                             f"stage{stage + 1}_block{block + 1}")
+        if version == 2:
+            x = batch_norm(data_format, name="final_bn")(x)
+            x = keras.layers.Activation("relu", name="final_relu")(x)
         x = keras.layers.GlobalAveragePooling2D(data_format=data_format, name="pool")(x)
         outputs = keras.layers.Dense(num_classes, name="logits")(x)
-        return keras.Model(inputs, outputs, name=f"resnet{depth}")
+        suffix = "" if version == 1 else "_v2"
+        return keras.Model(inputs, outputs, name=f"resnet{depth}{suffix}")
 
     return build
+
+
+def resnet_cifar_v1(depth):
+    return resnet_cifar(depth, version=1)
+
+
+def resnet_cifar_v2(depth):
+    return resnet_cifar(depth, version=2)
