@@ -1,18 +1,44 @@
-"""Input from a tf.data dataset of global batches, sliced on the CPU."""
+"""Input from a tf.data dataset of global batches, sliced on the CPU.
+
+Also the shared epoch pipeline: examples -> (shuffle) -> parallel map ->
+batches of one epoch (the last one partial) -> repeat -> prefetch, used by
+the in-memory, generator and file readers alike.
+"""
+import math
+
 import numpy as np
 import tensorflow as tf
+
+from towertrain.params import ParamsError
 
 from .slicing import split_to_devices
 
 
+class InputError(ParamsError):
+    """Bad input data; the message names the file or directory at fault."""
+
+
 class DatasetInput:
-    """Wraps a dataset whose elements are global (images, labels) batches."""
+    """Wraps a dataset whose elements are global (images, labels) batches.
+
+    num_examples / steps_per_epoch are set for finite data (epoch runs);
+    None means the dataset repeats without end.
+    """
 
     name = "dataset"
 
-    def __init__(self, dataset):
+    def __init__(self, dataset, global_batch=None, num_examples=None, description=None):
         self.dataset = dataset
+        self.global_batch = global_batch
+        self.num_examples = num_examples
+        self.description = description  # e.g. the data_dir, for error messages
         self._iterator = None
+
+    @property
+    def steps_per_epoch(self):
+        if self.num_examples is None or not self.global_batch:
+            return None
+        return math.ceil(self.num_examples / self.global_batch)
 
     def create(self, devices):
         del devices  # the global batch is assembled on the CPU and split per step
@@ -25,16 +51,66 @@ class DatasetInput:
         return split_to_devices(batch, devices)
 
 
-def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True):
-    """A DatasetInput over in-memory numpy arrays (global batches of `global_batch`)."""
+def to_data_format(images, data_format):
+    """NHWC batch -> the run's layout; the transpose runs in the CPU pipeline."""
+    if data_format == "NCHW":
+        return tf.transpose(images, [0, 3, 1, 2])
+    return images
+
+
+def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
+                  buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False):
+    """Global batches from a dataset of single examples, epoch by epoch.
+
+    map_fn(example, seed) -> (image HWC, label) runs in parallel, deterministically:
+    `seed` is a per-example stateless seed that differs every epoch, so the
+    augmentation is random but fixed by the run's seed. Each epoch ends with
+    its partial batch (drop_remainder=False), so every example is trained once
+    per epoch; num_epochs=None repeats forever.
+    """
+    if shuffle:
+        examples = examples.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True)
+    if map_fn is not None:
+        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+        examples = tf.data.Dataset.zip((examples, seeds)).map(
+            map_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    batches = examples.batch(global_batch, drop_remainder=drop_remainder)
+    batches = batches.repeat(num_epochs)
+    batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
+    return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True,
+                num_epochs=None):
+    """A DatasetInput over in-memory numpy arrays (already in the model's layout).
+
+    Default: repeats forever in full batches. num_epochs=K: K exact epochs,
+    each ending with its partial batch.
+    """
     images = np.asarray(images)
     labels = np.asarray(labels)
     if len(images) != len(labels):
         raise ValueError(f"images ({len(images)}) and labels ({len(labels)}) differ in length")
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
+    if num_epochs is not None:
+        batches = epoch_batches(dataset, global_batch, num_epochs, shuffle, seed,
+                                buffer_size=len(images))
+        return DatasetInput(batches, global_batch, num_examples=len(images))
     if shuffle:
         dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
     dataset = dataset.batch(global_batch, drop_remainder=repeat)
-    return DatasetInput(dataset.prefetch(tf.data.AUTOTUNE))
+    return DatasetInput(dataset.prefetch(tf.data.AUTOTUNE), global_batch,
+                        num_examples=None if repeat else len(images))
+
+
+def from_generator(generator_fn, output_signature, global_batch, num_examples=None,
+                   num_epochs=None):
+    """A DatasetInput over a Python generator of (image, label) examples.
+
+    generator_fn() is called once per epoch. Give num_examples for epoch runs.
+    """
+    dataset = tf.data.Dataset.from_generator(generator_fn, output_signature=output_signature)
+    batches = epoch_batches(dataset, global_batch, num_epochs)
+    return DatasetInput(batches, global_batch, num_examples=num_examples)

@@ -12,6 +12,7 @@ class SyntheticInput:
     """Per-device constant batches; `global_batch` examples per step."""
 
     name = "synthetic"
+    stage = False  # the data already lives on each device; staging would only copy it
 
     def __init__(self, image_shape, num_classes, global_batch, seed=0):
         self.image_shape = tuple(image_shape)

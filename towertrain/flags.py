@@ -34,6 +34,14 @@ def define_flags():
     flags.DEFINE_integer("tf_random_seed", 1234, "Seed for initializers and synthetic data.")
     flags.DEFINE_enum("data_name", None, params_lib.DATA_NAMES,
                       "Dataset name (default: the model's); sets the number of classes.")
+    flags.DEFINE_string("data_dir", None, "Directory of the dataset's files (cifar10 binary "
+                        "batches or imagenet TFRecords); unset: synthetic data.")
+    flags.DEFINE_enum("input", "dataset", params_lib.INPUTS,
+                      "dataset: tf.data pipeline; queue: a FIFOQueue filled by threads.")
+    flags.DEFINE_integer("staging_depth", 1, "Batches staged on each device ahead of "
+                         "compute (StagingArea double buffer); 0 turns staging off.")
+    flags.DEFINE_integer("num_epochs", None, "Train this many passes over --data_dir "
+                         "instead of --num_batches steps.")
 
 
 def params_from_flags():

@@ -8,16 +8,27 @@ The step is one tf.function: every tower runs under its device on its slice,
 then the variable manager exchanges gradients and applies one update.
 """
 import collections
+import functools
 import math
 
 import keras
 import tensorflow as tf
 
 from towertrain import benchmark_log, devices as devices_lib, models, tower, variable_mgr
-from towertrain.input_pipeline import SyntheticInput
+from towertrain import staging
+from towertrain.input_pipeline import factory as input_factory
+from towertrain.input_pipeline.arrays import InputError
+from towertrain.params import ParamsError
 from towertrain.optimizers import make_optimizer_factory
 
 TrainResult = collections.namedtuple("TrainResult", "images_per_sec final_loss steps")
+
+
+def _empty_tower(trainable, non_trainable):
+    """What a tower with no examples contributes: nothing (zero loss and
+    gradients, batch-norm statistics passed through unchanged)."""
+    return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
+                             [tf.identity(v) for v in non_trainable])
 
 
 class TrainingDivergedError(RuntimeError):
@@ -53,10 +64,18 @@ class Trainer:
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
         self.learning_rate = params.init_learning_rate or spec.default_learning_rate
 
-        self.input = input_source or SyntheticInput(
-            image_shape=self.model.input_shape[1:], num_classes=self.model.output_shape[-1],
-            global_batch=self.batch_size * len(self.devices), seed=params.tf_random_seed)
-        self.input.create(self.devices)
+        self.input = input_source or input_factory.make_input(
+            params, image_shape=self.model.input_shape[1:],
+            num_classes=self.model.output_shape[-1],
+            global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
+            dataset_name=self.dataset_name)
+        self.num_warmup_batches, self.num_batches = self._plan_steps()
+        if params.staging_depth > 0 and getattr(self.input, "stage", True):
+            self.input = staging.StagedInput(self.input, params.staging_depth)
+            self.input.create(self.devices,
+                              total_steps=self.num_warmup_batches + self.num_batches)
+        else:
+            self.input.create(self.devices)
 
         self.variables = variable_mgr.create(params.variable_update, self.devices, params)
         self.variables.create(self.model, make_optimizer_factory(
@@ -67,8 +86,26 @@ class Trainer:
     def global_batch_size(self):
         return getattr(self.input, "global_batch", None) or self.batch_size * len(self.devices)
 
-    def _train_step(self):
-        batches = self.input.tower_batches(self.devices)
+    def _plan_steps(self):
+        """(warmup, timed) step counts. With --num_epochs the warmup steps are
+        part of the epochs, so every example is trained on once per epoch."""
+        p = self.params
+        if p.num_epochs is None:
+            return p.num_warmup_batches, p.num_batches
+        per_epoch = getattr(self.input, "steps_per_epoch", None)
+        if not per_epoch:
+            raise ParamsError(f"--num_epochs={p.num_epochs}: needs finite data "
+                              "(--data_dir, or an input with num_examples); this input "
+                              "has no epoch length")
+        total = p.num_epochs * per_epoch
+        warmup = min(p.num_warmup_batches, total - 1)
+        return warmup, total - warmup
+
+    def _train_step(self, put=True):
+        if isinstance(self.input, staging.StagedInput):
+            batches = self.input.tower_batches(self.devices, put=put)
+        else:
+            batches = self.input.tower_batches(self.devices)
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
@@ -80,9 +117,18 @@ class Trainer:
             with tf.device(device), tf.name_scope(f"tower_{i}"):
                 trainable, non_trainable = self.variables.tower_inputs(i)
                 denominator = global_count if synchronous else tf.shape(images)[0]
-                results.append(tower.compute_tower(
-                    self.model, trainable, non_trainable, images, labels, denominator,
-                    self.loss_fn))
+                compute = functools.partial(
+                    tower.compute_tower, self.model, trainable, non_trainable, images,
+                    labels, denominator, self.loss_fn)
+                if images.shape[0] is None:
+                    # A dynamic slice (the last partial batch) may be empty at run
+                    # time: the guard gives zero gradients and unchanged batch-norm
+                    # statistics instead of NaN stats from a 0-example batch.
+                    results.append(tf.cond(
+                        tf.shape(images)[0] > 0, compute,
+                        functools.partial(_empty_tower, trainable, non_trainable)))
+                else:
+                    results.append(compute())
         self.variables.apply([r.grads if r else None for r in results],
                              [r.non_trainable if r else None for r in results])
         losses = [r.loss for r in results if r is not None]
@@ -92,11 +138,23 @@ class Trainer:
 
     def step(self):
         """Runs one training step; returns the loss as a scalar tensor."""
-        return self._step_fn()
+        put = self.input.before_step() if isinstance(self.input, staging.StagedInput) else True
+        try:
+            return self._step_fn(put)
+        except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
+            where = getattr(self.input, "description", None)
+            if not where:
+                raise
+            raise InputError(f"bad input data in {where}: {err.message}") from err
 
     def trace_step(self):
         """The step's concrete function, traced but not run (graph inspection)."""
-        return self._step_fn.get_concrete_function()
+        return self._step_fn.get_concrete_function(True)
+
+    def close(self):
+        """Clears the staging areas (what was staged but not trained on)."""
+        if isinstance(self.input, staging.StagedInput):
+            self.input.clear()
 
     def header_info(self):
         p = self.params
@@ -108,7 +166,7 @@ class Trainer:
             ("Mode", "training"),
             ("Batch size", [f"{self.global_batch_size} global",
                             f"{self.global_batch_size / len(self.devices):g} per device"]),
-            ("Num batches", p.num_batches),
+            ("Num batches", self.num_batches),
             ("Devices", str(self.devices)),
             ("Data format", self.data_format),
             ("Optimizer", p.optimizer),
