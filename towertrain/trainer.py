@@ -8,6 +8,7 @@ The step is one tf.function: every tower runs under its device on its slice,
 then the variable manager exchanges gradients and applies one update.
 """
 import collections
+import contextlib
 import functools
 import math
 
@@ -72,8 +73,9 @@ class Trainer:
         self.num_warmup_batches, self.num_batches = self._plan_steps()
         if params.staging_depth > 0 and getattr(self.input, "stage", True):
             self.input = staging.StagedInput(self.input, params.staging_depth)
-            self.input.create(self.devices,
-                              total_steps=self.num_warmup_batches + self.num_batches)
+            with self._input_errors():  # priming reads the first batches
+                self.input.create(self.devices,
+                                  total_steps=self.num_warmup_batches + self.num_batches)
         else:
             self.input.create(self.devices)
 
@@ -139,8 +141,15 @@ class Trainer:
     def step(self):
         """Runs one training step; returns the loss as a scalar tensor."""
         put = self.input.before_step() if isinstance(self.input, staging.StagedInput) else True
-        try:
+        with self._input_errors():
             return self._step_fn(put)
+
+    @contextlib.contextmanager
+    def _input_errors(self):
+        """A data error from a file-backed input becomes an InputError naming
+        the data; TensorFlow's own message says which record failed."""
+        try:
+            yield
         except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
             where = getattr(self.input, "description", None)
             if not where:

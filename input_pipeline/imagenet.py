@@ -1,0 +1,130 @@
+"""ImageNet from TFRecord shards in the standard layout (build_imagenet_data.py).
+
+Files `train-*` and `validation-*`; each record is a tf.train.Example with
+`image/encoded` (JPEG), `image/class/label` (1..1000 in the standard layout;
+label_offset=1 maps it to 0..999) and optionally `image/object/bbox/{ymin,xmin,
+ymax,xmax}`.
+
+Before training every shard's record framing is walked (length + its CRC,
+seeking over the payloads): that counts the examples for --num_epochs and
+reports a truncated or corrupt shard by name before any step runs. A payload
+damaged inside an intact frame is caught by TensorFlow's own CRC check when it
+is read; labels out of range fail with the shard's name in the message.
+"""
+import glob
+import os
+import struct
+
+import tensorflow as tf
+
+from . import preprocessing
+from .arrays import DatasetInput, InputError, epoch_batches
+
+_CRC_TABLE = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC_TABLE.append(_c)
+
+
+def _masked_crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def find_files(data_dir, train=True):
+    if not os.path.isdir(data_dir):
+        raise InputError(f"--data_dir={data_dir}: no such directory")
+    prefix = "train" if train else "validation"
+    files = sorted(glob.glob(os.path.join(data_dir, f"{prefix}-*")))
+    if not files:
+        raise InputError(f"--data_dir={data_dir}: no ImageNet TFRecord shards "
+                         f"({prefix}-*) found")
+    return files
+
+
+def count_records(path):
+    """Records in one shard, walking the framing; InputError names a bad shard."""
+    size = os.path.getsize(path)
+    count = offset = 0
+    with open(path, "rb") as f:
+        while offset < size:
+            header = f.read(12)
+            if len(header) < 12:
+                raise InputError(f"{path}: truncated TFRecord header at byte {offset}")
+            length, length_crc = struct.unpack("<QI", header)
+            if _masked_crc32c(header[:8]) != length_crc:
+                raise InputError(f"{path}: corrupt TFRecord (bad length checksum at byte "
+                                 f"{offset})")
+            offset += 12 + length + 4
+            if offset > size:
+                raise InputError(f"{path}: truncated TFRecord (record {count} runs past "
+                                 "the end of the file)")
+            f.seek(offset)
+            count += 1
+    if count == 0:
+        raise InputError(f"{path}: empty TFRecord shard")
+    return count
+
+
+_FEATURES = {
+    "image/encoded": tf.io.FixedLenFeature([], tf.string),
+    "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+    **{f"image/object/bbox/{k}": tf.io.VarLenFeature(tf.float32)
+       for k in ("ymin", "xmin", "ymax", "xmax")},
+}
+
+
+def parse(record, filename, num_classes, label_offset=1):
+    """Serialized Example -> (JPEG bytes, int32 label, bbox [1, N, 4]).
+
+    A label outside [0, num_classes) after the offset fails naming the shard.
+    """
+    features = tf.io.parse_single_example(record, _FEATURES)
+    label = tf.cast(features["image/class/label"], tf.int32) - label_offset
+    check = tf.debugging.Assert(
+        tf.logical_and(label >= 0, label < num_classes),
+        ["label out of range [0, num_classes) after offset; shard:", filename,
+         "label:", label + label_offset, "offset:", label_offset,
+         "num_classes:", num_classes])
+    with tf.control_dependencies([check]):
+        label = tf.identity(label)
+    coords = [tf.sparse.to_dense(features[f"image/object/bbox/{k}"])
+              for k in ("ymin", "xmin", "ymax", "xmax")]
+    bbox = tf.expand_dims(tf.stack(coords, axis=1), 0)
+    return features["image/encoded"], label, bbox
+
+
+def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=True,
+                  num_epochs=None, seed=0, data_format="NHWC", label_offset=1):
+    """A DatasetInput of preprocessed global batches in `data_format`."""
+    files = find_files(data_dir, train)
+    num_examples = sum(count_records(f) for f in files)
+    # Each record carries its shard's name so errors can point at the file.
+    records = tf.data.Dataset.from_tensor_slices(files)
+    if train:
+        records = records.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    records = records.interleave(
+        lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),
+        cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)
+
+    def train_map(example, example_seed):
+        encoded, label, bbox = parse(*example, num_classes, label_offset)
+        return preprocessing.imagenet_train(encoded, bbox, image_size, example_seed), label
+
+    def eval_map(example, example_seed):
+        del example_seed
+        encoded, label, _ = parse(*example, num_classes, label_offset)
+        return preprocessing.imagenet_eval(encoded, image_size), label
+
+    batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
+                            buffer_size=min(num_examples, 10000),
+                            map_fn=train_map if train else eval_map,
+                            data_format=data_format)
+    return DatasetInput(batches, global_batch, num_examples=num_examples,
+                        description=f"--data_dir={data_dir}")

@@ -1,0 +1,204 @@
+"""CIFAR-10 binary and ImageNet TFRecord readers on small files written here."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Params, ParamsError, Trainer
+from towertrain.input_pipeline import cifar10, imagenet
+from towertrain.input_pipeline.arrays import InputError
+
+
+def _write_cifar(path, labels, seed=0):
+    rng = np.random.RandomState(seed)
+    images = rng.randint(0, 256, (len(labels), 3, 32, 32)).astype(np.uint8)
+    records = np.concatenate([np.asarray(labels, np.uint8)[:, None],
+                              images.reshape(len(labels), -1)], axis=1)
+    records.tofile(path)
+    return images
+
+
+@pytest.fixture
+def cifar_dir(tmp_path):
+    _write_cifar(tmp_path / "data_batch_1.bin", np.arange(12) % 10, seed=1)
+    _write_cifar(tmp_path / "data_batch_2.bin", np.arange(8) % 10, seed=2)
+    images = _write_cifar(tmp_path / "test_batch.bin", [3, 7, 1, 9, 0], seed=3)
+    return tmp_path, images
+
+
+def test_cifar_decode_known_pixel_and_label(cifar_dir):
+    data_dir, eval_images = cifar_dir
+    raw = open(data_dir / "test_batch.bin", "rb").read()[:cifar10.RECORD_BYTES]
+    image, label = cifar10.decode(tf.constant(raw))
+    assert int(label) == 3
+    # Record bytes are CHW; the decoded image is HWC.
+    assert int(image[5, 7, 2]) == eval_images[0, 2, 5, 7]
+    np.testing.assert_array_equal(image.numpy(), eval_images[0].transpose(1, 2, 0))
+
+
+@pytest.mark.parametrize("data_format,shape", [("NHWC", (32, 32, 3)), ("NCHW", (3, 32, 32))])
+def test_cifar_train_augmentation_shapes_and_epoch(cifar_dir, data_format, shape):
+    source = cifar10.dataset_input(str(cifar_dir[0]), global_batch=8, num_epochs=1,
+                                   data_format=data_format)
+    assert source.num_examples == 20 and source.steps_per_epoch == 3
+    batches = list(source.dataset)
+    assert [b[0].shape for b in batches] == [(8,) + shape, (8,) + shape, (4,) + shape]
+    images = np.concatenate([b[0].numpy() for b in batches])
+    axes = (1, 2, 3)
+    np.testing.assert_allclose(images.mean(axis=axes), 0, atol=1e-4)  # standardized
+    assert sorted(np.concatenate([b[1] for b in batches]).tolist()) == sorted(
+        [i % 10 for i in range(12)] + list(range(8)))
+
+
+def test_cifar_eval_is_deterministic(cifar_dir):
+    def run():
+        source = cifar10.dataset_input(str(cifar_dir[0]), global_batch=2, train=False,
+                                       num_epochs=1)
+        return [(i.numpy(), l.numpy()) for i, l in source.dataset]
+    first, second = run(), run()
+    assert [l.tolist() for _, l in first] == [[3, 7], [1, 9], [0]]
+    for (a, _), (b, _) in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cifar_train_is_deterministic_per_seed(cifar_dir):
+    def run(seed):
+        source = cifar10.dataset_input(str(cifar_dir[0]), global_batch=20, num_epochs=1,
+                                       seed=seed)
+        return next(iter(source.dataset))[0].numpy()
+    np.testing.assert_array_equal(run(5), run(5))
+    assert not np.array_equal(run(5), run(6))
+
+
+def test_cifar_bad_inputs(tmp_path):
+    with pytest.raises(ParamsError, match="--data_dir=.*no such directory"):
+        Params(data_dir=str(tmp_path / "missing"))
+    with pytest.raises(InputError, match="no CIFAR-10 binary files"):
+        cifar10.find_files(str(tmp_path))
+    (tmp_path / "data_batch_1").write_bytes(b"\x80\x04 not unpickled")
+    with pytest.raises(InputError, match="pickle.*never unpickles"):
+        cifar10.find_files(str(tmp_path))
+    truncated = tmp_path / "data_batch_1.bin"
+    _write_cifar(truncated, [1, 2])
+    truncated.write_bytes(truncated.read_bytes()[:-100])
+    with pytest.raises(InputError, match="data_batch_1.bin.*not a whole number"):
+        cifar10.dataset_input(str(tmp_path), 4)
+    _write_cifar(truncated, [1, 12, 2])
+    with pytest.raises(InputError, match="data_batch_1.bin: record 1 has label 12"):
+        cifar10.dataset_input(str(tmp_path), 4)
+
+
+def test_cli_truncated_cifar_exits_nonzero_naming_the_file(tmp_path):
+    path = tmp_path / "data_batch_1.bin"
+    _write_cifar(path, [1, 2])
+    path.write_bytes(path.read_bytes()[:-1])
+    proc = subprocess.run(
+        [sys.executable, "-m", "towertrain", f"--data_dir={tmp_path}", "--data_name=cifar10",
+         "--device=cpu", "--num_batches=1", "--num_warmup_batches=0"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "data_batch_1.bin" in proc.stderr
+
+
+def test_trainer_on_cifar_files_nchw_two_devices(cifar_dir):
+    params = Params(model="trivial", data_dir=str(cifar_dir[0]), data_name="cifar10",
+                    device="cpu", num_gpus=2, batch_size=4, data_format="NCHW",
+                    num_epochs=2, num_warmup_batches=1, display_every=100)
+    trainer = Trainer(params)
+    assert trainer.num_warmup_batches + trainer.num_batches == 2 * 3  # ceil(20 / 8) * 2
+    result = trainer.train(write=lambda line: None)
+    assert np.isfinite(result.final_loss)
+
+
+# ImageNet TFRecords ---------------------------------------------------------
+
+def _example(image, label, bbox=None):
+    feature = {
+        "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
+            value=[tf.io.encode_jpeg(image, quality=100).numpy()])),
+        "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+    }
+    for i, key in enumerate(("ymin", "xmin", "ymax", "xmax")):
+        values = [] if bbox is None else [bbox[i]]
+        feature[f"image/object/bbox/{key}"] = tf.train.Feature(
+            float_list=tf.train.FloatList(value=values))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _solid(color, height=40, width=52):
+    return tf.constant(np.tile(np.array(color, np.uint8), (height, width, 1)))
+
+
+@pytest.fixture
+def imagenet_dir(tmp_path):
+    for shard in range(2):
+        with tf.io.TFRecordWriter(str(tmp_path / f"train-{shard:05d}-of-00002")) as w:
+            for i in range(5):
+                bbox = (0.1, 0.2, 0.9, 0.8) if i % 2 else None
+                w.write(_example(_solid((20 * i, 100, 200)), 1 + (i + shard) % 4, bbox))
+    with tf.io.TFRecordWriter(str(tmp_path / "validation-00000-of-00001")) as w:
+        w.write(_example(_solid((200, 40, 100)), 3))
+        w.write(_example(_solid((10, 250, 60)), 4))
+    return tmp_path
+
+
+def test_imagenet_eval_decodes_known_color_and_label(imagenet_dir):
+    source = imagenet.dataset_input(str(imagenet_dir), global_batch=2, image_size=24,
+                                    num_classes=4, train=False, num_epochs=1)
+    assert source.num_examples == 2
+    images, labels = next(iter(source.dataset))
+    assert images.shape == (2, 24, 24, 3)
+    assert labels.numpy().tolist() == [2, 3]  # stored 1-based, offset 1
+    expected = np.array([200, 40, 100]) / 127.5 - 1
+    np.testing.assert_allclose(images[0].numpy().mean(axis=(0, 1)), expected, atol=0.03)
+    again, _ = next(iter(imagenet.dataset_input(
+        str(imagenet_dir), global_batch=2, image_size=24, num_classes=4, train=False,
+        num_epochs=1).dataset))
+    np.testing.assert_array_equal(images.numpy(), again.numpy())
+
+
+def test_imagenet_train_shapes_and_count(imagenet_dir):
+    source = imagenet.dataset_input(str(imagenet_dir), global_batch=4, image_size=16,
+                                    num_classes=4, num_epochs=1, data_format="NCHW")
+    assert source.num_examples == 10 and source.steps_per_epoch == 3
+    batches = list(source.dataset)
+    assert [tuple(b[0].shape) for b in batches] == [(4, 3, 16, 16)] * 2 + [(2, 3, 16, 16)]
+    assert all(np.all(np.abs(b[0].numpy()) <= 1.0) for b in batches)
+
+
+def test_imagenet_bad_inputs(imagenet_dir, tmp_path_factory):
+    empty = tmp_path_factory.mktemp("empty")
+    with pytest.raises(InputError, match="no ImageNet TFRecord shards"):
+        imagenet.find_files(str(empty))
+    shard = imagenet_dir / "train-00001-of-00002"
+    data = shard.read_bytes()
+    shard.write_bytes(data[:-7])
+    with pytest.raises(InputError, match="train-00001-of-00002: truncated"):
+        imagenet.dataset_input(str(imagenet_dir), 4, image_size=16)
+    shard.write_bytes(b"\x13" + data[1:])
+    with pytest.raises(InputError, match="train-00001-of-00002: corrupt"):
+        imagenet.dataset_input(str(imagenet_dir), 4, image_size=16)
+    shard.write_bytes(data)
+    # Labels stored 1..4 are out of range for a 3-class model: the shard is named.
+    source = imagenet.dataset_input(str(imagenet_dir), 10, image_size=16, num_classes=3,
+                                    num_epochs=1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="label out of range.*train-0"):
+        list(source.dataset)
+
+
+@pytest.mark.parametrize("staging_depth", [0, 1])
+def test_imagenet_payload_corruption_fails_step_naming_data_dir(imagenet_dir, staging_depth):
+    shard = imagenet_dir / "validation-00000-of-00001"
+    shard.unlink()
+    path = imagenet_dir / "train-00000-of-00002"
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF  # inside the first payload: frames intact, data CRC wrong
+    path.write_bytes(bytes(data))
+    params = Params(model="trivial", data_dir=str(imagenet_dir), data_name="imagenet",
+                    device="cpu", num_gpus=1, batch_size=10, num_epochs=1,
+                    num_warmup_batches=0, staging_depth=staging_depth)
+    with pytest.raises(InputError, match="--data_dir=.*corrupt"):
+        Trainer(params).step()  # staged: the priming read fails, else the step's
