@@ -13,14 +13,20 @@ def main(argv):
         return _error(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     from towertrain import devices, flags as flags_lib, params as params_lib
     from towertrain import trainer as trainer_lib
+    from towertrain import checkpoint as ckpt_lib, evaluation
     try:
         params = flags_lib.params_from_flags()
+        if params.train_dir and not params.eval:
+            ckpt_lib.ensure_writable(params.train_dir)  # fail before building anything
         trainer = trainer_lib.Trainer(params)
-    except (params_lib.ParamsError, devices.DeviceError) as err:
+    except (params_lib.ParamsError, devices.DeviceError, ckpt_lib.CheckpointError) as err:
         return _error(str(err))
     try:
-        trainer.train()
-    except trainer_lib.TrainingDivergedError as err:
+        if params.eval:
+            evaluation.run_eval(trainer)
+        else:
+            trainer.train()
+    except (trainer_lib.TrainingDivergedError, ckpt_lib.CheckpointError) as err:
         return _error(str(err))
     return 0
 

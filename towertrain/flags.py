@@ -34,6 +34,17 @@ def define_flags():
     flags.DEFINE_integer("tf_random_seed", 1234, "Seed for initializers and synthetic data.")
     flags.DEFINE_enum("data_name", None, params_lib.DATA_NAMES,
                       "Dataset name (default: the model's); sets the number of classes.")
+    flags.DEFINE_string("train_dir", None, "Directory for checkpoints; a run with the same "
+                        "train_dir resumes from its latest checkpoint.")
+    flags.DEFINE_integer("save_model_steps", None, "Save a checkpoint every this many steps.")
+    flags.DEFINE_float("save_model_secs", None, "Save a checkpoint every this many seconds.")
+    flags.DEFINE_integer("max_ckpts_to_keep", 5, "Checkpoints kept in --train_dir.")
+    flags.DEFINE_boolean("eval", False, "Evaluate top-1/top-5 accuracy of a checkpoint "
+                         "instead of training.")
+    flags.DEFINE_string("checkpoint", None, "With --eval: the checkpoint to evaluate "
+                        "(default: the latest in --train_dir).")
+    flags.DEFINE_integer("eval_during_training_every_n_steps", None,
+                         "Evaluate every this many training steps.")
     flags.DEFINE_string("data_dir", None, "Directory of the dataset's files (cifar10 binary "
                         "batches or imagenet TFRecords); unset: synthetic data.")
     flags.DEFINE_enum("input", "dataset", params_lib.INPUTS,

@@ -38,6 +38,14 @@ class Params:
     init_learning_rate: Optional[float] = None  # None -> the model's default
     tf_random_seed: int = 1234
     data_name: Optional[str] = None  # None -> the model's default dataset
+    # Checkpoints, resume and eval (towertrain.run_loop, towertrain.checkpoint).
+    train_dir: Optional[str] = None  # None -> no checkpoints
+    save_model_steps: Optional[int] = None  # save every N steps (and always at the end)
+    save_model_secs: Optional[float] = None  # save every N seconds
+    max_ckpts_to_keep: int = 5
+    eval: bool = False  # evaluate a checkpoint instead of training
+    checkpoint: Optional[str] = None  # for --eval: a checkpoint path; None -> latest in train_dir
+    eval_during_training_every_n_steps: Optional[int] = None
     data_dir: Optional[str] = None  # None -> synthetic data
     input: str = "dataset"  # dataset (tf.data) or queue (threads fill a FIFOQueue)
     staging_depth: int = 1  # batches staged per device ahead of compute; 0 = off
@@ -116,6 +124,7 @@ def validate(p: Params) -> None:
         _fail("init_learning_rate", p.init_learning_rate, "must be > 0")
     if not 0 <= p.momentum < 1:
         _fail("momentum", p.momentum, "must be in [0, 1)")
+    _validate_checkpointing(p)
     _validate_input(p)
 
     # Whether the GPUs exist is checked when devices are set up
@@ -143,3 +152,20 @@ def _validate_input(p: Params) -> None:
         _fail("data_dir", p.data_dir, "no such directory")
     if p.data_dir is None and p.input == "queue":
         _fail("input", p.input, "needs --data_dir (synthetic data is generated on the devices)")
+
+
+def _validate_checkpointing(p: Params) -> None:
+    for flag in ("save_model_steps", "save_model_secs", "eval_during_training_every_n_steps"):
+        value = getattr(p, flag)
+        if value is not None and not value > 0:
+            _fail(flag, value, "must be > 0")
+    if p.max_ckpts_to_keep < 1:
+        _fail("max_ckpts_to_keep", p.max_ckpts_to_keep, "must be >= 1")
+    if (p.save_model_steps or p.save_model_secs) and not p.train_dir:
+        flag = "save_model_steps" if p.save_model_steps else "save_model_secs"
+        _fail(flag, getattr(p, flag), "needs --train_dir to save into")
+    if p.eval and not (p.train_dir or p.checkpoint):
+        _fail("eval", True, "needs --train_dir (latest checkpoint) or --checkpoint")
+    if p.checkpoint and not p.eval:
+        _fail("checkpoint", p.checkpoint, "only applies with --eval; training resumes "
+              "from the latest checkpoint in --train_dir")

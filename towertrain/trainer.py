@@ -185,28 +185,19 @@ class Trainer:
             info.append(("AllReduce", p.resolved_all_reduce_spec))
         return info
 
-    def train(self, write=print):
-        """Warmup steps, then num_batches timed steps with tf_cnn_benchmarks output."""
-        p = self.params
-        for line in benchmark_log.header_lines(self.header_info()):
-            write(line)
-        write("Running warm up")
-        for _ in range(p.num_warmup_batches):
-            self._checked_step()
-        write("Done warm up")
-        logger = benchmark_log.StepLogger(self.global_batch_size, p.display_every, write)
-        logger.start()
-        loss = float("nan")
-        for _ in range(p.num_batches):
-            loss = self._checked_step()
-            logger.step_done(loss)
-        total = logger.finish()
-        return TrainResult(total, loss, p.num_warmup_batches + p.num_batches)
+    def train(self, write=print, eval_dataset=None):
+        """Warmup steps, then num_batches timed steps with tf_cnn_benchmarks output;
+        with --train_dir also resume, periodic saves and SIGINT/SIGTERM handling
+        (towertrain.run_loop)."""
+        from towertrain import run_loop  # deferred: run_loop imports this module
+        return run_loop.train(self, write, eval_dataset=eval_dataset)
 
     def _checked_step(self):
         loss = float(self.step())
         if not math.isfinite(loss):
             raise TrainingDivergedError(
                 f"loss is {loss} at step {int(self.variables.iterations().numpy())}; "
-                f"try a lower --init_learning_rate (now {self.learning_rate:g})")
+                "stopped without saving this step's state; "
+                f"try a lower --init_learning_rate (now {self.learning_rate:g}) "
+                "or, with loss scaling, a lower loss scale")
         return loss

@@ -1,0 +1,148 @@
+"""Checkpoints restore anywhere: mode x devices x data format, plus bad input."""
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Params, Trainer, checkpoint as ckpt_lib, evaluation, models, run_loop
+from towertrain.models import FusedBatchNormalization
+
+NUM_EVAL = 23  # eval batches of 5: uneven over 2 and 4 devices, uneven last batch
+
+
+def build_tiny(num_classes, data_format, image_size):
+    """conv + fused BN + pool + dense: every kind of variable, in milliseconds."""
+    axis = 1 if data_format == "channels_first" else -1
+    return keras.Sequential([
+        keras.Input(models.input_shape(image_size, data_format)),
+        keras.layers.Conv2D(4, 3, data_format=data_format, name="conv"),
+        FusedBatchNormalization(axis=axis, name="bn"),
+        keras.layers.Activation("relu", name="relu"),
+        keras.layers.GlobalAveragePooling2D(data_format=data_format, name="pool"),
+        keras.layers.Dense(num_classes, name="logits"),
+    ], name="ckpt_tiny")
+
+
+models.register_model("ckpt_tiny", build_tiny, default_image_size=8, default_batch_size=3,
+                      default_learning_rate=0.1, default_dataset="cifar10", overwrite=True)
+
+
+def tiny_params(mode="replicated", gpus=2, fmt="NHWC", **kw):
+    kw.setdefault("num_batches", 3)
+    return Params(model="ckpt_tiny", device="cpu", num_gpus=gpus, data_format=fmt,
+                  variable_update=mode, optimizer="momentum", num_warmup_batches=0,
+                  display_every=100, **kw)
+
+
+def eval_data(fmt):
+    rng = np.random.default_rng(7)
+    images = rng.standard_normal((NUM_EVAL, 8, 8, 3)).astype(np.float32)
+    labels = rng.integers(0, 10, NUM_EVAL).astype(np.int32)
+    if fmt == "NCHW":
+        images = images.transpose(0, 3, 1, 2)
+    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(5)
+
+
+def evaluate(trainer):
+    return evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices).evaluate(
+        eval_data(trainer.data_format), keep_logits=True)
+
+
+# Each pair changes the mode, the device count and the data format; every one
+# of the 12 cells appears once (the full 12x11 cross product is too slow here).
+PAIRS = [
+    (("parameter_server", 1, "NCHW"), ("replicated", 4, "NHWC")),
+    (("parameter_server", 2, "NCHW"), ("replicated", 1, "NHWC")),
+    (("parameter_server", 4, "NCHW"), ("replicated", 2, "NHWC")),
+    (("replicated", 1, "NCHW"), ("parameter_server", 4, "NHWC")),
+    (("replicated", 2, "NCHW"), ("parameter_server", 1, "NHWC")),
+    (("replicated", 4, "NCHW"), ("parameter_server", 2, "NHWC")),
+]
+
+
+@pytest.mark.parametrize("source,target", PAIRS, ids=lambda c: "-".join(map(str, c)))
+def test_restore_into_another_cell_gives_same_eval(tmp_path, source, target):
+    trained = Trainer(tiny_params(*source, train_dir=str(tmp_path)))
+    trained.train(write=lambda line: None)
+    expected = evaluate(trained)
+
+    restored = Trainer(tiny_params(*target, train_dir=str(tmp_path)))
+    path = run_loop.Checkpointer(restored, str(tmp_path)).restore_latest()
+    assert path.endswith("ckpt-3")
+    got = evaluate(restored)
+    assert got.num_examples == NUM_EVAL
+    assert (got.top1, got.top5) == (expected.top1, expected.top5)
+    np.testing.assert_allclose(got.logits, expected.logits, atol=1e-5)
+
+    # Step, slots and every replica match the source's canonical copy.
+    src = ckpt_lib.EngineState(trained.model, trained.variables)
+    dst = ckpt_lib.EngineState(restored.model, restored.variables)
+    assert dst.global_step() == 3
+    assert all(int(o.iterations.numpy()) == 3 for o in restored.variables.optimizers())
+    for key, slots in src.slots.items():
+        np.testing.assert_array_equal(dst.slots[key]["momentum"].numpy(),
+                                      slots["momentum"].numpy())
+    for copy in restored.variables.trainable_copies():
+        for mine, ref in zip(copy, trained.variables.primary_variables()[0]):
+            np.testing.assert_array_equal(mine.numpy(), ref.numpy())
+    if target[0] == "replicated":
+        for optimizer in restored.variables.optimizers()[1:]:
+            for slots in ckpt_lib.optimizer_slots(optimizer).values():
+                assert np.any(slots["momentum"].numpy() != 0)
+
+
+def test_eval_counts_every_example_once_on_any_device_count():
+    trainer = Trainer(tiny_params("replicated", 4))
+    one = Trainer(tiny_params("parameter_server", 1))
+    for variable, source in zip(one.variables.primary_variables()[0],
+                                trainer.variables.primary_variables()[0]):
+        variable.assign(source)
+    four_devices, one_device = evaluate(trainer), evaluate(one)
+    assert four_devices.num_examples == one_device.num_examples == NUM_EVAL
+    assert four_devices.logits.shape == (NUM_EVAL, 10)
+    np.testing.assert_allclose(four_devices.logits, one_device.logits, atol=1e-5)
+    # The same accuracy recomputed by hand from the logits.
+    labels = np.concatenate([y.numpy() for _, y in eval_data("NHWC")])
+    assert four_devices.top1 == np.mean(np.argmax(one_device.logits, 1) == labels)
+
+
+def test_checkpoint_of_another_model_lists_variables(tmp_path):
+    Trainer(tiny_params(train_dir=str(tmp_path), num_batches=1,
+                        )).train(write=lambda line: None)
+    other = Trainer(Params(model="trivial", device="cpu", batch_size=2, num_batches=1,
+                           num_warmup_batches=0, train_dir=str(tmp_path)))
+    with pytest.raises(ckpt_lib.CheckpointError) as err:
+        other.train(write=lambda line: None)
+    message = str(err.value)
+    assert "missing variables: hidden__bias, hidden__kernel" in message
+    assert "unexpected variables: bn__beta" in message and "conv__kernel" in message
+
+
+def test_truncated_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path):
+    Trainer(tiny_params(train_dir=str(tmp_path), num_batches=1)).train(write=lambda l: None)
+    data = [f for f in os.listdir(tmp_path) if ".data-" in f][0]
+    with open(tmp_path / data, "r+b") as f:
+        f.truncate(os.path.getsize(tmp_path / data) // 2)
+    before = {f: os.path.getsize(tmp_path / f) for f in os.listdir(tmp_path)}
+    with pytest.raises(ckpt_lib.CheckpointError, match="truncated or corrupt"):
+        Trainer(tiny_params(train_dir=str(tmp_path), num_batches=4)).train(
+            write=lambda line: None)
+    assert {f: os.path.getsize(tmp_path / f) for f in os.listdir(tmp_path)} == before
+
+
+def test_unwritable_train_dir_fails_before_training(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    trainer = Trainer(tiny_params(train_dir=str(blocker / "sub"), num_batches=1))
+    with pytest.raises(ckpt_lib.CheckpointError, match="not writable"):
+        trainer.train(write=lambda line: None)
+    assert int(trainer.variables.iterations().numpy()) == 0
+
+
+def test_eval_flag_validation():
+    with pytest.raises(Exception, match="--eval"):
+        tiny_params(eval=True)
+    with pytest.raises(Exception, match="--save_model_steps"):
+        tiny_params(save_model_steps=2)
