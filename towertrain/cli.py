@@ -31,11 +31,30 @@ def main(argv):
     return 0
 
 
+def _import_tensorflow_quietly():
+    """Imports TensorFlow with stderr muted when TF_CPP_MIN_LOG_LEVEL >= 2.
+
+    TF 2.21 prints its oneDNN banner from C++ before absl logging is set up, so
+    TF_CPP_MIN_LOG_LEVEL does not hide it; it would bury the one-line errors
+    and the benchmark output. Export TF_CPP_MIN_LOG_LEVEL=0 to see it.
+    """
+    if int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0) < 2:
+        import tensorflow  # noqa: F401
+        return
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def run():
-    # Before TensorFlow loads: its C++ banners (printed before absl logging is
-    # set up, so level 2 does not hide them) would bury the benchmark output.
-    # Python-level errors are unaffected; export the variable to see C++ logs.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    _import_tensorflow_quietly()
     from absl import app
     from towertrain import flags as flags_lib
     flags_lib.define_flags()

@@ -61,8 +61,9 @@ class ParameterServerManager(VariableManager):
     def apply(self, tower_grads, tower_non_trainable):
         present = [g for g in tower_grads if g is not None]
         for device, indices, optimizer in self._groups:
-            with tf.device(device):
+            with tf.device(device), tf.name_scope("aggregate"):
                 summed = [tf.add_n([grads[i] for grads in present]) for i in indices]
+            with tf.device(device):
                 optimizer.apply(summed, [self._trainable[i] for i in indices])
         with tf.device(self.parameter_devices[0]):
             assign_all(self._non_trainable,

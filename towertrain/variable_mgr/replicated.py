@@ -43,7 +43,8 @@ class ReplicatedManager(VariableManager):
 
     def apply(self, tower_grads, tower_non_trainable):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
-        summed = self.all_reduce.reduce(grads, self.devices)
+        with tf.name_scope("allreduce"):
+            summed = self.all_reduce.reduce(grads, self.devices)
         source = tower_non_trainable[stats_tower(tower_non_trainable)]
         for i, device in enumerate(self.devices):
             with tf.device(device):

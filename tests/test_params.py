@@ -1,0 +1,67 @@
+"""Params validation: every bad value or combination names its flag."""
+import pytest
+
+from towertrain import Params, ParamsError
+from towertrain import devices
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"model": "nope"}, r"--model=nope: unknown model; known models: .*resnet20"),
+    ({"batch_size": 0}, r"--batch_size=0: must be >= 1"),
+    ({"num_batches": 0}, r"--num_batches=0: must be >= 1"),
+    ({"num_warmup_batches": -1}, r"--num_warmup_batches=-1: must be >= 0"),
+    ({"display_every": 0}, r"--display_every=0"),
+    ({"num_gpus": 0}, r"--num_gpus=0: must be >= 1"),
+    ({"init_learning_rate": -0.1}, r"--init_learning_rate=-0.1: must be > 0"),
+    ({"variable_update": "mirrored"}, r"--variable_update=mirrored: must be one of"),
+    ({"device": "tpu"}, r"--device=tpu: must be one of cpu, gpu"),
+    ({"data_format": "NWHC"}, r"--data_format=NWHC"),
+    ({"device": "cpu", "variable_update": "replicated", "all_reduce_spec": "nccl"},
+     r"--all_reduce_spec=nccl: needs --device=gpu"),
+    ({"device": "cpu", "variable_update": "replicated", "all_reduce_spec": "psgpu"},
+     r"--all_reduce_spec=psgpu: needs --device=gpu"),
+    ({"variable_update": "parameter_server", "all_reduce_spec": "ring"},
+     r"--all_reduce_spec=ring: only applies to --variable_update=replicated"),
+    ({"device": "cpu", "local_parameter_device": "gpu"},
+     r"--local_parameter_device=gpu: needs --device=gpu"),
+])
+def test_bad_values_name_the_flag(changes, message):
+    with pytest.raises(ParamsError, match=message):
+        Params(**changes)
+
+
+def test_defaults_resolve_per_device():
+    cpu = Params(device="cpu", variable_update="replicated")
+    assert cpu.resolved_data_format == "NHWC"
+    assert cpu.resolved_all_reduce_spec == "pscpu"
+    assert cpu.resolved_parameter_device == "cpu"
+    gpu = Params(device="gpu", num_gpus=4, variable_update="replicated")
+    assert gpu.resolved_data_format == "NCHW"
+    assert gpu.resolved_all_reduce_spec == "nccl"
+    assert Params(device="gpu").resolved_all_reduce_spec is None  # not replicated
+
+
+def test_replicated_with_one_device_is_fine():
+    assert Params(device="cpu", num_gpus=1, variable_update="replicated").num_gpus == 1
+
+
+def test_params_are_frozen_and_replace_revalidates():
+    params = Params(device="cpu")
+    with pytest.raises(Exception):
+        params.num_gpus = 2
+    assert params.replace(num_gpus=3).num_gpus == 3
+    with pytest.raises(ParamsError, match="--num_gpus=0"):
+        params.replace(num_gpus=0)
+
+
+def test_more_gpus_than_present_fails_at_device_setup():
+    with pytest.raises(devices.DeviceError, match=r"--num_gpus=64: only \d+ GPU\(s\) present"):
+        devices.tower_devices("gpu", 64)
+
+
+def test_more_logical_cpus_than_configured_after_init_fails_clearly():
+    import tensorflow as tf
+    tf.constant(1.0)  # runtime initialized with the conftest's 4 logical CPUs
+    with pytest.raises(devices.DeviceError, match=r"--num_gpus=9: .*already initialized"):
+        devices.tower_devices("cpu", 9)
+    assert devices.tower_devices("cpu", 3) == ["/cpu:0", "/cpu:1", "/cpu:2"]
