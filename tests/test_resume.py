@@ -1,0 +1,140 @@
+"""Failing safely, end to end in subprocesses: SIGKILL + resume is exact,
+SIGTERM saves and exits 0, a NaN loss stops without saving."""
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Trainer, run_loop
+
+import test_checkpoint
+
+pytestmark = pytest.mark.slow
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+# The CLI with the tests' tiny model registered and deterministic kernels.
+DRIVER = f"""
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+tf.config.experimental.enable_op_determinism()
+sys.path.insert(0, {TESTS_DIR!r})
+import test_checkpoint  # registers ckpt_tiny
+from towertrain import cli
+cli.run()
+"""
+COMMON = ["--model=ckpt_tiny", "--device=cpu", "--num_gpus=2", "--variable_update=replicated",
+          "--optimizer=momentum", "--num_warmup_batches=0", "--batch_size=3",
+          "--display_every=1"]
+
+
+def command(train_dir, *flags):
+    return [sys.executable, "-c", DRIVER, f"--train_dir={train_dir}", *COMMON, *flags]
+
+
+def environment():
+    return dict(os.environ, PYTHONUNBUFFERED="1")
+
+
+def latest_step(train_dir):
+    """The step of the latest complete checkpoint, read without TensorFlow."""
+    try:
+        with open(os.path.join(train_dir, "checkpoint")) as f:
+            found = re.search(r'^model_checkpoint_path: ".*ckpt-(\d+)"', f.read(), re.M)
+    except FileNotFoundError:
+        return 0
+    return int(found.group(1)) if found else 0
+
+
+def saved_tensors(train_dir):
+    reader = tf.train.load_checkpoint(train_dir)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if not name.startswith(("_CHECKPOINTABLE", "save_counter"))}
+
+
+def test_sigkill_at_random_steps_then_resume_is_exact(tmp_path):
+    total = 80
+    flags = [f"--num_batches={total}", "--save_model_steps=1"]
+    reference = str(tmp_path / "reference")
+    subprocess.run(command(reference, *flags), check=True, capture_output=True,
+                   env=environment(), timeout=300)
+
+    interrupted = str(tmp_path / "interrupted")
+    rng = random.Random()
+    kill_points = sorted(rng.sample(range(3, 30), 1) + rng.sample(range(35, 65), 1))
+    for kill_at in kill_points:
+        proc = subprocess.Popen(command(interrupted, *flags), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=environment())
+        while latest_step(interrupted) < kill_at and proc.poll() is None:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=60) == -signal.SIGKILL, f"finished before step {kill_at}"
+    killed_at = latest_step(interrupted)
+    assert killed_at < total
+    done = subprocess.run(command(interrupted, *flags), capture_output=True, text=True,
+                          env=environment(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf"Resumed:\s+from step {killed_at} ", done.stdout), done.stdout
+
+    expected, got = saved_tensors(reference), saved_tensors(interrupted)
+    assert sorted(got) == sorted(expected)
+    assert int(got["step/.ATTRIBUTES/VARIABLE_VALUE"]) == total
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], atol=1e-6, rtol=0,
+                                   err_msg=f"{name} (kill points {kill_points})")
+
+
+def test_sigterm_saves_the_last_finished_step_and_exits_zero(tmp_path):
+    train_dir = str(tmp_path)
+    proc = subprocess.Popen(command(train_dir, "--num_batches=100000"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=environment())
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if re.match(r"^5\t", line):
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    lines.extend(out.splitlines(keepends=True))
+    assert proc.returncode == 0, err
+    stopped = re.search(r"Received SIGTERM: saved checkpoint at step (\d+) to (\S+)",
+                        "".join(lines))
+    assert stopped, "".join(lines)
+    step = int(stopped.group(1))
+    last_logged = max(int(m.group(1)) for m in re.finditer(r"^(\d+)\timages/sec",
+                                                            "".join(lines), re.M))
+    assert step == last_logged >= 5
+    assert stopped.group(2).endswith(f"ckpt-{step}")
+    assert int(saved_tensors(train_dir)["step/.ATTRIBUTES/VARIABLE_VALUE"]) == step
+
+
+def test_nan_loss_stops_without_saving_and_previous_checkpoint_restores(tmp_path):
+    train_dir = str(tmp_path)
+    trivial = "--model=trivial"  # no batch norm to tame a huge learning rate (last flag wins)
+    subprocess.run(command(train_dir, trivial, "--num_batches=4"), check=True, capture_output=True,
+                   env=environment(), timeout=300)
+    before = saved_tensors(train_dir)
+    diverged = subprocess.run(command(train_dir, trivial, "--num_batches=200",
+                                      "--init_learning_rate=1e6"),
+                              capture_output=True, text=True, env=environment(), timeout=300)
+    assert diverged.returncode != 0
+    match = re.search(r"towertrain: error: loss is (nan|inf|-inf) at step (\d+);.*"
+                      r"--init_learning_rate \(now 1e\+06\)", diverged.stderr)
+    assert match, diverged.stderr
+    assert int(match.group(2)) > 4
+    assert "Saved checkpoint" not in diverged.stdout
+    assert latest_step(train_dir) == 4
+    after = saved_tensors(train_dir)
+    for name in before:
+        np.testing.assert_array_equal(after[name], before[name])
+
+    trainer = Trainer(test_checkpoint.tiny_params(train_dir=train_dir).replace(model="trivial"))
+    assert run_loop.Checkpointer(trainer, train_dir).restore_latest().endswith("ckpt-4")
+    assert all(np.all(np.isfinite(v.numpy())) for v in trainer.variables.primary_variables()[0])
