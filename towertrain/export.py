@@ -97,6 +97,8 @@ def main(argv):
     if len(argv) > 1:
         print(f"{_ERROR_PREFIX}unexpected arguments {argv[1:]}", file=sys.stderr)
         return 2
+    from absl import logging
+    logging.set_verbosity(logging.WARNING)  # SavedModel writing logs a page of INFO
     try:
         export(FLAGS.train_dir, FLAGS.output, FLAGS.saved_model, FLAGS.data_format,
                FLAGS.checkpoint, FLAGS.model)
