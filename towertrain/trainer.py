@@ -150,6 +150,10 @@ class Trainer:
         the data; TensorFlow's own message says which record failed."""
         try:
             yield
+        except (tf.errors.OutOfRangeError, tf.errors.CancelledError):
+            # A queue input whose feeder thread failed closes its queue: report why.
+            getattr(self.input, "raise_feeder_error", lambda: None)()
+            raise
         except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
             where = getattr(self.input, "description", None)
             if not where:

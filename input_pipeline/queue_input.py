@@ -1,0 +1,155 @@
+"""--input=queue: a tf.queue.FIFOQueue of global batches filled by Python threads.
+
+For data that tf.data cannot express (a Python library decodes it, a network
+source, ...). Background threads pull global batches from one shared Python
+iterator and enqueue them; the step dequeues one on the CPU and slices it.
+A feeder that fails closes the queue and its exception is re-raised to the
+trainer (never a hang on an empty queue).
+"""
+import math
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+from .arrays import InputError
+from .slicing import split_to_devices
+
+
+def batches_of(example_iter, global_batch):
+    """Groups (image, label) examples into global batches; the last may be partial."""
+    images, labels = [], []
+    for image, label in example_iter:
+        images.append(image)
+        labels.append(label)
+        if len(images) == global_batch:
+            yield np.stack(images), np.asarray(labels, np.int32)
+            images, labels = [], []
+    if images:
+        yield np.stack(images), np.asarray(labels, np.int32)
+
+
+class QueueInput:
+    """source_fn(epoch) -> iterator of (image HWC-or-model-layout, label) examples.
+
+    num_examples / num_epochs make the run finite (each epoch ends with its
+    partial batch); without num_epochs the source is called again forever.
+    """
+
+    name = "queue"
+
+    def __init__(self, source_fn, image_shape, global_batch, num_examples=None,
+                 num_epochs=None, num_threads=2, capacity=4, description=None):
+        self.source_fn = source_fn
+        self.image_shape = tuple(image_shape)
+        self.global_batch = global_batch
+        self.num_examples = num_examples
+        self.num_epochs = num_epochs
+        self.num_threads = num_threads
+        self.capacity = capacity
+        self.description = description
+        self.error = None
+        self._queue = None
+        self._threads = []
+        self._lock = threading.Lock()
+        self._batches = None
+        self._finished = 0
+
+    @property
+    def steps_per_epoch(self):
+        if self.num_examples is None:
+            return None
+        return math.ceil(self.num_examples / self.global_batch)
+
+    def _all_batches(self):
+        epoch = 0
+        while self.num_epochs is None or epoch < self.num_epochs:
+            yield from batches_of(self.source_fn(epoch), self.global_batch)
+            epoch += 1
+
+    def create(self, devices):
+        del devices
+        # A finite run has a partial last batch, so the batch dimension is left open.
+        batch_dim = self.global_batch if self.num_epochs is None else None
+        with tf.device("/cpu:0"):
+            # FIFOQueue takes fully defined shapes or none; open ones are set on dequeue.
+            self._shapes = [(batch_dim,) + self.image_shape, (batch_dim,)]
+            self._queue = tf.queue.FIFOQueue(
+                self.capacity, [tf.float32, tf.int32],
+                shapes=self._shapes if batch_dim is not None else None)
+        self._batches = self._all_batches()
+        for i in range(self.num_threads):
+            thread = threading.Thread(target=self._feed, name=f"towertrain_feeder_{i}",
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _feed(self):
+        try:
+            while True:
+                with self._lock:  # one shared iterator: every batch enqueued exactly once
+                    batch = next(self._batches, None)
+                if batch is None:
+                    break
+                images, labels = batch
+                with tf.device("/cpu:0"):
+                    self._queue.enqueue([images.astype(np.float32), labels])
+        except tf.errors.CancelledError:
+            return  # closed on exit
+        except Exception as err:  # noqa: BLE001 - reported to the trainer below
+            self.error = err
+            self._queue.close(cancel_pending_enqueues=True)
+            return
+        with self._lock:
+            self._finished += 1
+            if self._finished == self.num_threads:
+                self._queue.close()  # the last feeder done: dequeues past the end fail
+
+    def tower_batches(self, devices):
+        with tf.device("/cpu:0"):
+            images, labels = self._queue.dequeue()
+            images.set_shape(self._shapes[0])
+            labels.set_shape(self._shapes[1])
+        return split_to_devices((images, labels), devices)
+
+    def raise_feeder_error(self):
+        """Re-raises a feeder thread's failure as an InputError (trainer hook)."""
+        if self.error is not None:
+            where = self.description or "the queue input"
+            raise InputError(f"{where}: feeder thread failed: {self.error}") from self.error
+
+    def close(self):
+        if self._queue is not None:
+            self._queue.close(cancel_pending_enqueues=True)
+
+
+def _cifar_augment(image, rng):
+    """numpy version of the tf.data CIFAR training augmentation (HWC uint8 in)."""
+    padded = np.pad(image, ((4, 4), (4, 4), (0, 0)))
+    top, left = rng.randint(0, 9, size=2)
+    image = padded[top:top + 32, left:left + 32].astype(np.float32)
+    if rng.rand() < 0.5:
+        image = image[:, ::-1]
+    std = max(image.std(), 1.0 / np.sqrt(image.size))
+    return (image - image.mean()) / std
+
+
+def from_data_dir(name, data_dir, image_shape, global_batch, num_epochs=None, seed=0,
+                  data_format="NHWC"):
+    """The queue input for --data_name: cifar10 decoded and augmented in numpy."""
+    if name != "cifar10":
+        raise InputError(f"--input=queue: only --data_name=cifar10 is fed by the queue "
+                         f"input; use --input=dataset for {name}")
+    from . import cifar10
+    images, labels = cifar10.read_examples(data_dir, train=True)
+
+    def source(epoch):
+        rng = np.random.RandomState([seed, epoch])
+        for index in rng.permutation(len(images)):
+            image = _cifar_augment(images[index], rng)
+            if data_format == "NCHW":
+                image = image.transpose(2, 0, 1)
+            yield image, labels[index]
+
+    return QueueInput(source, image_shape, global_batch, num_examples=len(images),
+                      num_epochs=num_epochs, description=f"--data_dir={data_dir}")
