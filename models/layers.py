@@ -64,9 +64,13 @@ class FusedBatchNormalization(keras.layers.Layer):
             data_format=self._tf_format, is_training=True)
         # The fused kernel returns the Bessel-corrected variance; Keras averages
         # the biased one, so undo the correction to keep identical moving stats.
-        shape = tf.shape(inputs)
-        per_channel = tf.cast(tf.size(inputs) // shape[self._channel_axis], inputs.dtype)
-        variance = unbiased_variance * (per_channel - 1.0) / tf.maximum(per_channel, 1.0)
+        if inputs.shape.is_fully_defined():  # the usual case: a constant, no extra ops
+            count = inputs.shape.num_elements() // inputs.shape[self._channel_axis]
+            variance = unbiased_variance * ((count - 1.0) / max(count, 1.0))
+        else:
+            shape = tf.shape(inputs)
+            count = tf.cast(tf.size(inputs) // shape[self._channel_axis], inputs.dtype)
+            variance = unbiased_variance * (count - 1.0) / tf.maximum(count, 1.0)
         self.moving_mean.assign(self.moving_mean * self.momentum + mean * (1.0 - self.momentum))
         self.moving_variance.assign(
             self.moving_variance * self.momentum + variance * (1.0 - self.momentum))

@@ -1,7 +1,12 @@
-"""Central all-reduce: sum on one device, copy the sum back to every device."""
+"""Central all-reduce: sum on one device, copy the sum back to every device.
+
+Gradients travel packed into one flat vector per device, so the exchange is
+one transfer and one sum per device rather than one per variable.
+"""
 import tensorflow as tf
 
 from .base import AllReduce, register
+from .packing import pack, unpack
 
 
 class _CentralAllReduce(AllReduce):
@@ -9,12 +14,19 @@ class _CentralAllReduce(AllReduce):
         raise NotImplementedError
 
     def reduce(self, per_device, devices):
+        if len(devices) == 1:
+            return [list(per_device[0])]
+        packed, spec = [], None
+        for device, grads in zip(devices, per_device):
+            with tf.device(device):
+                flat, spec = pack(grads)
+                packed.append(flat)
         with tf.device(self.reduction_device(devices)):
-            sums = [tf.add_n(list(grads)) for grads in zip(*per_device)]
+            total = tf.add_n(packed)
         out = []
         for device in devices:
             with tf.device(device):
-                out.append([tf.identity(s) for s in sums])
+                out.append(unpack(tf.identity(total), spec))
         return out
 
 
