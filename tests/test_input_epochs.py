@@ -141,8 +141,8 @@ def test_gpu_graph_has_stage_pair_per_gpu_and_sliced_inputs():
     images = np.zeros((16, 3, 32, 32), np.float32)  # NCHW, the GPU default
     labels = np.zeros(16, np.int32)
     params = Params(device="gpu", num_gpus=num_gpus, batch_size=per_device,
-                    model="trivial", data_name="cifar10", variable_update="replicated",
-                    all_reduce_spec="pscpu")
+                    model="trivial", data_name="cifar10", variable_update="parameter_server",
+                    local_parameter_device="cpu")  # no eager op on a GPU that is absent
     trainer = Trainer(params, input_source=from_arrays(images, labels, per_device * num_gpus),
                       check_devices=False)
     graph = trainer.trace_step().graph

@@ -36,6 +36,7 @@ class StagedInput:
         self._dtypes = None
         self._shapes = None  # per device, per tensor: static shapes of a staged batch
         self._prime_fn = None
+        self._primed = False
         self._size_fn = None
         self.staged = 0  # batches now in each area
         self.fetched = 0  # batches taken from the inner input so far
@@ -69,11 +70,16 @@ class StagedInput:
         self.inner.create(self._devices)
         self._prime_fn = tf.function(self._put_all)
         self._size_fn = tf.function(self._sizes)
+        self._primed = False  # primed by the first before_step, so tracing alone runs nothing
+
+    def prime(self):
+        """Stages the first `depth` batches on every device (eager)."""
         self.clear()
         for _ in range(self._puts_allowed(self.depth)):
             self._prime_fn()
             self.staged += 1
             self.fetched += 1
+        self._primed = True
 
     def _puts_allowed(self, wanted):
         if self.total_steps is None:
@@ -90,6 +96,8 @@ class StagedInput:
                 tf.raw_ops.Stage(values=list(batch), **self._attrs(i))
 
     def _get_all(self):
+        if self._dtypes is None:  # traced before any put: learn the structure by tracing one
+            self._prime_fn.get_concrete_function()
         out = []
         for i, device in enumerate(self._devices):
             with tf.device(device):
@@ -101,6 +109,8 @@ class StagedInput:
 
     def before_step(self):
         """Eager, before each step: returns whether this step puts a batch."""
+        if not self._primed:
+            self.prime()
         if self.staged == 0:  # past the plan: stage one first so the get cannot block
             self._prime_fn()
             self.staged += 1
@@ -137,8 +147,7 @@ class StagedInput:
 
     def clear(self):
         """Drops whatever is staged (start, early exit); the areas stay usable."""
-        if self._dtypes is None:
-            # Nothing was ever staged by this instance; learn the dtypes without fetching.
+        if not self._primed:  # nothing was ever staged by this instance
             return
         for i, device in enumerate(self._devices):
             with tf.device(device):

@@ -73,9 +73,8 @@ class Trainer:
         self.num_warmup_batches, self.num_batches = self._plan_steps()
         if params.staging_depth > 0 and getattr(self.input, "stage", True):
             self.input = staging.StagedInput(self.input, params.staging_depth)
-            with self._input_errors():  # priming reads the first batches
-                self.input.create(self.devices,
-                                  total_steps=self.num_warmup_batches + self.num_batches)
+            self.input.create(self.devices,
+                              total_steps=self.num_warmup_batches + self.num_batches)
         else:
             self.input.create(self.devices)
 
@@ -140,8 +139,9 @@ class Trainer:
 
     def step(self):
         """Runs one training step; returns the loss as a scalar tensor."""
-        put = self.input.before_step() if isinstance(self.input, staging.StagedInput) else True
         with self._input_errors():
+            put = (self.input.before_step() if isinstance(self.input, staging.StagedInput)
+                   else True)  # the first call primes the staging areas
             return self._step_fn(put)
 
     @contextlib.contextmanager
