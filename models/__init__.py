@@ -24,10 +24,10 @@ def _cifar(name, builder, batch_size, learning_rate):
                    default_learning_rate=learning_rate, default_dataset="cifar10")
 
 
-def _imagenet(name, builder, image_size, batch_size, learning_rate):
+def _imagenet(name, builder, image_size, batch_size, learning_rate, min_image_size=1):
     register_model(name, builder, default_image_size=image_size,
                    default_batch_size=batch_size, default_learning_rate=learning_rate,
-                   default_dataset="imagenet")
+                   default_dataset="imagenet", min_image_size=min_image_size)
 
 
 _cifar("trivial", build_trivial, 32, 0.005)
@@ -39,10 +39,12 @@ for _depth in (20, 32, 44, 56, 110):
     _cifar(f"resnet{_depth}_v2", resnet_cifar_v2(_depth), 64, 0.1)
 
 # LeNet reads 28x28 images; tf_cnn_benchmarks trains it on the ImageNet input.
-_imagenet("lenet", build_lenet, 28, 32, 0.005)
-_imagenet("alexnet", build_alexnet, 227, 512, 0.005)
+# min_image_size: two valid 5x5 convs and 2x2 pools (lenet); an 11x11/4 conv
+# and three valid 3x3/2 pools (alexnet); inception3's valid stem and reductions.
+_imagenet("lenet", build_lenet, 28, 32, 0.005, min_image_size=16)
+_imagenet("alexnet", build_alexnet, 227, 512, 0.005, min_image_size=67)
 _imagenet("googlenet", build_googlenet, 224, 32, 0.005)
-_imagenet("inception3", build_inception3, 299, 32, 0.005)
+_imagenet("inception3", build_inception3, 299, 32, 0.005, min_image_size=75)
 _imagenet("resnet50", resnet_imagenet(50), 224, 64, 0.1)
 _imagenet("resnet50_v1.5", resnet_imagenet(50, v1_5=True), 224, 64, 0.1)
 _imagenet("resnet101", resnet_imagenet(101), 224, 32, 0.1)

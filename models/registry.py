@@ -28,6 +28,7 @@ class ModelSpec:
     default_learning_rate: float
     default_dataset: str
     weight_decay_filter: Optional[Callable] = None  # None -> decays_by_default
+    min_image_size: int = 1  # the smallest input the architecture takes
 
 
 _REGISTRY = {}
@@ -35,7 +36,7 @@ _REGISTRY = {}
 
 def register_model(name, builder, default_image_size, default_batch_size,
                    default_learning_rate=0.1, default_dataset="imagenet",
-                   overwrite=False, weight_decay_filter=None):
+                   overwrite=False, weight_decay_filter=None, min_image_size=1):
     """Makes `--model=name` available. Raises ValueError on a duplicate name."""
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"model {name!r} is already registered; pass overwrite=True "
@@ -44,7 +45,7 @@ def register_model(name, builder, default_image_size, default_batch_size,
         raise ValueError(f"default_dataset must be one of {sorted(DATASET_CLASSES)}")
     _REGISTRY[name] = ModelSpec(name, builder, default_image_size, default_batch_size,
                                 default_learning_rate, default_dataset,
-                                weight_decay_filter)
+                                weight_decay_filter, min_image_size)
 
 
 def registered_names():
@@ -69,11 +70,15 @@ def keras_data_format(data_format: str) -> str:
 def build(name, num_classes=None, data_format="NHWC", image_size=None):
     """Builds a fresh keras.Model for a registered name."""
     spec = get_spec(name)
+    image_size = image_size or spec.default_image_size
+    if image_size < spec.min_image_size:
+        raise ValueError(f"model {name!r} needs images of at least "
+                         f"{spec.min_image_size}x{spec.min_image_size}, got {image_size}")
     if num_classes is None:
         num_classes = DATASET_CLASSES[spec.default_dataset]
     return spec.builder(num_classes=num_classes,
                         data_format=keras_data_format(data_format),
-                        image_size=image_size or spec.default_image_size)
+                        image_size=image_size)
 
 
 def input_shape(image_size, data_format, channels=3):

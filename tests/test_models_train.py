@@ -4,10 +4,10 @@ per device: the loss is finite.
 Every model family trains on 1 logical CPU device (NCHW) and on 2 (NHWC), so
 both formats and the multi-device path run. Deeper members of a family
 (resnet32..110, resnet101/152) share their builder code with resnet20 /
-resnet50 and differ only in block counts; their step runs on 2 devices and is
+resnet50 and differ only in block counts; their step runs on 1 device and is
 marked slow, since tracing them costs most of this file's time.
-Models are built at small image sizes (tests/model_sizes.py) and handed to
-the Trainer, which otherwise builds the registry default.
+Models are built small (32x32, or the model's min_image_size) and handed to the
+Trainer, which otherwise builds the registry default.
 """
 import math
 
@@ -16,7 +16,6 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer, models
-from model_sizes import small_image_size
 
 _DEEP_VARIANTS = {f"resnet{d}{v}" for d in (32, 44, 56, 110) for v in ("", "_v2")} | {
     "resnet101", "resnet152"}
@@ -35,8 +34,8 @@ def _no_grappler():
 def _cases():
     for name in models.registered_names():
         if name in _DEEP_VARIANTS:
-            yield pytest.param(name, 2, "NHWC", marks=pytest.mark.slow,
-                               id=f"{name}-2dev-NHWC")
+            yield pytest.param(name, 1, "NHWC", marks=pytest.mark.slow,
+                               id=f"{name}-1dev-NHWC")
             continue
         for num_devices, data_format in ((1, "NCHW"), (2, "NHWC")):
             yield pytest.param(name, num_devices, data_format,
@@ -48,7 +47,7 @@ def test_one_training_step(name, num_devices, data_format):
     spec = models.get_spec(name)
     num_classes = models.DATASET_CLASSES[spec.default_dataset]
     model = models.build(name, num_classes=num_classes, data_format=data_format,
-                         image_size=small_image_size(name))
+                         image_size=max(32, spec.min_image_size))
     params = Params(model=name, device="cpu", num_gpus=num_devices, batch_size=1,
                     num_batches=1, num_warmup_batches=0, variable_update="replicated",
                     data_format=data_format)
