@@ -37,7 +37,12 @@ _REGISTRY = {}
 def register_model(name, builder, default_image_size, default_batch_size,
                    default_learning_rate=0.1, default_dataset="imagenet",
                    overwrite=False, weight_decay_filter=None, min_image_size=1):
-    """Makes `--model=name` available. Raises ValueError on a duplicate name."""
+    """Makes `--model=name` available. Raises ValueError on a duplicate name.
+
+    weight_decay_filter: variable -> bool choosing the L2-decayed variables
+      (default: decays_by_default). min_image_size: build() refuses smaller
+      images with a clear message instead of a shape error deep in the model.
+    """
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"model {name!r} is already registered; pass overwrite=True "
                          "to replace it")
