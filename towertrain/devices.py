@@ -39,6 +39,12 @@ def tower_devices(device: str, count: int, check: bool = True) -> list:
     check=False skips making the devices exist, for tracing a GPU graph on a
     machine without GPUs (placement tests).
     """
+    if not check:
+        # Variables for absent devices fall back to the CPU through soft
+        # placement. TF 2.21 stops applying it to eager ops once a multi-device
+        # function has run, although the getter still says True; setting it
+        # again re-applies it.
+        tf.config.set_soft_device_placement(True)
     if check and device == "cpu":
         ensure_logical_cpus(count)
     if check and device == "gpu":
