@@ -111,7 +111,10 @@ def main(argv):
     for name, value in medians.items():
         print(f"{name:<42} median images/sec {value:8.1f}")
     for other in names[1:]:
-        print(f"ratio {names[0]} / {other}: {tower / medians[other]:.2f}x")
+        # Paired per-round ratios are robust to the machine's drift between rounds.
+        paired = statistics.median(a / b for a, b in zip(results[names[0]], results[other]))
+        print(f"ratio {names[0]} / {other}: {tower / medians[other]:.2f}x of medians, "
+              f"{paired:.2f}x median of per-round ratios")
     return 0
 
 

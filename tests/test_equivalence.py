@@ -129,3 +129,37 @@ def test_step_loss_is_the_mean_loss_over_the_global_batch():
     expected = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
         labels[:global_batch], model(images[:global_batch]), from_logits=True))
     np.testing.assert_allclose(float(trainer.step()), float(expected), rtol=1e-5)
+
+
+@pytest.mark.parametrize("variable_update,all_reduce", MODES)
+def test_weight_decay_counts_once_over_uneven_towers(variable_update, all_reduce):
+    global_batch, weight_decay = 10, 0.05  # 4, 3, 3 over 3 devices
+    images, labels = data(global_batch)
+    keras.utils.set_random_seed(1)
+    model = tiny_model()
+    initial = model.get_weights()
+    params = Params(model="trivial", device="cpu", num_gpus=3,
+                    variable_update=variable_update, all_reduce_spec=all_reduce,
+                    optimizer="momentum", init_learning_rate=LEARNING_RATE,
+                    weight_decay=weight_decay)
+    trainer = Trainer(params, model=model,
+                      input_source=from_arrays(images, labels, global_batch))
+    assert trainer.decay_mask == [True, False, True, False]  # kernels, not biases
+    for _ in range(STEPS):
+        trainer.step()
+
+    reference = tiny_model()
+    reference.set_weights(initial)
+    optimizer = make_optimizer("momentum")
+    for k in range(STEPS):
+        x = images[k * global_batch:(k + 1) * global_batch]
+        y = labels[k * global_batch:(k + 1) * global_batch]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                y, reference(x, training=True), from_logits=True))
+            loss += weight_decay * (tf.nn.l2_loss(reference.get_layer("conv").kernel) +
+                                    tf.nn.l2_loss(reference.get_layer("logits").kernel))
+        optimizer.apply(tape.gradient(loss, reference.trainable_variables),
+                        reference.trainable_variables)
+    assert_close([v.numpy() for v in trainer.variables.primary_variables()[0]],
+                 [v.numpy() for v in reference.trainable_variables])

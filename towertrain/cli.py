@@ -26,8 +26,11 @@ def main(argv):
             evaluation.run_eval(trainer)
         else:
             trainer.train()
-    except (trainer_lib.TrainingDivergedError, ckpt_lib.CheckpointError) as err:
+    except (trainer_lib.TrainingDivergedError, ckpt_lib.CheckpointError,
+            params_lib.ParamsError) as err:  # ParamsError covers InputError (bad data)
         return _error(str(err))
+    finally:
+        trainer.close()  # clears staging areas, whichever way the run ended
     return 0
 
 

@@ -29,6 +29,8 @@ def define_flags():
                       "All-reduce for replicated (default: nccl on gpu, pscpu on cpu).")
     flags.DEFINE_enum("optimizer", "sgd", params_lib.OPTIMIZERS, "Optimizer.")
     flags.DEFINE_float("momentum", 0.9, "Momentum for momentum and rmsprop.")
+    flags.DEFINE_float("weight_decay", 0.0, "L2 weight decay on the variables the model "
+                       "marks for it (conv and dense kernels; never BN or biases).")
     flags.DEFINE_float("init_learning_rate", None,
                        "Initial learning rate (default: the model's).")
     flags.DEFINE_integer("tf_random_seed", 1234, "Seed for initializers and synthetic data.")

@@ -35,6 +35,7 @@ class Params:
     all_reduce_spec: Optional[str] = None  # None -> nccl on gpu, pscpu on cpu
     optimizer: str = "sgd"
     momentum: float = 0.9
+    weight_decay: float = 0.0  # L2 on the variables the model marks (not BN, not biases)
     init_learning_rate: Optional[float] = None  # None -> the model's default
     tf_random_seed: int = 1234
     data_name: Optional[str] = None  # None -> the model's default dataset
@@ -124,6 +125,8 @@ def validate(p: Params) -> None:
         _fail("init_learning_rate", p.init_learning_rate, "must be > 0")
     if not 0 <= p.momentum < 1:
         _fail("momentum", p.momentum, "must be in [0, 1)")
+    if not p.weight_decay >= 0:
+        _fail("weight_decay", p.weight_decay, "must be >= 0")
     _validate_checkpointing(p)
     _validate_input(p)
 

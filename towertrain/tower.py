@@ -18,20 +18,27 @@ def sparse_softmax_cross_entropy(labels, logits):
 
 
 def compute_tower(model, trainable, non_trainable, images, labels, denominator,
-                  loss_fn=sparse_softmax_cross_entropy):
+                  loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None):
     """Runs one tower under the caller's device scope.
 
     The tower's loss is sum(per-example loss) / denominator. With the global
     batch size as denominator, summing the towers' gradients gives exactly the
     gradient of the mean loss over the global batch, however the batch was
-    split.
+    split. L2 weight decay on the variables where decay_mask is True is
+    weighted by the tower's share of the batch, so over all towers it counts
+    exactly once (and the reported loss includes it, as tf_cnn_benchmarks').
     """
     with tf.GradientTape() as tape:
         tape.watch(trainable)
         logits, new_non_trainable = model.stateless_call(
             trainable, non_trainable, images, training=True)
-        per_example = loss_fn(labels, logits)
-        loss = tf.reduce_sum(tf.cast(per_example, tf.float32)) / tf.cast(denominator, tf.float32)
+        per_example = tf.cast(loss_fn(labels, logits), tf.float32)
+        denominator = tf.cast(denominator, tf.float32)
+        loss = tf.reduce_sum(per_example) / denominator
+        decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
+        if weight_decay and decayed:
+            share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
+            loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
     grads = tape.gradient(loss, trainable)
     # A variable the loss does not reach still takes part in the exchange.
     grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]

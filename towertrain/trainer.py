@@ -63,6 +63,10 @@ class Trainer:
                 params.model, num_classes=models.DATASET_CLASSES[self.dataset_name],
                 data_format=self.data_format)
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
+        # Which variables get L2 decay: the registered model's rule, or the
+        # default rule (kernels only) for a model passed in.
+        self.decay_mask = models.weight_decay_mask(self.model,
+                                                   None if model is not None else params.model)
         self.learning_rate = params.init_learning_rate or spec.default_learning_rate
 
         self.input = input_source or input_factory.make_input(
@@ -120,7 +124,8 @@ class Trainer:
                 denominator = global_count if synchronous else tf.shape(images)[0]
                 compute = functools.partial(
                     tower.compute_tower, self.model, trainable, non_trainable, images,
-                    labels, denominator, self.loss_fn)
+                    labels, denominator, self.loss_fn, self.params.weight_decay,
+                    self.decay_mask)
                 if images.shape[0] is None:
                     # A dynamic slice (the last partial batch) may be empty at run
                     # time: the guard gives zero gradients and unchanged batch-norm
