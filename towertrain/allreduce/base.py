@@ -1,28 +1,15 @@
 """The all-reduce interface: sum per-device gradient lists, result on every device."""
 import abc
 
-_ALGORITHMS = {}
+from towertrain.registry import Registry
 
-
-def register(name):
-    """Class decorator: makes `--all_reduce_spec=name` select the class."""
-    def decorate(cls):
-        cls.name = name
-        _ALGORITHMS[name] = cls
-        return cls
-    return decorate
+_ALGORITHMS = Registry("all-reduce")
+register = _ALGORITHMS.register
+registered_names = _ALGORITHMS.names
 
 
 def create(name):
-    try:
-        return _ALGORITHMS[name]()
-    except KeyError:
-        raise ValueError(f"unknown all-reduce {name!r}; known: "
-                         f"{', '.join(sorted(_ALGORITHMS))}") from None
-
-
-def registered_names():
-    return sorted(_ALGORITHMS)
+    return _ALGORITHMS.get(name)()
 
 
 class AllReduce(abc.ABC):

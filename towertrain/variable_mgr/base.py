@@ -9,29 +9,15 @@ import abc
 import keras
 import tensorflow as tf
 
-_MODES = {}
+from towertrain.registry import Registry
 
-
-def register(name):
-    """Class decorator: makes `--variable_update=name` select the class."""
-    def decorate(cls):
-        cls.name = name
-        _MODES[name] = cls
-        return cls
-    return decorate
+_MODES = Registry("variable_update")
+register = _MODES.register
+registered_names = _MODES.names
 
 
 def create(name, devices, params):
-    try:
-        cls = _MODES[name]
-    except KeyError:
-        raise ValueError(f"unknown variable_update {name!r}; known: "
-                         f"{', '.join(sorted(_MODES))}") from None
-    return cls(devices, params)
-
-
-def registered_names():
-    return sorted(_MODES)
+    return _MODES.get(name)(devices, params)
 
 
 def _variable_name(template_variable):
