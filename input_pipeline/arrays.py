@@ -80,6 +80,17 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
+def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
+                  train_map, eval_map, data_format):
+    """A DatasetInput over a dataset file's records: shuffled and augmented with
+    train_map for training, eval_map in file order otherwise."""
+    batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
+                            buffer_size=min(num_examples, 10000),
+                            map_fn=train_map if train else eval_map, data_format=data_format)
+    return DatasetInput(batches, global_batch, num_examples=num_examples,
+                        description=f"--data_dir={data_dir}")
+
+
 def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True,
                 num_epochs=None):
     """A DatasetInput over in-memory numpy arrays (already in the model's layout).

