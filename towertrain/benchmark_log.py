@@ -55,6 +55,15 @@ class StepLogger:
             self.write(f"{step}\timages/sec: {mean:.1f} +/- {uncertainty:.1f} "
                        f"(jitter = {jitter:.1f})\t{loss:.3f}")
 
+    def exclude_pause(self):
+        """Leaves the time since the last step (an eval, a save) out of the step
+        times and the total, as tf_cnn_benchmarks reports training speed."""
+        if self._last is None:
+            return
+        now = time.perf_counter()
+        self._start += now - self._last
+        self._last = now
+
     def total_images_per_sec(self):
         elapsed = self._last - self._start
         return len(self.step_times) * self.images_per_step / elapsed if elapsed > 0 else 0.0

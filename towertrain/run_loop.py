@@ -116,6 +116,8 @@ def train(trainer, write=print, eval_dataset=None):
                 write("Done warm up")
             if evaluator and step % p.eval_during_training_every_n_steps == 0:
                 write(evaluation.format_result(evaluator.evaluate(eval_dataset), step))
+                if timing:
+                    logger.exclude_pause()
             if saver is None:
                 if stop.received:
                     write(f"Received {stop.received}: stopping at step {step} "
@@ -131,6 +133,8 @@ def train(trainer, write=print, eval_dataset=None):
             if due:
                 saver.save()
                 last_save_time = time.monotonic()
+                if timing:
+                    logger.exclude_pause()
         else:
             if saver is not None:
                 path = saver.save()
