@@ -37,7 +37,8 @@ def towertrain_runner(num_devices, batch_size):
                     batch_size=batch_size, variable_update=update,
                     all_reduce_spec=FLAGS.all_reduce_spec if update == "replicated" else None)
     trainer = Trainer(params)
-    float(trainer.step())  # trace and warm up
+    for _ in range(3):  # trace and warm up, as many steps as the Keras contender's warmup
+        float(trainer.step())
 
     def run(steps):
         start = time.perf_counter()
@@ -48,19 +49,6 @@ def towertrain_runner(num_devices, batch_size):
     return run
 
 
-def with_stock_batch_norm(model):
-    """The same network with keras.layers.BatchNormalization, as a Keras user writes it."""
-    import keras
-    from towertrain import models
-
-    def clone(layer):
-        if isinstance(layer, models.FusedBatchNormalization):
-            return keras.layers.BatchNormalization(axis=layer.axis, momentum=layer.momentum,
-                                                   epsilon=layer.epsilon, name=layer.name)
-        return layer.__class__.from_config(layer.get_config())
-    return keras.models.clone_model(model, clone_function=clone)
-
-
 def mirrored_runner(num_devices, batch_size, stock_batch_norm):
     import keras
     import tensorflow as tf
@@ -68,8 +56,9 @@ def mirrored_runner(num_devices, batch_size, stock_batch_norm):
     strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(num_devices)])
     with strategy.scope():
         model = models.build(FLAGS.model, data_format="NHWC")
-        if stock_batch_norm:
-            model = with_stock_batch_norm(model)
+        if stock_batch_norm:  # the network as a Keras user writes it
+            from towertrain.export import to_stock_keras
+            model = to_stock_keras(model)
         model.compile(optimizer=keras.optimizers.SGD(0.1),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       jit_compile=FLAGS.keras_jit)

@@ -10,7 +10,7 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-from towertrain.input_pipeline import split_to_devices
+from towertrain.input_pipeline import from_arrays, split_to_devices
 
 EvalResult = collections.namedtuple("EvalResult", "top1 top5 num_examples logits")
 
@@ -65,7 +65,7 @@ def synthetic_eval_dataset(image_shape, num_classes, num_examples, batch_size, s
     rng = np.random.default_rng(seed)
     images = rng.standard_normal((num_examples,) + tuple(image_shape)).astype(np.float32)
     labels = rng.integers(0, num_classes, num_examples).astype(np.int32)
-    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch_size)
+    return from_arrays(images, labels, batch_size, repeat=False).dataset
 
 
 def eval_dataset_for(trainer, num_examples=None):

@@ -75,8 +75,10 @@ class Trainer:
             global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
             dataset_name=self.dataset_name)
         self.num_warmup_batches, self.num_batches = self._plan_steps()
+        # The staging wrapper when staging is on, else None: the one place that decides.
+        self._staging = None
         if params.staging_depth > 0 and getattr(self.input, "stage", True):
-            self.input = staging.StagedInput(self.input, params.staging_depth)
+            self.input = self._staging = staging.StagedInput(self.input, params.staging_depth)
             self.input.create(self.devices,
                               total_steps=self.num_warmup_batches + self.num_batches)
         else:
@@ -86,7 +88,7 @@ class Trainer:
         self.variables.create(self.model, make_optimizer_factory(
             params.optimizer, self.learning_rate, params.momentum))
         self._step_fn = tf.function(self._train_step)
-        if isinstance(self.input, staging.StagedInput):
+        if self._staging is not None:
             # The last `depth` steps only drain (put=False). Trace that variant
             # now: traced on first use it would stall the end of the run
             # (measured: ~100 ms, inside the timed steps).
@@ -113,8 +115,8 @@ class Trainer:
         return warmup, total - warmup
 
     def _train_step(self, put=True):
-        if isinstance(self.input, staging.StagedInput):
-            batches = self.input.tower_batches(self.devices, put=put)
+        if self._staging is not None:
+            batches = self._staging.tower_batches(self.devices, put=put)
         else:
             batches = self.input.tower_batches(self.devices)
         synchronous = self.variables.synchronous
@@ -151,8 +153,8 @@ class Trainer:
     def step(self):
         """Runs one training step; returns the loss as a scalar tensor."""
         with self._input_errors():
-            put = (self.input.before_step() if isinstance(self.input, staging.StagedInput)
-                   else True)  # the first call primes the staging areas
+            # The first before_step() primes the staging areas.
+            put = self._staging.before_step() if self._staging is not None else True
             return self._step_fn(put)
 
     @contextlib.contextmanager
@@ -177,8 +179,8 @@ class Trainer:
 
     def close(self):
         """Clears the staging areas (what was staged but not trained on)."""
-        if isinstance(self.input, staging.StagedInput):
-            self.input.clear()
+        if self._staging is not None:
+            self._staging.clear()
 
     def header_info(self):
         p = self.params
