@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from towertrain import Params, Trainer
+from towertrain import Params, ParamsError, Trainer
 
 
 def run_cli(*flags, timeout=240):
@@ -37,12 +37,111 @@ def test_train_prints_header_step_lines_and_total():
     assert result.steps == 7  # warmup + timed
 
 
+@pytest.fixture
+def command_line():
+    """Parses a command line in this process as the CLI does; undone after."""
+    from absl import flags
+    from towertrain import cli, flags as flags_lib
+    flags_lib.define_flags()
+
+    def parse(*args):
+        flags.FLAGS.unparse_flags()
+        return cli.parse_flags(["towertrain", *args])
+    yield parse
+    flags.FLAGS.unparse_flags()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--foo=1"], "--foo: unknown flag; see --help"),
+    (["--modle=resnet20"], "--modle: unknown flag; did you mean --model?"),
+    (["--variable_update=mirrored"], "--variable_update=mirrored: must be one of "
+     "parameter_server, replicated, independent"),
+    (["--num_batches=ten"], "--num_batches=ten: must be an integer"),
+    (["--save_model_secs=x"], "--save_model_secs=x: must be a number"),
+    (["--num_batches"], "--num_batches: needs a value"),
+    (["--eval=maybe"], "--eval=maybe: is on/off: use --eval or --noeval"),
+])
+def test_flag_syntax_errors_are_one_line_and_exit_2(command_line, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        command_line(*args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"towertrain: error: {message}")
+    assert err.count("\n") == 1  # one line
+
+
+@pytest.mark.parametrize("args,message", [
+    # Explicitly given flags that the combination would ignore; each names both.
+    (["--eval", "--train_dir=d", "--optimizer=sgd"],
+     "--optimizer=sgd: only applies to training; --eval ignores it"),
+    (["--eval", "--train_dir=d", "--num_warmup_batches=0"], "--num_warmup_batches=0: only "
+     "applies to training; --eval"),
+    (["--eval", "--train_dir=d", "--staging_depth=1"], "--staging_depth=1: only applies to "
+     "training; --eval"),
+    (["--eval", "--train_dir=d", "--batch_size=8", "--eval_batch_size=4"],
+     "--batch_size=8: --eval uses --eval_batch_size=4 instead; drop one"),
+    (["--momentum=0.9"], "--momentum=0.9: only applies to --optimizer=momentum or rmsprop "
+     "(got --optimizer=sgd)"),
+    (["--max_ckpts_to_keep=5"], "--max_ckpts_to_keep=5: needs --train_dir"),
+    (["--staging_depth=2"], "--staging_depth=2: needs --data_dir (synthetic data is "
+     "generated on each device and never staged)"),
+    (["--input=dataset"], "--input=dataset: needs --data_dir"),
+    (["--num_epochs=2"], "--num_epochs=2: needs --data_dir"),
+    (["--num_batches=5", "--num_epochs=2"], "--num_batches=5: conflicts with --num_epochs=2"),
+])
+def test_ignored_flags_are_errors(command_line, args, message):
+    from towertrain import flags as flags_lib
+    command_line("--device=cpu", *args)
+    with pytest.raises(ParamsError) as err:
+        flags_lib.params_from_flags()
+    assert str(err.value).startswith(message)
+
+
+def test_flags_that_do_apply_are_accepted(command_line):
+    from towertrain import flags as flags_lib
+    command_line("--device=cpu", "--staging_depth=0", "--optimizer=momentum",
+                 "--momentum=0.5", "--train_dir=d", "--max_ckpts_to_keep=2")
+    params = flags_lib.params_from_flags()
+    assert (params.staging_depth, params.momentum, params.num_batches) == (0, 0.5, None)
+    command_line("--device=cpu", "--eval", "--train_dir=d", "--eval_batch_size=4")
+    assert flags_lib.params_from_flags().eval_batch_size == 4
+    assert flags_lib.explicit_flags() == {"device", "eval", "train_dir", "eval_batch_size"}
+
+
+def test_help_lists_towertrains_flags_grouped_with_defaults(command_line, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        command_line("--help")
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m towertrain")
+    for expected in ["Model and data:", "--model=trivial", "--variable_update=parameter_server",
+                     "--num_batches\n", "--[no]eval", "--eval_batch_size", "--[no]verbose"]:
+        assert expected in out
+    words = " ".join(out.split())  # help text is wrapped
+    assert "One of: parameter_server, replicated, independent" in words
+    assert "(default: 100; not with --num_epochs)" in words
+    assert "logtostderr" not in out  # absl's flags only with --helpfull
+
+
 @pytest.mark.slow
-def test_cli_runs_the_issue_command_shape():
+def test_cli_help_exits_0_and_helpfull_adds_absls_flags():
+    proc = run_cli("--help")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.index("--model=") < proc.stdout.index("--[no]verbose")
+    full = run_cli("--helpfull")
+    assert full.returncode == 0
+    assert "--model=trivial" in full.stdout and "logtostderr" in full.stdout
+
+
+@pytest.mark.slow
+def test_cli_runs_the_issue_command_shape(tmp_path):
+    # With --train_dir and a save every step: TensorFlow's INFO lines (one per
+    # save) and C++ notices stay off stderr.
     proc = run_cli("--model=trivial", "--variable_update=replicated", "--num_gpus=2",
                    "--device=cpu", "--num_batches=3", "--num_warmup_batches=1",
-                   "--display_every=1")
+                   "--display_every=1", f"--train_dir={tmp_path}", "--save_model_steps=1")
     assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
     assert "Variables:   replicated" in proc.stdout
     assert "AllReduce:   pscpu" in proc.stdout
     assert sum(bool(STEP_LINE.match(line)) for line in proc.stdout.splitlines()) == 3
@@ -56,11 +155,36 @@ def test_cli_runs_the_issue_command_shape():
     (["--device=cpu", "--variable_update=replicated", "--all_reduce_spec=nccl"],
      "towertrain: error: --all_reduce_spec=nccl: needs --device=gpu"),
     (["--device=gpu", "--num_gpus=8"], "towertrain: error: --num_gpus=8: only 0 GPU(s) present"),
-    (["--variable_update=mirrored"], "flag --variable_update=mirrored"),
+    (["--variable_update=mirrored"], "towertrain: error: --variable_update=mirrored: must be"),
+    (["--modle=trivial"], "towertrain: error: --modle: unknown flag; did you mean --model?"),
+    (["--num_batches=5", "--num_epochs=1"],
+     "towertrain: error: --num_batches=5: conflicts with --num_epochs=1"),
     (["extra_positional"], "towertrain: error: unexpected arguments"),
 ])
-def test_bad_flags_exit_nonzero_with_one_clear_line(flags, message):
+def test_bad_flags_exit_2_with_one_clear_line(flags, message):
     proc = run_cli(*flags)
-    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""  # failed before any work
-    assert message in proc.stderr.strip().splitlines()[0]
+    assert proc.stderr.startswith(message)
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_eval_takes_the_model_and_dataset_from_the_train_dir(tmp_path):
+    # lenet's own dataset is imagenet: evaluating this run needs both from the record.
+    train = run_cli("--model=lenet", "--data_name=cifar10", "--device=cpu", "--batch_size=2",
+                    "--num_batches=1", "--num_warmup_batches=0", f"--train_dir={tmp_path}",
+                    "--verbose")
+    assert train.returncode == 0, train.stderr
+    assert train.stderr.strip()  # --verbose lets TensorFlow's log lines through
+    evaluated = run_cli("--eval", f"--train_dir={tmp_path}", "--device=cpu",
+                        "--eval_batch_size=2")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert evaluated.stderr == ""
+    assert "Accuracy @ 1" in evaluated.stdout
+    assert "Model:       lenet" in evaluated.stdout and "cifar10" in evaluated.stdout
+    wrong = run_cli("--eval", f"--train_dir={tmp_path}", "--device=cpu", "--model=trivial")
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert wrong.stderr == (f"towertrain: error: --model=trivial but --train_dir={tmp_path} "
+                            "was trained with --model=lenet; drop --model or use another "
+                            "--train_dir\n")

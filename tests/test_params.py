@@ -24,6 +24,28 @@ from towertrain import devices
      r"--all_reduce_spec=ring: only applies to --variable_update=replicated"),
     ({"device": "cpu", "local_parameter_device": "gpu"},
      r"--local_parameter_device=gpu: needs --device=gpu"),
+    # Flags their combination would ignore: the message names both flags.
+    ({"num_batches": 5, "num_epochs": 2},
+     r"--num_batches=5: conflicts with --num_epochs=2.*drop one"),
+    ({"variable_update": "replicated", "local_parameter_device": "cpu"},
+     r"--local_parameter_device=cpu: only applies to --variable_update=parameter_server "
+     r"\(got replicated\)"),
+    ({"eval": True, "train_dir": "d", "eval_during_training_every_n_steps": 5},
+     r"--eval_during_training_every_n_steps=5: only applies to training; --eval ignores it"),
+    ({"eval": True, "train_dir": "d", "num_epochs": 1},
+     r"--num_epochs=1: only applies to training; --eval"),
+    ({"eval": True, "train_dir": "d", "num_batches": 7}, r"--num_batches=7: .*--eval"),
+    ({"eval": True, "train_dir": "d", "save_model_steps": 1}, r"--save_model_steps=1: .*--eval"),
+    ({"eval": True, "train_dir": "d", "init_learning_rate": 0.1},
+     r"--init_learning_rate=0.1: .*--eval"),
+    ({"checkpoint": "d/ckpt-1"}, r"--checkpoint=d/ckpt-1: only applies with --eval"),
+    ({"eval_batch_size": 0, "eval": True, "train_dir": "d"}, r"--eval_batch_size=0: must be >= 1"),
+    ({"eval": True, "train_dir": "runs/a", "checkpoint": "runs/b/ckpt-3"},
+     r"--train_dir=runs/a: --eval reads --checkpoint=runs/b/ckpt-3, which is not in it"),
+    ({"num_batches": 5, "num_warmup_batches": 1, "eval_during_training_every_n_steps": 7},
+     r"--eval_during_training_every_n_steps=7: no evaluation would run: the run has 6 steps"),
+    ({"eval_batch_size": 8},
+     r"--eval_batch_size=8: only applies with --eval or --eval_during_training_every_n_steps"),
 ])
 def test_bad_values_name_the_flag(changes, message):
     with pytest.raises(ParamsError, match=message):
@@ -39,6 +61,23 @@ def test_defaults_resolve_per_device():
     assert gpu.resolved_data_format == "NCHW"
     assert gpu.resolved_all_reduce_spec == "nccl"
     assert Params(device="gpu").resolved_all_reduce_spec is None  # not replicated
+
+
+def test_num_batches_defaults_to_100_unless_given():
+    assert Params().num_batches is None  # None: not given, so --num_epochs may set the steps
+    assert Params().resolved_num_batches == 100
+    assert Params(num_batches=7).resolved_num_batches == 7
+
+
+def test_eval_of_a_checkpoint_inside_the_train_dir_is_fine():
+    params = Params(eval=True, train_dir="runs/a", checkpoint="runs/a/ckpt-3")
+    assert params.checkpoint == "runs/a/ckpt-3"
+
+
+def test_eval_batch_size_is_accepted_where_evaluation_runs():
+    assert Params(eval=True, train_dir="d", eval_batch_size=4).eval_batch_size == 4
+    assert Params(eval_during_training_every_n_steps=2, eval_batch_size=4).eval_batch_size == 4
+    assert Params().eval_batch_size is None
 
 
 def test_replicated_with_one_device_is_fine():

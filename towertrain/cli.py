@@ -1,5 +1,11 @@
-"""`python -m towertrain` / `towertrain`: parse flags, check them, train."""
+"""`python -m towertrain` / `towertrain`: parse flags, check them, train.
+
+Every failure before training is one line `towertrain: error: --flag=value: ...`
+and exit status 2; --help lists towertrain's flags and exits 0. TensorFlow's
+own logging stays off the output unless --verbose asks for it.
+"""
 import os
+import re
 import sys
 
 
@@ -11,11 +17,19 @@ def _error(message):
 def main(argv):
     if len(argv) > 1:
         return _error(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
+    _import_tensorflow_quietly()
     from towertrain import devices, flags as flags_lib, params as params_lib
     from towertrain import trainer as trainer_lib
-    from towertrain import checkpoint as ckpt_lib, evaluation
+    from towertrain import checkpoint as ckpt_lib, evaluation, run_record
     try:
         params = flags_lib.params_from_flags()
+        if params.eval:
+            # --model/--data_name default to the run's own; given ones must agree.
+            where = run_record.directory(params)
+            record = run_record.read(where)
+            params = run_record.fill_params(params, flags_lib.explicit_flags(), record)
+            run_record.check(record, params, where if params.checkpoint
+                             else f"--train_dir={where}")
         if params.train_dir and not params.eval:
             ckpt_lib.ensure_writable(params.train_dir)  # fail before building anything
         trainer = trainer_lib.Trainer(params)
@@ -39,9 +53,9 @@ def _import_tensorflow_quietly():
 
     TF 2.21 prints its oneDNN banner from C++ before absl logging is set up, so
     TF_CPP_MIN_LOG_LEVEL does not hide it; it would bury the one-line errors
-    and the benchmark output. Export TF_CPP_MIN_LOG_LEVEL=0 to see it.
+    and the benchmark output. --verbose or TF_CPP_MIN_LOG_LEVEL=0 shows it.
     """
-    if int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0) < 2:
+    if "tensorflow" in sys.modules or int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0) < 2:
         import tensorflow  # noqa: F401
         return
     sys.stderr.flush()
@@ -55,13 +69,81 @@ def _import_tensorflow_quietly():
         os.close(devnull)
 
 
+HELP_ARGS = ("-h", "-help", "--help", "-?", "-helpshort", "--helpshort")
+FULL_HELP_ARGS = ("-helpfull", "--helpfull")
+
+
+def parse_flags(argv):
+    """absl's flags_parser hook: --help, one-line flag errors (exit 2), logging.
+
+    absl's own parser prints a FATAL line and exits 1, and its --help lists
+    only the main module's flags (none: they live in towertrain.flags).
+    """
+    from absl import flags
+    from towertrain import flags as flags_lib
+    args = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    if any(arg in HELP_ARGS for arg in args):
+        sys.stdout.write(flags_lib.help_text())
+        sys.exit(0)
+    if any(arg in FULL_HELP_ARGS for arg in args):
+        sys.stdout.write(flags_lib.help_text() + "\nAll flags:\n\n" +
+                         flags.FLAGS.get_help() + "\n")
+        sys.exit(0)
+    try:
+        rest = flags.FLAGS(argv)
+    except (flags.Error, ValueError) as err:  # ValueError: '--noeval=1'
+        sys.exit(_error(_flag_error_message(err)))
+    _configure_logging(flags.FLAGS)
+    return rest
+
+
+def _flag_error_message(err):
+    """absl's parse errors, rewritten to start with the flag like Params' own."""
+    from absl import flags
+    text = str(err).strip().splitlines()[0]
+    if isinstance(err, flags.UnrecognizedFlagError):
+        suggestion = re.search(r"Did you mean: (.+?) ?\?", text)
+        hint = f"did you mean --{suggestion.group(1)}? " if suggestion else ""
+        return f"--{err.flagname}: unknown flag; {hint}see --help for the flags"
+    bad_value = re.match(r"flag --(\w+)=(.*?): ", text)
+    if bad_value and bad_value.group(1) in flags.FLAGS:
+        flag = flags.FLAGS[bad_value.group(1)]
+        choices = getattr(flag.parser, "enum_values", None)
+        reason = {"int": "must be an integer", "float": "must be a number",
+                  "bool": f"is on/off: use --{flag.name} or --no{flag.name}"}.get(
+                      flag.flag_type(), text[bad_value.end():])
+        if choices:
+            reason = f"must be one of {', '.join(choices)}"
+        return f"--{flag.name}={bad_value.group(2)}: {reason}"
+    missing = re.match(r"Missing value for flag (--\w+)", text)
+    if missing:
+        return f"{missing.group(1)}: needs a value ({missing.group(1)}=VALUE)"
+    no_value = re.match(r"(--\S+) does not take an argument", text)
+    if no_value:
+        return f"{no_value.group(1)}: takes no value (an on/off flag)"
+    return text
+
+
+def _configure_logging(flag_values):
+    """Hides TensorFlow's C++ and absl INFO logging unless --verbose.
+
+    Runs before TensorFlow is imported (TF_CPP_MIN_LOG_LEVEL is read then) and
+    before absl.app raises its default --verbosity to INFO, which prints a
+    'Sharding callback duration' line for every checkpoint save.
+    """
+    if flag_values.verbose:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "verbosity" in flag_values and flag_values["verbosity"].using_default_value:
+        flag_values.verbosity = 0 if flag_values.verbose else -1  # INFO / WARNING
+
+
 def run():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    _import_tensorflow_quietly()
     from absl import app
     from towertrain import flags as flags_lib
     flags_lib.define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(main, flags_parser=parse_flags)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,37 @@
-"""absl flags with tf_cnn_benchmarks' names and meanings, and Params from them."""
+"""absl flags with tf_cnn_benchmarks' names and meanings, and Params from them.
+
+Params checks what any caller gets wrong; this module adds the checks that
+need the command line itself: a flag given explicitly (FLAGS[name].present)
+that its combination would ignore, even when its value equals the default.
+"""
+import textwrap
+
 from absl import flags
 
 from towertrain import params as params_lib
 
 FLAGS = flags.FLAGS
+
+# --help shows towertrain's flags in these groups, in this order.
+GROUPS = (
+    ("Model and data", ("model", "data_name", "data_dir", "input", "batch_size",
+                        "data_format")),
+    ("Devices and variables", ("device", "num_gpus", "variable_update",
+                               "local_parameter_device", "all_reduce_spec")),
+    ("Training", ("num_batches", "num_warmup_batches", "num_epochs", "display_every",
+                  "optimizer", "momentum", "init_learning_rate", "weight_decay",
+                  "tf_random_seed", "staging_depth")),
+    ("Checkpoints and evaluation", ("train_dir", "save_model_steps", "save_model_secs",
+                                    "max_ckpts_to_keep", "eval", "checkpoint",
+                                    "eval_batch_size",
+                                    "eval_during_training_every_n_steps")),
+    ("Output", ("verbose",)),
+)
+
+# Flags --eval never reads (evaluation restores a checkpoint and runs the model
+# once over the eval set). Those whose default is None are checked in Params.
+TRAINING_ONLY = ("num_warmup_batches", "display_every", "optimizer", "momentum",
+                 "weight_decay", "max_ckpts_to_keep", "staging_depth")
 
 
 def define_flags():
@@ -12,7 +40,8 @@ def define_flags():
         return
     flags.DEFINE_string("model", "trivial", "Model name from the registry (towertrain.models).")
     flags.DEFINE_integer("batch_size", None, "Batch size per device (default: the model's).")
-    flags.DEFINE_integer("num_batches", 100, "Number of timed training steps.")
+    flags.DEFINE_integer("num_batches", None, "Number of timed training steps (default: 100; "
+                         "not with --num_epochs).")
     flags.DEFINE_integer("num_warmup_batches", 10, "Untimed steps before the timed ones.")
     flags.DEFINE_integer("display_every", 10, "Print a step line every this many steps.")
     flags.DEFINE_enum("device", None, params_lib.DEVICES,
@@ -24,11 +53,11 @@ def define_flags():
     flags.DEFINE_enum("variable_update", "parameter_server", params_lib.VARIABLE_UPDATES,
                       "How towers share variables.")
     flags.DEFINE_enum("local_parameter_device", None, params_lib.DEVICES,
-                      "Where parameter_server keeps variables (default: --device).")
+                      "parameter_server only: where the variables live (default: --device).")
     flags.DEFINE_enum("all_reduce_spec", None, params_lib.ALL_REDUCE_SPECS,
-                      "All-reduce for replicated (default: nccl on gpu, pscpu on cpu).")
+                      "replicated only: the all-reduce (default: nccl on gpu, pscpu on cpu).")
     flags.DEFINE_enum("optimizer", "sgd", params_lib.OPTIMIZERS, "Optimizer.")
-    flags.DEFINE_float("momentum", 0.9, "Momentum for momentum and rmsprop.")
+    flags.DEFINE_float("momentum", 0.9, "Momentum for --optimizer=momentum and rmsprop.")
     flags.DEFINE_float("weight_decay", 0.0, "L2 weight decay on the variables the model "
                        "marks for it (conv and dense kernels; never BN or biases).")
     flags.DEFINE_float("init_learning_rate", None,
@@ -42,22 +71,104 @@ def define_flags():
     flags.DEFINE_float("save_model_secs", None, "Save a checkpoint every this many seconds.")
     flags.DEFINE_integer("max_ckpts_to_keep", 5, "Checkpoints kept in --train_dir.")
     flags.DEFINE_boolean("eval", False, "Evaluate top-1/top-5 accuracy of a checkpoint "
-                         "instead of training.")
+                         "instead of training; --model and --data_name default to those "
+                         "the --train_dir was trained with.")
     flags.DEFINE_string("checkpoint", None, "With --eval: the checkpoint to evaluate "
                         "(default: the latest in --train_dir).")
+    flags.DEFINE_integer("eval_batch_size", None, "Batch size per device for evaluation "
+                         "(default: the training batch per device).")
     flags.DEFINE_integer("eval_during_training_every_n_steps", None,
                          "Evaluate every this many training steps.")
     flags.DEFINE_string("data_dir", None, "Directory of the dataset's files (cifar10 binary "
                         "batches or imagenet TFRecords); unset: synthetic data.")
     flags.DEFINE_enum("input", "dataset", params_lib.INPUTS,
-                      "dataset: tf.data pipeline; queue: a FIFOQueue filled by threads.")
-    flags.DEFINE_integer("staging_depth", 1, "Batches staged on each device ahead of "
-                         "compute (StagingArea double buffer); 0 turns staging off.")
+                      "With --data_dir: dataset (a tf.data pipeline) or queue (a FIFOQueue "
+                      "filled by threads).")
+    flags.DEFINE_integer("staging_depth", 1, "With --data_dir: batches staged on each device "
+                         "ahead of compute; 0 turns staging off. Synthetic data is never "
+                         "staged.")
     flags.DEFINE_integer("num_epochs", None, "Train this many passes over --data_dir "
                          "instead of --num_batches steps.")
+    flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log output (C++ notices "
+                         "such as oneDNN's, INFO logging from TensorFlow and Keras), "
+                         "hidden by default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part "
+                         "only, --verbosity=0 the Python part only.")
+
+
+def explicit_flags():
+    """Names of the flags given on the command line (default-valued ones too)."""
+    return {name for name in params_lib.Params.__dataclass_fields__
+            if name in FLAGS and FLAGS[name].present}
 
 
 def params_from_flags():
     """A Params from parsed flags; raises ParamsError naming the bad flag."""
     names = [field for field in params_lib.Params.__dataclass_fields__]
-    return params_lib.Params(**{name: FLAGS[name].value for name in names})
+    params = params_lib.Params(**{name: FLAGS[name].value for name in names})
+    check_command_line(params, explicit_flags())
+    return params
+
+
+def _fail(flag, value, message):
+    raise params_lib.ParamsError(f"--{flag}={value}: {message}")
+
+
+def check_command_line(p, explicit):
+    """Raises ParamsError for an explicitly given flag that `p`'s combination
+    ignores; the message names the flag first, then the one that overrides it."""
+    if p.eval:
+        for flag in TRAINING_ONLY:
+            if flag in explicit:
+                _fail(flag, getattr(p, flag), "only applies to training; --eval ignores it")
+        if "batch_size" in explicit and p.eval_batch_size is not None:
+            _fail("batch_size", p.batch_size, f"--eval uses --eval_batch_size="
+                  f"{p.eval_batch_size} instead; drop one")
+    if "momentum" in explicit and p.optimizer not in ("momentum", "rmsprop"):
+        _fail("momentum", p.momentum, "only applies to --optimizer=momentum or rmsprop "
+              f"(got --optimizer={p.optimizer})")
+    if "max_ckpts_to_keep" in explicit and not p.train_dir:
+        _fail("max_ckpts_to_keep", p.max_ckpts_to_keep,
+              "needs --train_dir (nothing is saved without one)")
+    if p.data_dir is None:
+        # The CLI's synthetic input lives on the devices: no tf.data, no
+        # staging, no epochs. (Library users may pass their own input, so
+        # Params cannot check these.)
+        if "input" in explicit:
+            _fail("input", p.input, "needs --data_dir (synthetic data is generated on "
+                  "the devices)")
+        if "staging_depth" in explicit and p.staging_depth > 0:
+            _fail("staging_depth", p.staging_depth, "needs --data_dir (synthetic data is "
+                  "generated on each device and never staged)")
+        if p.num_epochs is not None:
+            _fail("num_epochs", p.num_epochs, "needs --data_dir (synthetic data has no "
+                  "epochs; use --num_batches)")
+
+
+def help_text(width=80):
+    """--help: towertrain's own flags, grouped, each with its default."""
+    lines = ["usage: python -m towertrain [--flag=value ...]", "",
+             "towertrain's flags (--helpfull also lists absl's logging and debugging "
+             "flags):"]
+    for title, names in GROUPS:
+        lines += ["", f"{title}:"]
+        for name in names:
+            lines += _flag_help(FLAGS[name], width)
+    return "\n".join(lines) + "\n"
+
+
+def _flag_help(flag, width):
+    text = flag.help
+    choices = getattr(flag.parser, "enum_values", None)
+    if choices:  # absl prefixes an enum's help with "<a|b>: "
+        text = text.split(": ", 1)[-1] + f" One of: {', '.join(choices)}."
+    if flag.flag_type() == "bool":
+        head = f"  --[no]{flag.name}"
+        text += f" (default: {'on' if flag.default else 'off'})"
+    elif flag.default is None:
+        head = f"  --{flag.name}"
+        if "default" not in text:
+            text += " (default: none)"
+    else:
+        head = f"  --{flag.name}={flag.default}"
+    return [head] + textwrap.wrap(text, width, initial_indent=" " * 6,
+                                  subsequent_indent=" " * 6)

@@ -5,6 +5,7 @@ check lives here so both paths report the same message, which always starts
 with the flag at fault (`--num_gpus=8: ...`).
 """
 import dataclasses
+import os
 from typing import Optional
 
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent")
@@ -14,6 +15,7 @@ DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
+DEFAULT_NUM_BATCHES = 100
 
 
 class ParamsError(ValueError):
@@ -24,7 +26,7 @@ class ParamsError(ValueError):
 class Params:
     model: str = "trivial"
     batch_size: Optional[int] = None  # per device; None -> the model's default
-    num_batches: int = 100
+    num_batches: Optional[int] = None  # timed steps; None -> 100 (resolved_num_batches)
     num_warmup_batches: int = 10  # untimed steps run before the num_batches timed ones
     display_every: int = 10
     device: Optional[str] = None  # None -> gpu when one is present, else cpu
@@ -47,6 +49,7 @@ class Params:
     eval: bool = False  # evaluate a checkpoint instead of training
     checkpoint: Optional[str] = None  # for --eval: a checkpoint path; None -> latest in train_dir
     eval_during_training_every_n_steps: Optional[int] = None
+    eval_batch_size: Optional[int] = None  # per device; None -> the training batch per device
     data_dir: Optional[str] = None  # None -> synthetic data
     input: str = "dataset"  # dataset (tf.data) or queue (threads fill a FIFOQueue)
     staging_depth: int = 1  # batches staged per device ahead of compute; 0 = off
@@ -59,6 +62,12 @@ class Params:
         return dataclasses.replace(self, **changes)
 
     # Resolved values: defaults that depend on other fields or on the machine.
+
+    @property
+    def resolved_num_batches(self) -> int:
+        # None (not 100) as the field's default tells "not given" apart, so
+        # --num_batches with --num_epochs is an error rather than ignored.
+        return DEFAULT_NUM_BATCHES if self.num_batches is None else self.num_batches
 
     @property
     def resolved_device(self) -> str:
@@ -84,7 +93,6 @@ class Params:
         if self.all_reduce_spec is not None:
             return self.all_reduce_spec
         return "nccl" if self.resolved_device == "gpu" else "pscpu"
-
 
 
 def _fail(flag, value, message):
@@ -113,7 +121,7 @@ def validate(p: Params) -> None:
             "data_name": DATA_NAMES}[flag])
     if p.batch_size is not None and p.batch_size < 1:
         _fail("batch_size", p.batch_size, "must be >= 1 (it is the batch per device)")
-    if p.num_batches < 1:
+    if p.num_batches is not None and p.num_batches < 1:
         _fail("num_batches", p.num_batches, "must be >= 1")
     if p.num_warmup_batches < 0:
         _fail("num_warmup_batches", p.num_warmup_batches, "must be >= 0")
@@ -136,6 +144,9 @@ def validate(p: Params) -> None:
     if p.local_parameter_device == "gpu" and device == "cpu":
         _fail("local_parameter_device", "gpu",
               "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
+    if p.local_parameter_device is not None and p.variable_update != "parameter_server":
+        _fail("local_parameter_device", p.local_parameter_device,
+              f"only applies to --variable_update=parameter_server (got {p.variable_update})")
     if p.all_reduce_spec is not None and p.variable_update != "replicated":
         _fail("all_reduce_spec", p.all_reduce_spec,
               f"only applies to --variable_update=replicated (got {p.variable_update})")
@@ -145,12 +156,14 @@ def validate(p: Params) -> None:
 
 
 def _validate_input(p: Params) -> None:
-    import os
     _check_choice(p, "input", INPUTS)
     if p.staging_depth < 0:
         _fail("staging_depth", p.staging_depth, "must be >= 0 (0 turns staging off)")
     if p.num_epochs is not None and p.num_epochs < 1:
         _fail("num_epochs", p.num_epochs, "must be >= 1")
+    if p.num_batches is not None and p.num_epochs is not None:
+        _fail("num_batches", p.num_batches, f"conflicts with --num_epochs={p.num_epochs}, "
+              "which sets the number of steps; drop one")
     if p.data_dir is not None and not os.path.isdir(p.data_dir):
         _fail("data_dir", p.data_dir, "no such directory")
     if p.data_dir is None and p.input == "queue":
@@ -172,3 +185,29 @@ def _validate_checkpointing(p: Params) -> None:
     if p.checkpoint and not p.eval:
         _fail("checkpoint", p.checkpoint, "only applies with --eval; training resumes "
               "from the latest checkpoint in --train_dir")
+    if p.eval and p.checkpoint and p.train_dir:
+        # --checkpoint wins; --train_dir then only matters as the checkpoint's home.
+        home = p.checkpoint if os.path.isdir(p.checkpoint) else os.path.dirname(p.checkpoint)
+        if os.path.abspath(home) != os.path.abspath(p.train_dir):
+            _fail("train_dir", p.train_dir, f"--eval reads --checkpoint={p.checkpoint}, "
+                  "which is not in it; drop --train_dir")
+    if p.eval_batch_size is not None:
+        if p.eval_batch_size < 1:
+            _fail("eval_batch_size", p.eval_batch_size, "must be >= 1 (it is the batch "
+                  "per device)")
+        if not (p.eval or p.eval_during_training_every_n_steps):
+            _fail("eval_batch_size", p.eval_batch_size, "only applies with --eval or "
+                  "--eval_during_training_every_n_steps")
+    if p.eval:
+        # Evaluation restores a checkpoint and reads the eval set once: these
+        # would be ignored. (Training-only flags with non-None defaults are
+        # checked on the command line, towertrain.flags.)
+        for flag in ("num_batches", "num_epochs", "init_learning_rate", "save_model_steps",
+                     "save_model_secs", "eval_during_training_every_n_steps"):
+            if getattr(p, flag) is not None:
+                _fail(flag, getattr(p, flag), "only applies to training; --eval ignores it")
+    every = p.eval_during_training_every_n_steps
+    if every and p.num_epochs is None and every > p.num_warmup_batches + p.resolved_num_batches:
+        _fail("eval_during_training_every_n_steps", every, "no evaluation would run: the run "
+              f"has {p.num_warmup_batches + p.resolved_num_batches} steps "
+              "(--num_warmup_batches + --num_batches)")
