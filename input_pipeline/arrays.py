@@ -4,13 +4,12 @@ Also the shared epoch pipeline: examples -> (shuffle) -> parallel map ->
 batches of one epoch (the last one partial) -> repeat -> prefetch, used by
 the in-memory, generator and file readers alike.
 """
-import math
-
 import numpy as np
 import tensorflow as tf
 
 from towertrain.params import ParamsError
 
+from .base import EvalData, Input
 from .slicing import split_to_devices
 
 
@@ -18,27 +17,24 @@ class InputError(ParamsError):
     """Bad input data; the message names the file or directory at fault."""
 
 
-class DatasetInput:
+class DatasetInput(Input):
     """Wraps a dataset whose elements are global (images, labels) batches.
 
     num_examples / steps_per_epoch are set for finite data (epoch runs);
-    None means the dataset repeats without end.
+    None means the dataset repeats without end. eval_fn(batch_size) -> EvalData
+    gives the eval split where the data has one.
     """
 
     name = "dataset"
 
-    def __init__(self, dataset, global_batch=None, num_examples=None, description=None):
+    def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
+                 eval_fn=None):
         self.dataset = dataset
         self.global_batch = global_batch
         self.num_examples = num_examples
         self.description = description  # e.g. the data_dir, for error messages
+        self._eval_fn = eval_fn
         self._iterator = None
-
-    @property
-    def steps_per_epoch(self):
-        if self.num_examples is None or not self.global_batch:
-            return None
-        return math.ceil(self.num_examples / self.global_batch)
 
     def create(self, devices):
         del devices  # the global batch is assembled on the CPU and split per step
@@ -49,6 +45,14 @@ class DatasetInput:
         with tf.device("/cpu:0"):
             batch = next(self._iterator)
         return split_to_devices(batch, devices)
+
+    def eval_data(self, batch_size):
+        if self._eval_fn is None:
+            return super().eval_data(batch_size)
+        return self._eval_fn(batch_size)
+
+    def checkpoint_state(self):
+        return self._iterator
 
 
 def to_data_format(images, data_format):
@@ -81,14 +85,21 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
 
 
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
-                  train_map, eval_map, data_format):
+                  train_map, eval_map, data_format, eval_fn=None):
     """A DatasetInput over a dataset file's records: shuffled and augmented with
     train_map for training, eval_map in file order otherwise."""
     batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
                             buffer_size=min(num_examples, 10000),
                             map_fn=train_map if train else eval_map, data_format=data_format)
     return DatasetInput(batches, global_batch, num_examples=num_examples,
-                        description=f"--data_dir={data_dir}")
+                        description=f"--data_dir={data_dir}", eval_fn=eval_fn)
+
+
+def eval_records(records, num_examples, batch_size, eval_map, data_format, description):
+    """EvalData over a split's records: file order, eval preprocessing, one pass."""
+    batches = epoch_batches(records, batch_size, num_epochs=1, map_fn=eval_map,
+                            data_format=data_format)
+    return EvalData(batches, num_examples, description)
 
 
 def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True,

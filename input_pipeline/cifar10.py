@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import preprocessing
-from .arrays import InputError, records_input
+from .arrays import InputError, eval_records, records_input
 
 LABEL_BYTES = 1
 IMAGE_BYTES = 32 * 32 * 3
@@ -87,8 +87,26 @@ def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
         image, label = decode(record)
         return preprocessing.cifar_eval(image), label
 
+    def eval_fn(batch_size):
+        return eval_data(data_dir, batch_size, data_format)
+
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
-                         seed, train_map, eval_map, data_format)
+                         seed, train_map, eval_map, data_format, eval_fn=eval_fn)
+
+
+def eval_data(data_dir, batch_size, data_format="NHWC"):
+    """The test split (test_batch.bin) as EvalData; InputError if it is missing."""
+    files = find_files(data_dir, train=False)
+    num_examples = sum(check_file(f) for f in files)
+
+    def eval_map(record, example_seed):
+        del example_seed  # eval is deterministic
+        image, label = decode(record)
+        return preprocessing.cifar_eval(image), label
+
+    records = tf.data.FixedLengthRecordDataset(files, RECORD_BYTES)
+    return eval_records(records, num_examples, batch_size, eval_map, data_format,
+                        f"cifar10 {', '.join(os.path.basename(f) for f in files)}")
 
 
 def read_examples(data_dir, train=True):

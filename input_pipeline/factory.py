@@ -13,7 +13,9 @@ def make_input(params, image_shape, num_classes, global_batch, data_format, data
     if params.data_dir is None:
         return SyntheticInput(image_shape=image_shape, num_classes=num_classes,
                               global_batch=global_batch, seed=params.tf_random_seed)
-    common = dict(global_batch=global_batch, num_epochs=params.num_epochs,
+    # The data repeats without end: the loop stops at the planned step, so a
+    # finished --num_epochs run resumed with more epochs simply continues.
+    common = dict(global_batch=global_batch, num_epochs=None,
                   seed=params.tf_random_seed, data_format=data_format)
     name = dataset_name
     if params.input == "queue":

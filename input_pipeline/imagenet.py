@@ -18,7 +18,7 @@ import struct
 import tensorflow as tf
 
 from . import preprocessing
-from .arrays import InputError, records_input
+from .arrays import InputError, eval_records, records_input
 
 _CRC_TABLE = []
 for _n in range(256):
@@ -104,14 +104,7 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
     """A DatasetInput of preprocessed global batches in `data_format`."""
     files = find_files(data_dir, train)
     num_examples = sum(count_records(f) for f in files)
-    # Each record carries its shard's name so errors can point at the file.
-    records = tf.data.Dataset.from_tensor_slices(files)
-    if train:
-        records = records.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    records = records.interleave(
-        lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),
-        cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True)
+    records = _records(files, shuffle_seed=seed if train else None)
 
     def train_map(example, example_seed):
         encoded, label, bbox = parse(*example, num_classes, label_offset)
@@ -122,5 +115,37 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
         encoded, label, _ = parse(*example, num_classes, label_offset)
         return preprocessing.imagenet_eval(encoded, image_size), label
 
+    def eval_fn(batch_size):
+        return eval_data(data_dir, batch_size, image_size, num_classes, data_format,
+                         label_offset)
+
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
-                         seed, train_map, eval_map, data_format)
+                         seed, train_map, eval_map, data_format, eval_fn=eval_fn)
+
+
+def _records(files, shuffle_seed=None):
+    """(record, shard name) pairs, so errors can point at the file; shards in
+    file order unless a shuffle seed is given."""
+    records = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle_seed is not None:
+        records = records.shuffle(len(files), seed=shuffle_seed, reshuffle_each_iteration=True)
+    # cycle_length=1 keeps file order for eval; training interleaves shards.
+    cycle = min(len(files), 8) if shuffle_seed is not None else 1
+    return records.interleave(lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),
+                              cycle_length=cycle, num_parallel_calls=tf.data.AUTOTUNE,
+                              deterministic=True)
+
+
+def eval_data(data_dir, batch_size, image_size, num_classes=1000, data_format="NHWC",
+              label_offset=1):
+    """The validation-* shards as EvalData, in file order; InputError if missing."""
+    files = find_files(data_dir, train=False)
+    num_examples = sum(count_records(f) for f in files)
+
+    def eval_map(example, example_seed):
+        del example_seed  # eval is deterministic
+        encoded, label, _ = parse(*example, num_classes, label_offset)
+        return preprocessing.imagenet_eval(encoded, image_size), label
+
+    return eval_records(_records(files), num_examples, batch_size, eval_map, data_format,
+                        f"imagenet validation-* ({len(files)} shards)")

@@ -6,13 +6,13 @@ iterator and enqueue them; the step dequeues one on the CPU and slices it.
 A feeder that fails closes the queue and its exception is re-raised to the
 trainer (never a hang on an empty queue).
 """
-import math
 import threading
 
 import numpy as np
 import tensorflow as tf
 
 from .arrays import InputError
+from .base import Input
 from .slicing import split_to_devices
 
 
@@ -29,17 +29,22 @@ def batches_of(example_iter, global_batch):
         yield np.stack(images), np.asarray(labels, np.int32)
 
 
-class QueueInput:
+class QueueInput(Input):
     """source_fn(epoch) -> iterator of (image HWC-or-model-layout, label) examples.
 
-    num_examples / num_epochs make the run finite (each epoch ends with its
-    partial batch); without num_epochs the source is called again forever.
+    Each epoch ends with its partial batch, so the batch dimension is left
+    open; num_epochs bounds the stream, None calls the source again forever.
+    eval_fn(batch_size) -> EvalData gives the eval split where there is one.
     """
 
     name = "queue"
+    # How long close() waits for each feeder thread to notice the closed queue.
+    JOIN_TIMEOUT_SECS = 10
 
     def __init__(self, source_fn, image_shape, global_batch, num_examples=None,
-                 num_epochs=None, num_threads=2, capacity=4, description=None):
+                 num_epochs=None, num_threads=2, capacity=4, description=None,
+                 eval_fn=None):
+        self._eval_fn = eval_fn
         self.source_fn = source_fn
         self.image_shape = tuple(image_shape)
         self.global_batch = global_batch
@@ -54,12 +59,7 @@ class QueueInput:
         self._lock = threading.Lock()
         self._batches = None
         self._finished = 0
-
-    @property
-    def steps_per_epoch(self):
-        if self.num_examples is None:
-            return None
-        return math.ceil(self.num_examples / self.global_batch)
+        self._closing = False
 
     def _all_batches(self):
         epoch = 0
@@ -69,14 +69,11 @@ class QueueInput:
 
     def create(self, devices):
         del devices
-        # A finite run has a partial last batch, so the batch dimension is left open.
-        batch_dim = self.global_batch if self.num_epochs is None else None
         with tf.device("/cpu:0"):
-            # FIFOQueue takes fully defined shapes or none; open ones are set on dequeue.
-            self._shapes = [(batch_dim,) + self.image_shape, (batch_dim,)]
-            self._queue = tf.queue.FIFOQueue(
-                self.capacity, [tf.float32, tf.int32],
-                shapes=self._shapes if batch_dim is not None else None)
+            # Every epoch ends with a partial batch, so the batch dimension is open;
+            # FIFOQueue takes fully defined shapes or none, so they are set on dequeue.
+            self._shapes = [(None,) + self.image_shape, (None,)]
+            self._queue = tf.queue.FIFOQueue(self.capacity, [tf.float32, tf.int32])
         self._batches = self._all_batches()
         for i in range(self.num_threads):
             thread = threading.Thread(target=self._feed, name=f"towertrain_feeder_{i}",
@@ -86,7 +83,7 @@ class QueueInput:
 
     def _feed(self):
         try:
-            while True:
+            while not self._closing:
                 with self._lock:  # one shared iterator: every batch enqueued exactly once
                     batch = next(self._batches, None)
                 if batch is None:
@@ -97,6 +94,8 @@ class QueueInput:
         except tf.errors.CancelledError:
             return  # closed on exit
         except Exception as err:  # noqa: BLE001 - reported to the trainer below
+            if self._closing:  # an enqueue racing close(): not a data error
+                return
             self.error = err
             self._queue.close(cancel_pending_enqueues=True)
             return
@@ -112,15 +111,28 @@ class QueueInput:
             labels.set_shape(self._shapes[1])
         return split_to_devices((images, labels), devices)
 
-    def raise_feeder_error(self):
+    def raise_pending_error(self):
         """Re-raises a feeder thread's failure as an InputError (trainer hook)."""
         if self.error is not None:
             where = self.description or "the queue input"
             raise InputError(f"{where}: feeder thread failed: {self.error}") from self.error
 
+    def eval_data(self, batch_size):
+        if self._eval_fn is None:
+            return super().eval_data(batch_size)
+        return self._eval_fn(batch_size)
+
     def close(self):
+        """Closes the queue (a blocked enqueue is cancelled) and joins the feeders."""
+        self._closing = True
         if self._queue is not None:
             self._queue.close(cancel_pending_enqueues=True)
+        for thread in self._threads:
+            thread.join(self.JOIN_TIMEOUT_SECS)
+        alive = [t.name for t in self._threads if t.is_alive()]
+        self._threads = []
+        if alive:
+            raise RuntimeError(f"queue feeder threads did not stop: {', '.join(alive)}")
 
 
 def _cifar_augment(image, rng):
@@ -151,5 +163,9 @@ def from_data_dir(name, data_dir, image_shape, global_batch, num_epochs=None, se
                 image = image.transpose(2, 0, 1)
             yield image, labels[index]
 
+    def eval_fn(batch_size):  # the test split, read in file order by tf.data
+        return cifar10.eval_data(data_dir, batch_size, data_format)
+
     return QueueInput(source, image_shape, global_batch, num_examples=len(images),
-                      num_epochs=num_epochs, description=f"--data_dir={data_dir}")
+                      num_epochs=num_epochs, description=f"--data_dir={data_dir}",
+                      eval_fn=eval_fn)

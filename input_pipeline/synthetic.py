@@ -3,12 +3,17 @@
 As in tf_cnn_benchmarks, the data never moves during a step, so the numbers
 measure the model and the gradient exchange alone.
 """
+import numpy as np
 import tensorflow as tf
 
+from .base import EvalData, Input
 from .slicing import split_sizes
 
+# Batches in a synthetic eval set; labelled 'synthetic' wherever it is reported.
+SYNTHETIC_EVAL_BATCHES = 10
 
-class SyntheticInput:
+
+class SyntheticInput(Input):
     """Per-device constant batches; `global_batch` examples per step."""
 
     name = "synthetic"
@@ -42,3 +47,12 @@ class SyntheticInput:
             with tf.device(device):
                 out.append((tf.identity(images), tf.identity(labels)))
         return out
+
+    def eval_data(self, batch_size):
+        """Random images and labels, reported as 'synthetic': there is no real split."""
+        rng = np.random.default_rng(self.seed)
+        count = SYNTHETIC_EVAL_BATCHES * batch_size
+        images = rng.standard_normal((count,) + self.image_shape).astype(np.float32)
+        labels = rng.integers(0, self.num_classes, count).astype(np.int32)
+        dataset = tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch_size)
+        return EvalData(dataset, count, "synthetic")

@@ -6,6 +6,9 @@ process that already has more than it needs).
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# As towertrain/__init__.py: NCHW on CPU needs oneDNN, which TensorFlow enables
+# by default only on some CPUs; this must precede the TensorFlow import below.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import tensorflow as tf  # noqa: E402
 

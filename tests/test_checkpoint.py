@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer, checkpoint as ckpt_lib, evaluation, models, run_loop
+from towertrain import Params, Trainer, checkpoint as ckpt_lib, evaluation, models
+from towertrain.callbacks import Checkpointer
+from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization
 
 NUM_EVAL = 23  # eval batches of 5: uneven over 2 and 4 devices, uneven last batch
@@ -42,12 +44,13 @@ def eval_data(fmt):
     labels = rng.integers(0, 10, NUM_EVAL).astype(np.int32)
     if fmt == "NCHW":
         images = images.transpose(0, 3, 1, 2)
-    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(5)
+    return EvalData(tf.data.Dataset.from_tensor_slices((images, labels)).batch(5), NUM_EVAL,
+                    "test eval set")
 
 
 def evaluate(trainer):
-    return evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices).evaluate(
-        eval_data(trainer.data_format), keep_logits=True)
+    return evaluation.Evaluator(trainer).evaluate(eval_data(trainer.data_format),
+                                                  keep_logits=True)
 
 
 # Each pair changes the mode, the device count and the data format; every one
@@ -69,7 +72,7 @@ def test_restore_into_another_cell_gives_same_eval(tmp_path, source, target):
     expected = evaluate(trained)
 
     restored = Trainer(tiny_params(*target, train_dir=str(tmp_path)))
-    path = run_loop.Checkpointer(restored, str(tmp_path)).restore_latest()
+    path = Checkpointer(restored, str(tmp_path)).restore_latest()
     assert path.endswith("ckpt-3")
     got = evaluate(restored)
     assert got.num_examples == NUM_EVAL
@@ -104,7 +107,7 @@ def test_eval_counts_every_example_once_on_any_device_count():
     assert four_devices.logits.shape == (NUM_EVAL, 10)
     np.testing.assert_allclose(four_devices.logits, one_device.logits, atol=1e-5)
     # The same accuracy recomputed by hand from the logits.
-    labels = np.concatenate([y.numpy() for _, y in eval_data("NHWC")])
+    labels = np.concatenate([y.numpy() for _, y in eval_data("NHWC").dataset])
     assert four_devices.top1 == np.mean(np.argmax(one_device.logits, 1) == labels)
 
 
@@ -113,6 +116,12 @@ def test_checkpoint_of_another_model_lists_variables(tmp_path):
                         )).train(write=lambda line: None)
     other = Trainer(Params(model="trivial", device="cpu", batch_size=2, num_batches=1,
                            num_warmup_batches=0, train_dir=str(tmp_path)))
+    # The run record names both models in one line...
+    with pytest.raises(ckpt_lib.CheckpointError,
+                       match="--model=trivial but .* was trained with --model=ckpt_tiny"):
+        other.train(write=lambda line: None)
+    # ...and without it the variables themselves tell.
+    os.remove(tmp_path / ckpt_lib.RUN_INFO_FILE)
     with pytest.raises(ckpt_lib.CheckpointError) as err:
         other.train(write=lambda line: None)
     message = str(err.value)

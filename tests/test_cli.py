@@ -32,7 +32,9 @@ def test_train_prints_header_step_lines_and_total():
                      "AllReduce:   ring", "==========", "Step\tImg/sec\ttotal_loss"]:
         assert expected in text
     steps = [line for line in lines if STEP_LINE.match(line)]
-    assert [int(line.split("\t")[0]) for line in steps] == [1, 2, 4]  # warmup excluded
+    # Global step numbers: warmup (steps 1-2) untimed, then the first timed
+    # step and every --display_every-th.
+    assert [int(line.split("\t")[0]) for line in steps] == [3, 4, 6]
     assert re.search(r"^total images/sec: \d+\.\d\d$", text, re.MULTILINE)
     assert result.steps == 7  # warmup + timed
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Trainer, run_loop
+from towertrain import Trainer
+from towertrain.callbacks import Checkpointer
 
 import test_checkpoint
 
@@ -136,5 +137,5 @@ def test_nan_loss_stops_without_saving_and_previous_checkpoint_restores(tmp_path
         np.testing.assert_array_equal(after[name], before[name])
 
     trainer = Trainer(test_checkpoint.tiny_params(train_dir=train_dir).replace(model="trivial"))
-    assert run_loop.Checkpointer(trainer, train_dir).restore_latest().endswith("ckpt-4")
+    assert Checkpointer(trainer, train_dir).restore_latest().endswith("ckpt-4")
     assert all(np.all(np.isfinite(v.numpy())) for v in trainer.variables.primary_variables()[0])

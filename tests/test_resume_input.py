@@ -42,7 +42,7 @@ def test_eval_during_training_prints_accuracy(tmp_path):
     lines = []
     trainer = make_trainer(str(tmp_path), 4, eval_during_training_every_n_steps=2)
     trainer.train(write=lines.append,
-                  eval_dataset=test_checkpoint.eval_data(trainer.data_format))
+                  eval_data=test_checkpoint.eval_data(trainer.data_format))
     evals = [line for line in lines if line.startswith("Accuracy @ 1 = ")]
-    assert len(evals) == 2 and evals[-1].endswith(f"[{test_checkpoint.NUM_EVAL} examples] "
-                                                  "(step 4)")
+    assert len(evals) == 2 and "(step 4)" in evals[-1]
+    assert evals[-1].endswith(f"[{test_checkpoint.NUM_EVAL} examples, test eval set]")

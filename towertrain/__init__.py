@@ -9,6 +9,13 @@ Names resolve lazily so that the CLI can configure logging and devices before
 TensorFlow is imported.
 """
 import importlib
+import os
+
+# oneDNN kernels are what run NCHW convolutions (and their gradients) on a CPU.
+# TensorFlow turns them on by default only on some CPUs (AVX512 ones); set it
+# before TensorFlow is imported so NCHW works on any x86 CPU. A user's own
+# TF_ENABLE_ONEDNN_OPTS wins.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 _EXPORTS = {
     "Params": "towertrain.params",

@@ -1,6 +1,5 @@
 """tf_cnn_benchmarks-style output: the header block, step lines, the total."""
 import statistics
-import time
 
 
 def header_lines(info):
@@ -14,13 +13,12 @@ def header_lines(info):
     return lines
 
 
-def speed_stats(images_per_step, step_times):
-    """(mean, uncertainty, jitter) of images/sec over the timed steps.
+def speed_stats(speeds):
+    """(mean, uncertainty, jitter) of per-step images/sec.
 
     Uncertainty is the standard error of the mean; jitter is the scaled median
     absolute deviation, as tf_cnn_benchmarks reports them.
     """
-    speeds = [images_per_step / t for t in step_times]
     mean = statistics.fmean(speeds)
     if len(speeds) < 2:
         return mean, 0.0, 0.0
@@ -30,48 +28,33 @@ def speed_stats(images_per_step, step_times):
     return mean, uncertainty, jitter
 
 
-class StepLogger:
-    """Times steps after warmup and prints a line every `display_every` steps."""
+class StepTimes:
+    """Examples and seconds of the timed steps. A step counts the examples it
+    really trained on (a partial batch counts as its size), and only the time
+    of the step itself, so evals and saves between steps are left out."""
 
-    def __init__(self, images_per_step, display_every, write=print):
-        self.images_per_step = images_per_step
-        self.display_every = display_every
-        self.write = write
-        self.step_times = []
-        self._start = None
-        self._last = None
+    def __init__(self):
+        self.examples = []
+        self.seconds = []
 
-    def start(self):
-        self.write("Step\tImg/sec\ttotal_loss")
-        self._start = self._last = time.perf_counter()
+    def add(self, examples, seconds):
+        self.examples.append(examples)
+        self.seconds.append(seconds)
 
-    def step_done(self, loss):
-        now = time.perf_counter()
-        self.step_times.append(now - self._last)
-        self._last = now
-        step = len(self.step_times)
-        if step == 1 or step % self.display_every == 0:
-            mean, uncertainty, jitter = speed_stats(self.images_per_step, self.step_times)
-            self.write(f"{step}\timages/sec: {mean:.1f} +/- {uncertainty:.1f} "
-                       f"(jitter = {jitter:.1f})\t{loss:.3f}")
+    def __len__(self):
+        return len(self.seconds)
 
-    def exclude_pause(self):
-        """Leaves the time since the last step (an eval, a save) out of the step
-        times and the total, as tf_cnn_benchmarks reports training speed."""
-        if self._last is None:
-            return
-        now = time.perf_counter()
-        self._start += now - self._last
-        self._last = now
+    def step_line(self, step, loss):
+        speeds = [n / t for n, t in zip(self.examples, self.seconds)]
+        mean, uncertainty, jitter = speed_stats(speeds)
+        return (f"{step}\timages/sec: {mean:.1f} +/- {uncertainty:.1f} "
+                f"(jitter = {jitter:.1f})\t{loss:.3f}")
 
     def total_images_per_sec(self):
-        elapsed = self._last - self._start
-        return len(self.step_times) * self.images_per_step / elapsed if elapsed > 0 else 0.0
+        elapsed = sum(self.seconds)
+        return sum(self.examples) / elapsed if elapsed > 0 else 0.0
 
-    def finish(self):
-        rule = "-" * 64
-        total = self.total_images_per_sec()
-        self.write(rule)
-        self.write(f"total images/sec: {total:.2f}")
-        self.write(rule)
-        return total
+
+def total_lines(images_per_sec):
+    rule = "-" * 64
+    return [rule, f"total images/sec: {images_per_sec:.2f}", rule]

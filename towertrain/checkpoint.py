@@ -25,13 +25,25 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be written, found, read or matched to the model."""
 
 
-def variable_key(model, variable):
-    """The mode-independent key of a model variable: its path minus the model name."""
-    path = variable.path
+def variable_key(model, variable, seed_state_paths=None):
+    """The mode-independent key of a model variable: its path minus the model name.
+
+    A seed generator's state is keyed by the layer owning it: Keras names the
+    generator by how many this process built before ('seed_generator_7'), which
+    would make the key depend on unrelated code.
+    """
+    path = (seed_state_paths or {}).get(id(variable), variable.path)
     prefix = model.name + "/"
     if path.startswith(prefix):
         path = path[len(prefix):]
     return path.replace("/", "__")
+
+
+def seed_state_paths(model):
+    """{id(seed state variable): '<owning layer path>/<attribute>_state'}."""
+    from towertrain import tower  # deferred: tower imports Keras' training pieces
+    return {id(generator.state): f"{owner}/{attribute}_state"
+            for owner, attribute, generator in tower.seed_generators(model)}
 
 
 def model_variable_dict(model, trainable=None, non_trainable=None):
@@ -42,9 +54,10 @@ def model_variable_dict(model, trainable=None, non_trainable=None):
         values = templates
     else:
         values = list(trainable) + list(non_trainable)
+    seed_paths = seed_state_paths(model)
     out = {}
     for template, variable in zip(templates, values):
-        key = variable_key(model, template)
+        key = variable_key(model, template, seed_paths)
         if key in out:
             raise CheckpointError(f"two model variables share the key {key!r}; give the "
                                   "model's layers unique names")
@@ -75,15 +88,6 @@ def optimizer_slots(optimizer):
     return slots
 
 
-def input_trackable(input_source):
-    """The input's savable position, or None (synthetic data has none)."""
-    getter = getattr(input_source, "checkpoint_state", None)
-    if getter is not None:
-        return getter()
-    iterator = getattr(input_source, "_iterator", None)
-    return iterator if isinstance(iterator, tf.data.Iterator) else None
-
-
 class EngineState:
     """The savable view of a trainer's variable manager (and input position)."""
 
@@ -105,7 +109,7 @@ class EngineState:
                 if id(variable) in primary_ids and by_variable[id(variable)]:
                     self.slots[self._key_of[id(variable)]] = dict(by_variable[id(variable)])
         self.step = manager.iterations()
-        self.input = input_trackable(input_source) if input_source is not None else None
+        self.input = input_source.checkpoint_state() if input_source is not None else None
 
     def _copies(self):
         trainable = (self.manager.trainable_copies() if hasattr(self.manager, "trainable_copies")

@@ -53,3 +53,16 @@ def tower_devices(device: str, count: int, check: bool = True) -> list:
             raise DeviceError(f"--num_gpus={count}: only {present} GPU(s) present; lower "
                               "--num_gpus or use --device=cpu (logical CPU devices)")
     return [f"/{device}:{i}" for i in range(count)]
+
+
+def check_data_format(device: str, data_format: str) -> None:
+    """NCHW on a CPU needs TensorFlow's oneDNN kernels; without them the first
+    backward convolution fails deep inside the step, so say it up front."""
+    if device != "cpu" or data_format != "NCHW":
+        return
+    from tensorflow.python.util import _pywrap_util_port  # no public switch to read
+    if not _pywrap_util_port.IsMklEnabled():
+        raise DeviceError(
+            "--data_format=NCHW with --device=cpu: needs TensorFlow's oneDNN kernels, "
+            "which are off in this process; set TF_ENABLE_ONEDNN_OPTS=1 before TensorFlow "
+            "is imported (import towertrain first does it), or use --data_format=NHWC")

@@ -1,28 +1,46 @@
-"""Top-1/top-5 accuracy over a whole eval set, on any number of devices.
+"""Top-1/top-5 accuracy over a whole eval split, on any number of devices.
 
-Each (images, labels) batch of a finite tf.data dataset is split on the CPU
+Each batch of a finite eval set (input_pipeline EvalData) is split on the CPU
 over the towers (uneven splits and an uneven last batch included); each tower
-runs the model in inference mode on its own copy of the variables, and the
-counts are summed on the CPU. Every example is counted exactly once.
+runs the model in inference mode, and the counts are summed on the CPU. Every
+example is counted exactly once: a count that differs from the split's size is
+an error. The split is always named in the output ('synthetic' for random data,
+which is only used when no --data_dir was given).
 """
 import collections
+import time
 
 import numpy as np
 import tensorflow as tf
 
-from towertrain.input_pipeline import from_arrays, split_to_devices
+from towertrain.input_pipeline import split_to_devices
+from towertrain.input_pipeline.arrays import InputError
+from towertrain.input_pipeline.base import EvalData, NoEvalSplitError
 
-EvalResult = collections.namedtuple("EvalResult", "top1 top5 num_examples logits")
+EvalResult = collections.namedtuple(
+    "EvalResult", "top1 top5 num_examples images_per_sec description logits")
 
 
 class Evaluator:
-    """Evaluates the variables a manager holds, with `model` as the function."""
+    """Evaluates a trainer's variables with its model on its devices.
 
-    def __init__(self, model, manager, devices):
-        self.model = model
-        self.manager = manager
-        self.devices = list(devices)
+    Synchronous modes evaluate every tower's (identical) copy where it lives;
+    `independent` copies differ, so every tower reads tower 0's copy.
+    """
+
+    def __init__(self, trainer):
+        self.model = trainer.model
+        self.manager = trainer.variables
+        self.devices = list(trainer.devices)
+        self.tower0_only = not self.manager.synchronous
         self._batch_fn = tf.function(self._eval_batch)
+
+    def _tower_variables(self, tower):
+        if self.tower0_only:
+            trainable, non_trainable = self.manager.primary_variables()
+            return [tf.identity(v.value) for v in trainable], [
+                tf.identity(v.value) for v in non_trainable]
+        return self.manager.tower_inputs(tower)
 
     def _eval_batch(self, images, labels):
         logits = []
@@ -31,7 +49,7 @@ class Evaluator:
             if tower_images.shape[0] == 0:  # statically empty slice
                 continue
             with tf.device(device), tf.name_scope(f"eval_tower_{i}"):
-                trainable, non_trainable = self.manager.tower_inputs(i)
+                trainable, non_trainable = self._tower_variables(i)
                 out, _ = self.model.stateless_call(trainable, non_trainable, tower_images,
                                                    training=False)
                 logits.append(tf.cast(out, tf.float32))
@@ -43,64 +61,84 @@ class Evaluator:
             top5 = tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, k5), tf.int64))
             return logits, top1, top5
 
-    def evaluate(self, dataset, keep_logits=False):
-        """dataset: finite, of (images, labels) batches in the model's data format."""
+    def evaluate(self, eval_data, keep_logits=False):
+        """eval_data: EvalData (a finite dataset of (images, labels) batches)."""
         correct1 = correct5 = count = 0
         kept = []
-        for images, labels in dataset:
+        started = time.perf_counter()
+        for images, labels in eval_data.dataset:
             logits, top1, top5 = self._batch_fn(images, labels)
             correct1 += int(top1)
             correct5 += int(top5)
             count += int(labels.shape[0])
             if keep_logits:
                 kept.append(logits.numpy())
+        seconds = time.perf_counter() - started
         if count == 0:
-            raise ValueError("the eval dataset is empty")
+            raise InputError(f"the eval set ({eval_data.description}) is empty")
+        if eval_data.num_examples is not None and count != eval_data.num_examples:
+            raise InputError(f"the eval set ({eval_data.description}) gave {count} examples, "
+                             f"expected {eval_data.num_examples}")
         return EvalResult(correct1 / count, correct5 / count, count,
+                          count / seconds if seconds > 0 else 0.0, eval_data.description,
                           np.concatenate(kept) if keep_logits else None)
 
 
-def synthetic_eval_dataset(image_shape, num_classes, num_examples, batch_size, seed=0):
-    """A finite, deterministic dataset for when no real eval data exists."""
-    rng = np.random.default_rng(seed)
-    images = rng.standard_normal((num_examples,) + tuple(image_shape)).astype(np.float32)
-    labels = rng.integers(0, num_classes, num_examples).astype(np.int32)
-    return from_arrays(images, labels, batch_size, repeat=False).dataset
+def eval_batch_size(trainer):
+    """Examples per eval batch: --eval_batch_size (default: the training batch
+    per device) times the number of devices."""
+    per_device = trainer.params.eval_batch_size or trainer.batch_size
+    return per_device * len(trainer.devices)
 
 
-def eval_dataset_for(trainer, num_examples=None):
-    """The trainer input's eval set where it has one, else synthetic data."""
-    maker = getattr(trainer.input, "eval_dataset", None)
-    if maker is not None:
-        return maker()
-    batch = trainer.global_batch_size
-    return synthetic_eval_dataset(trainer.model.input_shape[1:], trainer.model.output_shape[-1],
-                                  num_examples or 10 * batch, batch,
-                                  seed=trainer.params.tf_random_seed)
+def eval_data_for(trainer):
+    """The trainer input's eval split; an error naming what is missing if it has none."""
+    try:
+        return trainer.input.eval_data(eval_batch_size(trainer))
+    except NoEvalSplitError as err:
+        raise InputError(f"cannot evaluate: {err}") from err
+
+
+def describe(eval_data, evaluator=None):
+    """The header value for an eval set: its split and size (and whose copy)."""
+    text = f"{eval_data.description} ({eval_data.num_examples} examples)"
+    if evaluator is not None and evaluator.tower0_only:
+        text += "; independent mode: scores tower 0's copy"
+    return text
 
 
 def format_result(result, step=None):
+    """One line, ending with the example count and the split it came from."""
     where = f" (step {step})" if step is not None else ""
-    return (f"Accuracy @ 1 = {result.top1:.4f} Accuracy @ 5 = {result.top5:.4f} "
-            f"[{result.num_examples} examples]{where}")
+    return (f"Accuracy @ 1 = {result.top1:.4f} Accuracy @ 5 = {result.top5:.4f}{where} "
+            f"images/sec: {result.images_per_sec:.1f} "
+            f"[{result.num_examples} examples, {result.description}]")
 
 
-def run_eval(trainer, write=print, dataset=None):
+def run_eval(trainer, write=print, eval_data=None):
     """--eval: restores the given or latest checkpoint into the trainer's devices
-    (any mode, device count or data format) and evaluates it once."""
+    (any mode, device count or data format) and evaluates it once on the eval
+    split of the trainer's input."""
     from towertrain import benchmark_log, checkpoint as ckpt_lib  # deferred: avoids a cycle
     p = trainer.params
+    data = eval_data or eval_data_for(trainer)  # before the restore: fail fast
     path = ckpt_lib.resolve(p.train_dir, p.checkpoint)
     state = ckpt_lib.EngineState(trainer.model, trainer.variables)
     ckpt_lib.restore(state.checkpoint(with_input=False), path, state.variables)
     state.sync_copies()
+    trainer.sync_model()
+    evaluator = Evaluator(trainer)
     info = [(label, value) for label, value in trainer.header_info()
             if label not in ("Mode", "Num batches", "Optimizer")]
     info.insert(3, ("Mode", "evaluation"))
+    info.append(("Eval data", describe(data, evaluator)))
     info.append(("Checkpoint", f"{path} (step {state.global_step()})"))
     for line in benchmark_log.header_lines(info):
         write(line)
-    result = Evaluator(trainer.model, trainer.variables, trainer.devices).evaluate(
-        dataset if dataset is not None else eval_dataset_for(trainer))
+    result = evaluator.evaluate(data)
     write(format_result(result, state.global_step()))
     return result
+
+
+__all__ = ["EvalData", "EvalResult", "Evaluator", "eval_data_for", "format_result",
+           "run_eval"]

@@ -1,8 +1,10 @@
 """Per-device StagingArea double buffer in front of any input.
 
     staged = StagedInput(inner_input, depth=1)
-    staged.create(devices, total_steps=None)   # eager: creates inner, primes depth batches
-    batches = staged.tower_batches(devices)    # inside the step: get, then put the next
+    staged.create(devices)                       # eager: creates the inner input
+    staged.start_at(step, total_steps)           # where the run starts and ends
+    put = staged.before_step()                   # eager, before each step
+    batches = staged.tower_batches(devices, put) # inside the step: get, then put the next
 
 Each device owns one area (tf.raw_ops.Stage/Unstage with a fixed shared_name,
 created under that device inside tf.function; the `StagingArea` object cannot
@@ -10,21 +12,26 @@ be used inside tf.function, see DESIGN.md). The step computes on the batch
 staged by the previous step while the put fetches, slices and copies the next
 one; on a GPU the put is the host-to-device copy, so it overlaps compute.
 
-Accounting: `put` is decided in Python from the number of batches fetched so
-far against the run's planned total, so with finite data the last `depth`
-steps only drain: nothing is left behind, nothing is read twice, and the
-iterator is never asked for a batch past the end. A step beyond the plan
-stages a batch first, so an Unstage never blocks on an empty area.
+Accounting is in global steps: `consumed` batches were trained on, `staged`
+wait in every area, so the inner input has handed out consumed + staged.
+Puts stop at a limit: the run's last step, or a *fence*, a step after which
+the areas must be empty. A checkpoint is only ever taken at a fence, where
+the input's saved position equals the trained step exactly, so a resume
+neither skips nor repeats a batch; the first step after a fence primes the
+areas again. A step beyond the plan stages a batch first, so an Unstage never
+blocks on an empty area.
 """
 import itertools
 
 import tensorflow as tf
 
+from towertrain.input_pipeline.base import Input
+
 _instances = itertools.count()
 
 
-class StagedInput:
-    """Wraps an input (create/tower_batches) with one staging area per device."""
+class StagedInput(Input):
+    """Wraps an input with one staging area per device."""
 
     def __init__(self, inner, depth=1):
         if depth < 1:
@@ -36,21 +43,42 @@ class StagedInput:
         self._dtypes = None
         self._shapes = None  # per device, per tensor: static shapes of a staged batch
         self._prime_fn = None
-        self._primed = False
         self._size_fn = None
         self.staged = 0  # batches now in each area
-        self.fetched = 0  # batches taken from the inner input so far
-        self.total_steps = None
+        self.consumed = 0  # global step: batches trained on
+        self.total_steps = None  # the global step the run ends at (None: unbounded)
+        self._fences = set()
+        self._used = False  # a batch was ever staged (tracing alone stages nothing)
 
-    # Forwarded so the engine can ask the staged input what it would ask the inner one.
-    def __getattr__(self, name):
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
+    # What the engine asks of an input, answered by the inner one.
     @property
     def name(self):
-        return f"{getattr(self.inner, 'name', type(self.inner).__name__)}, staged"
+        return f"{self.inner.name}, staged"
+
+    @property
+    def global_batch(self):
+        return self.inner.global_batch
+
+    @property
+    def num_examples(self):
+        return self.inner.num_examples
+
+    @property
+    def description(self):
+        return self.inner.description
+
+    @property
+    def steps_per_epoch(self):
+        return self.inner.steps_per_epoch
+
+    def eval_data(self, batch_size):
+        return self.inner.eval_data(batch_size)
+
+    def checkpoint_state(self):
+        return self.inner.checkpoint_state()
+
+    def raise_pending_error(self):
+        self.inner.raise_pending_error()
 
     def area_name(self, tower):
         return f"{self._prefix}_{tower}"
@@ -60,31 +88,39 @@ class StagedInput:
         return dict(shared_name=self.area_name(tower), capacity=0, memory_limit=0,
                     container="")
 
-    def create(self, devices, total_steps=None):
-        """Creates the inner input and primes each area; eager, once.
-
-        total_steps: batches the run will consume (None: unbounded).
-        """
+    def create(self, devices):
+        """Creates the inner input; eager, once. Nothing is staged until a step."""
         self._devices = list(devices)
-        self.total_steps = total_steps
         self.inner.create(self._devices)
         self._prime_fn = tf.function(self._put_all)
         self._size_fn = tf.function(self._sizes)
-        self._primed = False  # primed by the first before_step, so tracing alone runs nothing
 
-    def prime(self):
-        """Stages the first `depth` batches on every device (eager)."""
+    def start_at(self, step, total_steps=None):
+        """The run resumes after global step `step` and ends at `total_steps`.
+
+        Called with the areas empty (a new run, or after a fence)."""
         self.clear()
-        for _ in range(self._puts_allowed(self.depth)):
-            self._prime_fn()
-            self.staged += 1
-            self.fetched += 1
-        self._primed = True
+        self.consumed = step
+        self.total_steps = total_steps
+        self._fences = {f for f in self._fences if f > step}
 
-    def _puts_allowed(self, wanted):
-        if self.total_steps is None:
-            return wanted
-        return max(0, min(wanted, self.total_steps - self.fetched))
+    def add_fence(self, step):
+        """The areas will be empty right after global step `step` (a save point)."""
+        if step > self.consumed:
+            self._fences.add(step)
+
+    def drain(self):
+        """Stages nothing more; returns the steps left until the areas are empty."""
+        if self.staged:
+            self._fences.add(self.consumed + self.staged)
+        return self.staged
+
+    def _limit(self):
+        """The last global step the inner input may hand out a batch for."""
+        ahead = [f for f in self._fences if f > self.consumed]
+        if self.total_steps is not None:
+            ahead.append(self.total_steps)
+        return min(ahead) if ahead else None
 
     def _put_all(self):
         batches = self.inner.tower_batches(self._devices)
@@ -108,17 +144,35 @@ class StagedInput:
         return out
 
     def before_step(self):
-        """Eager, before each step: returns whether this step puts a batch."""
-        if not self._primed:
-            self.prime()
-        if self.staged == 0:  # past the plan: stage one first so the get cannot block
-            self._prime_fn()
-            self.staged += 1
-            self.fetched += 1
-        put = self._puts_allowed(1) == 1
+        """Eager, before each step: primes empty areas; returns whether the step puts."""
+        limit = self._limit()
+        if self.staged == 0:
+            wanted = self.depth if limit is None else limit - self.consumed
+            # At least one: a step past the plan still needs its batch.
+            for _ in range(max(1, min(self.depth, wanted))):
+                self._used = True
+                self._prime_fn()
+                self.staged += 1
+        put = limit is None or self.consumed + self.staged < limit
         self.staged += (1 if put else 0) - 1
-        self.fetched += 1 if put else 0
+        self.consumed += 1
         return put
+
+    def recover(self, consumed):
+        """After a step failed: makes the counters agree with the areas again.
+
+        Areas holding the same number of batches are kept; otherwise (the step
+        stopped between devices' gets) they are cleared, so the next step
+        primes afresh instead of blocking on an empty area."""
+        self.consumed = consumed
+        if not self._used:
+            self.staged = 0
+            return
+        sizes = set(self.sizes())
+        if len(sizes) == 1:
+            self.staged = sizes.pop()
+        else:
+            self.clear()
 
     def tower_batches(self, devices, put=True):
         """Inside the step: gets each device's staged batch, then stages the next.
@@ -146,12 +200,15 @@ class StagedInput:
         return [int(s) for s in self._size_fn().numpy()]
 
     def clear(self):
-        """Drops whatever is staged (start, early exit); the areas stay usable."""
-        if not self._primed:  # nothing was ever staged by this instance
+        """Drops whatever is staged; the areas stay usable."""
+        if not self._used:  # nothing was ever staged by this instance
+            self.staged = 0
             return
         for i, device in enumerate(self._devices):
             with tf.device(device):
                 tf.raw_ops.StageClear(dtypes=self._dtypes[i], **self._attrs(i))
         self.staged = 0
 
-    close = clear
+    def close(self):
+        self.clear()
+        self.inner.close()

@@ -43,3 +43,57 @@ def compute_tower(model, trainable, non_trainable, images, labels, denominator,
     # A variable the loss does not reach still takes part in the exchange.
     grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
     return TowerResult(loss, grads, list(new_non_trainable))
+
+
+# Towers draw independent random numbers (dropout masks): tower i offsets the
+# counter half of each Keras seed-generator state by i * 2**40, and the offset
+# is taken off again before the state is kept, so tower 0 draws exactly what a
+# single device would and the kept state advances as in serial training.
+_TOWER_SEED_STRIDE = 2 ** 40
+
+
+def seed_generators(layer):
+    """(owner path, attribute, SeedGenerator) for every seed generator under
+    `layer`; the owner path is the chain of layer names from `layer` down."""
+    found, stack, seen = [], [(layer.name, layer)], set()
+    while stack:
+        path, current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        # Public attributes first: Keras also tracks a generator in a private list.
+        for attribute, value in sorted(vars(current).items(),
+                                       key=lambda item: (item[0].startswith("_"), item[0])):
+            children = value if isinstance(value, (list, tuple)) else [value]
+            for child in children:
+                if isinstance(child, keras.random.SeedGenerator) and id(child) not in seen:
+                    seen.add(id(child))
+                    found.append((path, attribute.lstrip("_"), child))
+                elif isinstance(child, keras.layers.Layer):
+                    stack.append((f"{path}/{child.name}", child))
+    return found
+
+
+def seed_state_indices(model):
+    """Positions of seed-generator states in model.non_trainable_variables."""
+    states = {id(generator.state) for _, _, generator in seed_generators(model)}
+    return [i for i, v in enumerate(model.non_trainable_variables) if id(v) in states]
+
+
+def offset_seed_states(values, indices, tower, undo=False):
+    """`values` with tower `tower`'s offset added to (or, undo, taken off) the seed states."""
+    if tower == 0 or not indices:
+        return list(values)
+    out = list(values)
+    for i in indices:
+        offset = tf.constant([0, tower * _TOWER_SEED_STRIDE], dtype=out[i].dtype)
+        out[i] = out[i] - offset if undo else out[i] + offset
+    return out
+
+
+def all_finite(result):
+    """One boolean: the tower's loss and every gradient are finite."""
+    checks = [tf.reduce_all(tf.math.is_finite(result.loss))]
+    checks += [tf.reduce_all(tf.math.is_finite(g)) for g in result.grads
+               if g.dtype.is_floating]
+    return tf.reduce_all(tf.stack(checks))

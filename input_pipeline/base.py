@@ -1,0 +1,72 @@
+"""What the engine asks of an input: a small explicit base class.
+
+    class MyInput(Input):
+        def create(self, devices): ...             # eager, once
+        def tower_batches(self, devices): ...      # inside the step function
+
+Everything else has a default that says "not available": an input without an
+epoch length cannot run --num_epochs, one without an eval split cannot be
+evaluated (never a silent stand-in), one without a savable position resumes
+from its start.
+"""
+import collections
+import math
+
+EvalData = collections.namedtuple("EvalData", "dataset num_examples description")
+EvalData.__doc__ = """A finite eval set: `dataset` of (images, labels) batches in the
+model's layout, every example exactly once, in a fixed order; `description`
+names the split for the output (e.g. 'cifar10 test_batch.bin')."""
+
+
+class NoEvalSplitError(LookupError):
+    """The input has no eval split; the message says what is missing."""
+
+
+class Input:
+    """Base class of every input source.
+
+    Attributes a subclass may set: `name` (shown in the header), `global_batch`
+    (examples per step), `num_examples` (finite data: examples per epoch),
+    `description` (names the data in error messages, e.g. '--data_dir=D'),
+    `stage` (False: the data already lives on the devices; staging would only
+    copy it).
+    """
+
+    name = "input"
+    stage = True
+    global_batch = None
+    num_examples = None
+    description = None
+
+    def create(self, devices):
+        """Eager, once, before the step is traced."""
+
+    def tower_batches(self, devices):
+        """Inside the step: one (images, labels) pair per device."""
+        raise NotImplementedError(f"{type(self).__name__}.tower_batches")
+
+    @property
+    def steps_per_epoch(self):
+        """Steps per pass over finite data (the last may be partial); None: no epochs."""
+        if self.num_examples is None or not self.global_batch:
+            return None
+        return math.ceil(self.num_examples / self.global_batch)
+
+    def eval_data(self, batch_size):
+        """The eval split as EvalData with batches of `batch_size` examples.
+
+        Raises NoEvalSplitError when there is none: a caller must never fall
+        back to other data and report its score as this input's.
+        """
+        raise NoEvalSplitError(f"{self.description or self.name}: this input has no eval "
+                               "split; pass eval data explicitly")
+
+    def checkpoint_state(self):
+        """A trackable holding the input's position (saved in checkpoints), or None."""
+        return None
+
+    def raise_pending_error(self):
+        """Re-raises a failure that happened off the step (a feeder thread), if any."""
+
+    def close(self):
+        """Releases what create() started (threads, queues); safe to call twice."""

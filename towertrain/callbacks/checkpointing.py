@@ -1,0 +1,139 @@
+"""Checkpoints: restore at start, save every N steps or seconds, and at the end.
+
+Saves happen only where the staging areas are empty (a fence, see
+towertrain.staging), so the input position in a checkpoint is exactly the
+trained step: a resumed run neither skips nor repeats a batch. A state with
+any non-finite value is never written.
+"""
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from towertrain import checkpoint as ckpt_lib
+from towertrain.errors import TrainingDivergedError
+
+from .base import Callback
+
+
+class Checkpointer:
+    """Saves and restores one trainer's state in train_dir."""
+
+    def __init__(self, trainer, train_dir, max_to_keep=5):
+        ckpt_lib.ensure_writable(train_dir)
+        self.trainer = trainer
+        self.train_dir = train_dir
+        self.state = ckpt_lib.EngineState(trainer.model, trainer.variables, trainer.input)
+        self._checkpoint = self.state.checkpoint()
+        self.manager = tf.train.CheckpointManager(self._checkpoint, train_dir,
+                                                  max_to_keep=max_to_keep)
+        self.last_saved_step = None
+
+    def restore_latest(self, checkpoint_path=None):
+        """Restores the given or latest checkpoint; returns its path, or None if none."""
+        path = checkpoint_path or self.manager.latest_checkpoint
+        if not path:
+            return None
+        ckpt_lib.restore(self._checkpoint, path, self.state.variables)
+        self.state.sync_copies()
+        self.last_saved_step = self.state.global_step()
+        return path
+
+    def save(self):
+        """Writes a checkpoint of the current step (once per step); returns its path."""
+        step = self.state.global_step()
+        if step == self.last_saved_step:
+            return self.manager.latest_checkpoint
+        if self.trainer.staged_batches():
+            raise RuntimeError(f"checkpoint at step {step} with batches still staged: the "
+                               "saved input position would skip them")
+        bad = self.non_finite_variables()
+        if bad:
+            raise TrainingDivergedError(
+                f"not saving step {step}: {len(bad)} variable(s) are not finite "
+                f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); the last good "
+                f"checkpoint stays {self.manager.latest_checkpoint}; try a lower "
+                f"--init_learning_rate (now {self.trainer.learning_rate:g})")
+        path = self.manager.save(checkpoint_number=step)
+        self.last_saved_step = step
+        return path
+
+    def non_finite_variables(self):
+        """Keys of saved values (variables and slots) holding NaN or Inf."""
+        named = dict(self.state.variables)
+        for key, slots in self.state.slots.items():
+            named.update({f"{key}/{name}": slot for name, slot in slots.items()})
+        return sorted(key for key, variable in named.items()
+                      if tf.as_dtype(variable.dtype).is_floating
+                      and not np.all(np.isfinite(variable.numpy())))
+
+
+class CheckpointSaver(Callback):
+    """Saves every `save_steps` steps, every `save_secs` seconds, and at the end
+    (also when stopped by a signal)."""
+
+    def __init__(self, checkpointer, save_steps=None, save_secs=None, write=print):
+        self.checkpointer = checkpointer
+        self.save_steps = save_steps
+        self.save_secs = save_secs
+        self.write = write
+        self.resumed_from = None
+        self._last_save_time = None
+        self._pending_step = None  # a timed save waiting for the staging to drain
+
+    def restore(self):
+        """Resumes from the latest checkpoint in train_dir, if there is one."""
+        self.resumed_from = self.checkpointer.restore_latest()
+        return self.resumed_from
+
+    def header_info(self):
+        info = [("Train dir", self.checkpointer.train_dir)]
+        if self.resumed_from:
+            info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
+                                    f"({self.resumed_from})"))
+        return info
+
+    def _fence_after(self, step):
+        if self.save_steps:
+            self.loop.trainer.add_fence((step // self.save_steps + 1) * self.save_steps)
+
+    def before_train(self, loop):
+        super().before_train(loop)
+        self._last_save_time = time.monotonic()
+        self._fence_after(loop.start_step)
+
+    def after_step(self, step, result, seconds):
+        if self.save_steps and step % self.save_steps == 0:
+            self._save()
+            self._fence_after(step)
+        elif self.save_secs and self._pending_step is None and (
+                time.monotonic() - self._last_save_time >= self.save_secs):
+            # Drain the staged batches first; save once they are trained on.
+            self._pending_step = step + self.loop.trainer.drain()
+        if self._pending_step is not None and step >= self._pending_step:
+            self._save()
+
+    def _save(self):
+        self._pending_step = None
+        self._last_save_time = time.monotonic()
+        return self.checkpointer.save()
+
+    def after_train(self):
+        path = self._save()
+        step = self.checkpointer.last_saved_step
+        if self.loop.stop_reason:
+            self.write(f"Received {self.loop.stop_reason}: saved checkpoint at step {step} "
+                       f"to {path}")
+        elif self.loop.step > self.loop.start_step:
+            self.write(f"Saved checkpoint at step {step} to {path}")
+
+
+def run_record_of(trainer):
+    """What export and eval need to rebuild the model without the training flags."""
+    return {
+        "model": trainer.params.model,
+        "data_name": trainer.dataset_name,
+        "num_classes": int(trainer.model.output_shape[-1]),
+        "data_format": trainer.data_format,
+        "input_shape": [int(d) for d in trainer.model.input_shape[1:]],
+    }

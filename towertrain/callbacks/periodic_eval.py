@@ -1,0 +1,22 @@
+"""Eval during training: top-1/top-5 on the eval split every N steps."""
+from towertrain import evaluation
+
+from .base import Callback
+
+
+class PeriodicEval(Callback):
+    """Evaluates the primary copy every `every_n_steps` steps on `eval_data`
+    (an EvalData, resolved before training so a missing split fails first)."""
+
+    def __init__(self, trainer, every_n_steps, eval_data, write=print):
+        self.every_n_steps = every_n_steps
+        self.eval_data = eval_data
+        self.write = write
+        self.evaluator = evaluation.Evaluator(trainer)
+
+    def header_info(self):
+        return [("Eval data", evaluation.describe(self.eval_data, self.evaluator))]
+
+    def after_step(self, step, result, seconds):
+        if step % self.every_n_steps == 0:
+            self.write(evaluation.format_result(self.evaluator.evaluate(self.eval_data), step))

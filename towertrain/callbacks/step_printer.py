@@ -1,0 +1,52 @@
+"""tf_cnn_benchmarks' output: the header, warm-up, step lines and the total."""
+from towertrain import benchmark_log
+
+from .base import Callback
+
+
+class StepPrinter(Callback):
+    """Prints the header, then a step line (global step, images/sec, loss) for the
+    first timed step and every `display_every` global steps, then the total.
+
+    The first `num_warmup_batches` steps of every process are untimed, a
+    resumed one's too: they include tracing and filling the pipeline.
+    """
+
+    def __init__(self, display_every, num_warmup_batches, write=print):
+        self.display_every = display_every
+        self.num_warmup_batches = num_warmup_batches
+        self.write = write
+        self.times = benchmark_log.StepTimes()
+        self._steps_run = 0
+        self._warmup = 0
+
+    def before_train(self, loop):
+        super().before_train(loop)
+        for line in benchmark_log.header_lines(loop.header_info()):
+            self.write(line)
+        remaining = loop.total_steps - loop.start_step
+        if remaining <= 0:
+            self.write(f"Already at step {loop.start_step} of {loop.total_steps}; "
+                       "nothing to train")
+            return
+        self._warmup = min(self.num_warmup_batches, remaining - 1)
+        if self._warmup:
+            self.write("Running warm up")
+
+    def after_step(self, step, result, seconds):
+        self._steps_run += 1
+        if self._steps_run <= self._warmup:
+            if self._steps_run == self._warmup:
+                self.write("Done warm up")
+            return
+        if not self.times:
+            self.write("Step\tImg/sec\ttotal_loss")
+        self.times.add(result.examples, seconds)
+        if len(self.times) == 1 or step % self.display_every == 0:
+            self.write(self.times.step_line(step, result.loss))
+
+    def after_train(self):
+        if self.times:
+            self.loop.images_per_sec = self.times.total_images_per_sec()
+            for line in benchmark_log.total_lines(self.loop.images_per_sec):
+                self.write(line)

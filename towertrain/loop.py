@@ -1,0 +1,81 @@
+"""The main loop: a few lines that call the step and the callbacks.
+
+    before_train(loop)                 # after restore: loop.start_step is known
+    for step in start + 1 .. total:
+        before_step(step)
+        result = trainer.step()        # the tf.function: input, towers, update
+        after_step(step, result)       # a callback may call loop.request_stop()
+    after_train()                      # a finished or stopped run (not a failed one)
+    close()                            # always, also when a step raised
+
+A stop request (a signal, a callback) first trains on the batches already
+staged on the devices, so the input position saved afterwards is exact.
+Everything else (output, checkpoints, eval, divergence) is a callback
+(towertrain.callbacks).
+"""
+import collections
+import time
+
+TrainResult = collections.namedtuple("TrainResult", "images_per_sec final_loss steps")
+
+
+class Loop:
+    """One run of the loop: what callbacks may read and ask for."""
+
+    def __init__(self, trainer, callbacks, write=print):
+        self.trainer = trainer
+        self.callbacks = list(callbacks)
+        self.write = write
+        self.start_step = trainer.global_step()
+        self.total_steps = trainer.total_steps
+        self.step = self.start_step  # the last finished step
+        self.stop_reason = None
+        self.images_per_sec = 0.0  # set by the step logger
+        self.final_loss = float("nan")
+
+    def request_stop(self, reason):
+        """Stops after the staged batches are trained on; the first reason is kept."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    def header_info(self):
+        """The run's header: the trainer's facts, then each callback's."""
+        info = list(self.trainer.header_info())
+        for callback in self.callbacks:
+            info.extend(callback.header_info())
+        return info
+
+    def _call(self, hook, *args):
+        for callback in self.callbacks:
+            getattr(callback, hook)(*args)
+
+    def run(self):
+        trainer = self.trainer
+        try:
+            trainer.begin(self.start_step)
+            self._call("before_train", self)
+            draining = None
+            while self.step < self.total_steps:
+                if self.stop_reason is not None and draining is None:
+                    draining = trainer.drain()
+                if draining == 0:
+                    break
+                step = self.step + 1
+                self._call("before_step", step)
+                started = time.perf_counter()
+                result = trainer.step()
+                seconds = time.perf_counter() - started
+                self.step = step
+                self.final_loss = result.loss
+                self._call("after_step", step, result, seconds)
+                if draining:
+                    draining -= 1
+            self._call("after_train")
+        finally:
+            self._call("close")
+        return TrainResult(self.images_per_sec, self.final_loss, trainer.global_step())
+
+
+def run(trainer, callbacks, write=print):
+    """Runs `trainer` from its global step to its planned total with `callbacks`."""
+    return Loop(trainer, callbacks, write).run()
