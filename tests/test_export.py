@@ -1,6 +1,7 @@
 """Export: a stock-Keras .keras file and a SavedModel, checked in a fresh process."""
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -42,7 +43,7 @@ def test_exported_keras_and_saved_model_match_engine_eval(tmp_path):
                                                   train_dir=train_dir))
     trainer.train(write=lambda line: None)
     engine = test_checkpoint.evaluate(trainer)
-    images = np.concatenate([x.numpy() for x, _ in test_checkpoint.eval_data("NHWC")])
+    images = np.concatenate([x.numpy() for x, _ in test_checkpoint.eval_data("NHWC").dataset])
 
     keras_file, saved_model = str(tmp_path / "model.keras"), str(tmp_path / "saved")
     done = subprocess.run(
@@ -77,3 +78,70 @@ def test_export_errors_are_one_line(tmp_path):
         export.export(train_dir=str(tmp_path), output=str(tmp_path / "m.keras"))
     with pytest.raises(ckpt_lib.CheckpointError, match="must end in .keras"):
         export.export(train_dir=str(tmp_path), output=str(tmp_path / "m.h5"))
+
+
+def _error_lines(stderr):
+    """stderr without TensorFlow's C++ start-up logging (e.g. the oneDNN notice),
+    which TF_CPP_MIN_LOG_LEVEL does not silence before absl's log is initialized."""
+    return [line for line in stderr.strip().splitlines()
+            if not re.match(r"(WARNING: All log messages before absl|[IWE]\d{4} )", line)]
+
+
+def _cli(*args, timeout=120):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-m", "towertrain.export", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_cli_help_exits_0_and_lists_the_flags():
+    done = _cli("--help")
+    assert done.returncode == 0, done.stderr
+    for flag in ("--train_dir", "--checkpoint", "--output", "--saved_model",
+                 "--data_format", "--model"):
+        assert flag in done.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--no_such_flag=1"], "Unknown command line flag 'no_such_flag'"),
+    (["--data_format=NCWH"], "value should be one of <NCHW|NHWC>"),
+    (["stray"], "unexpected arguments ['stray']"),
+])
+def test_cli_bad_arguments_fail_in_one_line(args, message):
+    done = _cli(*args)
+    assert done.returncode == 2
+    (line,) = _error_lines(done.stderr)
+    assert line.startswith("towertrain.export: error: ") and message in line
+
+
+def test_model_flag_contradicting_the_run_record_fails_naming_both(tmp_path):
+    import test_export_all_models
+    from towertrain import export
+    train_dir = str(tmp_path / "train")
+    test_export_all_models.write_checkpoint("trivial", train_dir, np.random.RandomState(0))
+    done = _cli(f"--train_dir={train_dir}", f"--output={tmp_path / 'm.keras'}",
+                "--model=cifar_cnn")
+    assert done.returncode == 2
+    assert _error_lines(done.stderr) == [
+        f"towertrain.export: error: --model=cifar_cnn but the checkpoint in {train_dir} "
+        "was trained with --model=trivial; drop --model or use another --train_dir"]
+    assert not (tmp_path / "m.keras").exists()
+    # The same name is fine.
+    export.export(train_dir=train_dir, output=str(tmp_path / "m.keras"), model_name="trivial")
+    assert (tmp_path / "m.keras").exists()
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_stock_lrn_matches_the_layer(data_format):
+    # Inputs large enough that the normalization is far from the identity (at
+    # activations ~1, alpha=1e-4 would hide a wrong window or axis).
+    import keras
+    from towertrain import export
+    from towertrain.models import LocalResponseNormalization
+    shape = (12, 5, 5) if data_format == "channels_first" else (5, 5, 12)
+    inputs = keras.Input(shape)
+    layer = LocalResponseNormalization(data_format, name="norm1")
+    keras.Model(inputs, layer(inputs))
+    x = np.random.RandomState(0).normal(0.0, 30.0, (2,) + shape).astype(np.float32)
+    want = np.asarray(layer(x))
+    assert np.abs(want / x - 1.0).max() > 0.3
+    np.testing.assert_allclose(np.asarray(export._stock_lrn(layer)(x)), want, rtol=1e-5)

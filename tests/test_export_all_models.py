@@ -1,0 +1,144 @@
+"""Every registered model exports to a .keras file that loads without towertrain.
+
+Each model is built small, its variables perturbed (so a batch norm whose
+statistics were mapped wrongly would show), checkpointed with a run record as
+training writes them, exported through towertrain.export, then loaded in ONE
+fresh process where towertrain cannot be imported; logits must match the
+towertrain model's. One cheap model per builder runs in the default suite;
+deeper variants of the same builders and the ImageNet models (up to 58M
+parameters even at their smallest size) run in a test marked slow.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import checkpoint as ckpt_lib, export, models
+
+NUM_CLASSES = 10
+# Keras' own .keras writer trips NumPy 2's __array__(copy=) deprecation per weight.
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+# towertrain is pip-installed (editable) in this environment, so `python -I`
+# alone would still find it: a finder that refuses it stands in for a machine
+# without towertrain. Per-model failures are collected so one run names them all.
+LOAD_ALL = r"""
+import importlib.abc, json, sys, traceback
+
+class _NoTowertrain(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "towertrain":
+            raise ModuleNotFoundError(f"No module named {name!r} (refused by the test)")
+        return None
+
+sys.meta_path.insert(0, _NoTowertrain())
+import numpy as np, keras
+errors = {}
+for case in json.load(open(sys.argv[1])):
+    try:
+        model = keras.saving.load_model(case["keras"])
+        np.save(case["got"], np.asarray(model(np.load(case["images"]), training=False)))
+    except Exception:
+        errors[case["keras"]] = traceback.format_exc(limit=3)
+    model = None
+leaked = sorted(m for m in sys.modules if m.split(".")[0] == "towertrain")
+json.dump({"errors": errors, "towertrain_modules": leaked}, open(sys.argv[2], "w"))
+"""
+
+
+# Every builder's code path at its cheapest; the rest are deeper or wider copies.
+FAST = ["trivial", "cifar_cnn", "alexnet_cifar", "densenet40_k12", "resnet20",
+        "resnet20_v2", "lenet"]
+
+
+def _slow_names():
+    return [name for name in models.registered_names() if name not in FAST]
+
+
+def _perturb(variables, rng):
+    """Moves every float variable off its initial value, variances staying positive."""
+    for variable in variables.values():
+        if "float" not in str(variable.dtype):
+            continue  # seed-generator states
+        shape = variable.shape
+        value = variable.value.numpy() * rng.uniform(0.8, 1.2, shape)
+        if len(shape) == 1:  # biases, gamma/beta, moving mean/variance (>= 0.75)
+            value = value + rng.uniform(-0.05, 0.05, shape)
+        variable.assign(value.astype(str(variable.dtype)))
+
+
+def write_checkpoint(name, train_dir, rng):
+    """A trained-looking train_dir for `name` and the engine model's logits on fixed images."""
+    spec = models.get_spec(name)
+    # At least 8x8 so convs use more than their centre tap; flatten-based models
+    # (lenet, alexnet, vgg) stay at their minimum, where their dense layers are smallest.
+    size = max(spec.min_image_size, 8)
+    model = models.build(name, num_classes=NUM_CLASSES, data_format="NHWC", image_size=size)
+    variables = ckpt_lib.model_variable_dict(model)
+    _perturb(variables, rng)
+    tf.train.Checkpoint(model=variables).save(os.path.join(train_dir, "ckpt"))
+    ckpt_lib.write_run_info(train_dir, {
+        "model": name, "data_name": spec.default_dataset, "num_classes": NUM_CLASSES,
+        "data_format": "NHWC", "input_shape": [size, size, 3]})
+    images = rng.uniform(0.0, 1.0, (2, size, size, 3)).astype(np.float32)
+    return images, np.asarray(model(images, training=False))
+
+
+def _export_and_load_all(names, tmp_path):
+    rng = np.random.RandomState(0)
+    cases, expected = [], {}
+    for name in names:
+        train_dir = str(tmp_path / name)
+        images, logits = write_checkpoint(name, train_dir, rng)
+        formats = ["NHWC", "NCHW"] if name == "alexnet_cifar" else ["NHWC"]  # LRN's 2 paths
+        for data_format in formats:
+            keras_file = os.path.join(train_dir, f"{data_format}.keras")
+            export.export(train_dir=train_dir, output=keras_file, data_format=data_format)
+            with zipfile.ZipFile(keras_file) as archive:
+                config = archive.read("config.json").decode()
+            assert "towertrain" not in config, f"{name}: config names towertrain"
+            case_images = os.path.join(train_dir, f"{data_format}_images.npy")
+            np.save(case_images,
+                    images if data_format == "NHWC" else images.transpose(0, 3, 1, 2))
+            cases.append({"keras": keras_file, "images": case_images,
+                          "got": os.path.join(train_dir, f"{data_format}_logits.npy")})
+            expected[keras_file] = (f"{name} {data_format}", logits)
+
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    env["TF_ENABLE_ONEDNN_OPTS"] = "1"  # NCHW convs on CPU (as towertrain sets it)
+    done = subprocess.run(  # -I: no cwd, no PYTHONPATH, no user site
+        [sys.executable, "-I", "-c", LOAD_ALL, str(tmp_path / "cases.json"),
+         str(tmp_path / "result.json")],
+        capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["towertrain_modules"] == []
+    failed = {expected[path][0]: error for path, error in result["errors"].items()}
+    assert not failed, "\n".join(f"{label}: {error}" for label, error in failed.items())
+    for case in cases:
+        label, want = expected[case["keras"]]
+        np.testing.assert_allclose(np.load(case["got"]), want, rtol=1e-4, atol=1e-4,
+                                   err_msg=label)
+    for name in names:  # up to 1 GB of checkpoints and .keras files: not kept on success
+        shutil.rmtree(tmp_path / name)
+
+
+def test_cheap_models_export_and_load_without_towertrain(tmp_path):
+    _export_and_load_all(FAST, tmp_path)
+
+
+@pytest.mark.slow
+def test_remaining_models_export_and_load_without_towertrain(tmp_path):
+    _export_and_load_all(_slow_names(), tmp_path)
+
+
+def test_every_model_is_covered():
+    assert set(FAST) <= set(models.registered_names())
+    assert sorted(FAST + _slow_names()) == models.registered_names()
