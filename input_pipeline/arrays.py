@@ -99,7 +99,7 @@ def eval_records(records, num_examples, batch_size, eval_map, data_format, descr
     """EvalData over a split's records: file order, eval preprocessing, one pass."""
     batches = epoch_batches(records, batch_size, num_epochs=1, map_fn=eval_map,
                             data_format=data_format)
-    return EvalData(batches, num_examples, description)
+    return EvalData(batches, num_examples, description, batch_size)
 
 
 def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True,

@@ -12,10 +12,12 @@ from its start.
 import collections
 import math
 
-EvalData = collections.namedtuple("EvalData", "dataset num_examples description")
+EvalData = collections.namedtuple("EvalData", "dataset num_examples description batch_size",
+                                  defaults=(None,))
 EvalData.__doc__ = """A finite eval set: `dataset` of (images, labels) batches in the
 model's layout, every example exactly once, in a fixed order; `description`
-names the split for the output (e.g. 'cifar10 test_batch.bin')."""
+names the split for the output (e.g. 'cifar10 test_batch.bin'); `batch_size`
+the examples per batch (the last may be smaller), where known."""
 
 
 class NoEvalSplitError(LookupError):

@@ -55,4 +55,4 @@ class SyntheticInput(Input):
         images = rng.standard_normal((count,) + self.image_shape).astype(np.float32)
         labels = rng.integers(0, self.num_classes, count).astype(np.int32)
         dataset = tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch_size)
-        return EvalData(dataset, count, "synthetic")
+        return EvalData(dataset, count, "synthetic", batch_size)

@@ -85,6 +85,8 @@ def test_flag_syntax_errors_are_one_line_and_exit_2(command_line, capsys, args, 
     (["--momentum=0.9"], "--momentum=0.9: only applies to --optimizer=momentum or rmsprop "
      "(got --optimizer=sgd)"),
     (["--max_ckpts_to_keep=5"], "--max_ckpts_to_keep=5: needs --train_dir"),
+    (["--eval_batch_size=8"], "--eval_batch_size=8: only applies with --eval or "
+     "--eval_during_training_every_n_steps"),
     (["--staging_depth=2"], "--staging_depth=2: needs --data_dir (synthetic data is "
      "generated on each device and never staged)"),
     (["--input=dataset"], "--input=dataset: needs --data_dir"),

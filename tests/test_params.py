@@ -44,8 +44,6 @@ from towertrain import devices
      r"--train_dir=runs/a: --eval reads --checkpoint=runs/b/ckpt-3, which is not in it"),
     ({"num_batches": 5, "num_warmup_batches": 1, "eval_during_training_every_n_steps": 7},
      r"--eval_during_training_every_n_steps=7: no evaluation would run: the run has 6 steps"),
-    ({"eval_batch_size": 8},
-     r"--eval_batch_size=8: only applies with --eval or --eval_during_training_every_n_steps"),
 ])
 def test_bad_values_name_the_flag(changes, message):
     with pytest.raises(ParamsError, match=message):

@@ -134,7 +134,10 @@ def _configure_logging(flag_values):
     if flag_values.verbose:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
     else:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        # 3, not 2: TensorFlow logs harmless fallbacks at ERROR level (e.g.
+        # "oneDNN supports DT_UINT8 only on platforms with AVX-512"); real
+        # failures reach towertrain as exceptions and are reported as such.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if "verbosity" in flag_values and flag_values["verbosity"].using_default_value:
         flag_values.verbosity = 0 if flag_values.verbose else -1  # INFO / WARNING
 

@@ -65,22 +65,37 @@ class Evaluator:
         """eval_data: EvalData (a finite dataset of (images, labels) batches)."""
         correct1 = correct5 = count = 0
         kept = []
-        started = time.perf_counter()
-        for images, labels in eval_data.dataset:
+        timed_examples, timed_seconds = 0, 0.0
+        began = time.perf_counter()
+        iterator = iter(eval_data.dataset)
+        while True:
+            started = time.perf_counter()
+            traces = self._batch_fn.experimental_get_tracing_count()
+            batch = next(iterator, None)
+            if batch is None:
+                break
+            images, labels = batch
             logits, top1, top5 = self._batch_fn(images, labels)
             correct1 += int(top1)
             correct5 += int(top5)
-            count += int(labels.shape[0])
+            size = int(labels.shape[0])
+            count += size
+            if self._batch_fn.experimental_get_tracing_count() == traces:
+                # Batches that traced the function (first, last partial) are not speed.
+                timed_examples += size
+                timed_seconds += time.perf_counter() - started
             if keep_logits:
                 kept.append(logits.numpy())
-        seconds = time.perf_counter() - started
         if count == 0:
             raise InputError(f"the eval set ({eval_data.description}) is empty")
         if eval_data.num_examples is not None and count != eval_data.num_examples:
             raise InputError(f"the eval set ({eval_data.description}) gave {count} examples, "
                              f"expected {eval_data.num_examples}")
-        return EvalResult(correct1 / count, correct5 / count, count,
-                          count / seconds if seconds > 0 else 0.0, eval_data.description,
+        if not timed_examples:  # every batch traced (a small set): time them all
+            timed_examples, timed_seconds = count, time.perf_counter() - began
+        speed = timed_examples / timed_seconds if timed_seconds > 0 else 0.0
+        return EvalResult(correct1 / count, correct5 / count, count, speed,
+                          eval_data.description,
                           np.concatenate(kept) if keep_logits else None)
 
 
@@ -101,7 +116,9 @@ def eval_data_for(trainer):
 
 def describe(eval_data, evaluator=None):
     """The header value for an eval set: its split and size (and whose copy)."""
-    text = f"{eval_data.description} ({eval_data.num_examples} examples)"
+    text = f"{eval_data.description} ({eval_data.num_examples} examples"
+    batch = eval_data.batch_size
+    text += f", batches of {batch})" if batch else ")"
     if evaluator is not None and evaluator.tower0_only:
         text += "; independent mode: scores tower 0's copy"
     return text
@@ -128,9 +145,10 @@ def run_eval(trainer, write=print, eval_data=None):
     state.sync_copies()
     trainer.sync_model()
     evaluator = Evaluator(trainer)
+    # The training facts that do not apply to an eval run are left out.
     info = [(label, value) for label, value in trainer.header_info()
-            if label not in ("Mode", "Num batches", "Optimizer")]
-    info.insert(3, ("Mode", "evaluation"))
+            if label not in ("Dataset", "Mode", "Batch size", "Num batches", "Optimizer")]
+    info[2:2] = [("Dataset", trainer.dataset_name), ("Mode", "evaluation")]
     info.append(("Eval data", describe(data, evaluator)))
     info.append(("Checkpoint", f"{path} (step {state.global_step()})"))
     for line in benchmark_log.header_lines(info):

@@ -123,6 +123,12 @@ def check_command_line(p, explicit):
         if "batch_size" in explicit and p.eval_batch_size is not None:
             _fail("batch_size", p.batch_size, f"--eval uses --eval_batch_size="
                   f"{p.eval_batch_size} instead; drop one")
+    # Library users may call Trainer.evaluate() at any time, so only the CLI
+    # knows that no eval will run.
+    if p.eval_batch_size is not None and not (p.eval or
+                                              p.eval_during_training_every_n_steps):
+        _fail("eval_batch_size", p.eval_batch_size, "only applies with --eval or "
+              "--eval_during_training_every_n_steps")
     if "momentum" in explicit and p.optimizer not in ("momentum", "rmsprop"):
         _fail("momentum", p.momentum, "only applies to --optimizer=momentum or rmsprop "
               f"(got --optimizer={p.optimizer})")

@@ -195,9 +195,6 @@ def _validate_checkpointing(p: Params) -> None:
         if p.eval_batch_size < 1:
             _fail("eval_batch_size", p.eval_batch_size, "must be >= 1 (it is the batch "
                   "per device)")
-        if not (p.eval or p.eval_during_training_every_n_steps):
-            _fail("eval_batch_size", p.eval_batch_size, "only applies with --eval or "
-                  "--eval_during_training_every_n_steps")
     if p.eval:
         # Evaluation restores a checkpoint and reads the eval set once: these
         # would be ignored. (Training-only flags with non-None defaults are

@@ -1,0 +1,167 @@
+"""Exact resume with the default flags (staging on): kill -9 anywhere, restart,
+and the run ends where an uninterrupted one does; an epoch run trains on every
+example exactly once per epoch across the interruption."""
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Params, Trainer
+from towertrain.callbacks import Callback
+from towertrain.input_pipeline import from_arrays
+
+import cifar_files
+from test_resume import latest_step
+
+DRIVER = """
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import towertrain  # sets TF_ENABLE_ONEDNN_OPTS before TensorFlow loads
+import tensorflow as tf
+tf.config.experimental.enable_op_determinism()
+from towertrain import cli
+cli.run()
+"""
+
+
+def command(data_dir, train_dir, *flags):
+    return [sys.executable, "-c", DRIVER, "--model=cifar_cnn", "--device=cpu", "--num_gpus=2",
+            "--variable_update=replicated", "--optimizer=momentum", "--batch_size=8",
+            "--init_learning_rate=0.01", f"--data_dir={data_dir}", f"--train_dir={train_dir}",
+            "--display_every=1", *flags]
+
+
+def model_tensors(train_dir):
+    """Model variables, optimizer slots and the step of the latest checkpoint."""
+    reader = tf.train.load_checkpoint(train_dir)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith(("model/", "slots/", "step/"))}
+
+
+def assert_same_tensors(got, expected, note=""):
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], atol=1e-6, rtol=0,
+                                   err_msg=f"{name} {note}")
+
+
+@pytest.mark.slow
+def test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact(tmp_path):
+    data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 200, 10, train_files=2)
+    flags = ["--num_epochs=3", "--save_model_steps=4"]  # 13 steps per epoch, 39 in all
+    reference = str(tmp_path / "reference")
+    subprocess.run(command(data_dir, reference, *flags), check=True, capture_output=True,
+                   timeout=300)
+
+    interrupted = str(tmp_path / "interrupted")
+    rng = random.Random()
+    kill_points = sorted(rng.sample(range(4, 33, 4), 2))
+    for kill_at in kill_points:
+        proc = subprocess.Popen(command(data_dir, interrupted, *flags),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while latest_step(interrupted) < kill_at and proc.poll() is None:
+                time.sleep(0.002)
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(timeout=60) == -signal.SIGKILL, f"finished before {kill_at}"
+        finally:
+            proc.kill()
+    killed_at = latest_step(interrupted)
+    assert 0 < killed_at < 39
+    done = subprocess.run(command(data_dir, interrupted, *flags), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf"Resumed:\s+from step {killed_at} ", done.stdout), done.stdout
+    # Step lines continue from the global step, and the run ends at its last batch.
+    steps = [int(m) for m in re.findall(r"^(\d+)\timages/sec", done.stdout, re.M)]
+    assert steps and steps[0] > killed_at and steps[-1] == 39, done.stdout
+    assert_same_tensors(model_tensors(interrupted), model_tensors(reference),
+                        f"(kill points {kill_points})")
+
+
+@pytest.mark.slow
+def test_finished_epoch_run_continues_to_more_epochs(tmp_path):
+    data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 40, 10)  # 3 steps an epoch
+    straight = str(tmp_path / "straight")
+    subprocess.run(command(data_dir, straight, "--num_epochs=5"), check=True,
+                   capture_output=True, timeout=300)
+    extended = str(tmp_path / "extended")
+    subprocess.run(command(data_dir, extended, "--num_epochs=3"), check=True,
+                   capture_output=True, timeout=300)
+    assert latest_step(extended) == 9
+    done = subprocess.run(command(data_dir, extended, "--num_epochs=5"), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert latest_step(extended) == 15
+    assert_same_tensors(model_tensors(extended), model_tensors(straight))
+
+
+class _Recorder(Callback):
+    """Records the example ids each global step trained on (a later run's record
+    of a step replaces an earlier one: that step was trained again)."""
+
+    def __init__(self, seen, stop_at=None):
+        self.seen = seen
+        self.stop_at = stop_at
+        self.current = None
+
+    def before_step(self, step):
+        self.current = step
+        self.seen[step] = []
+
+    def after_step(self, step, result, seconds):
+        if step == self.stop_at:
+            raise KeyboardInterrupt(f"simulated kill after step {step}")
+
+    def loss_fn(self):
+        def record(labels):
+            self.seen[self.current].extend(labels.numpy().tolist())
+            return np.float32(0)
+
+        def loss(labels, logits):
+            zero = tf.py_function(record, [labels], tf.float32)
+            return keras.losses.sparse_categorical_crossentropy(
+                labels, logits, from_logits=True) + zero
+        return loss
+
+
+@pytest.mark.parametrize("staging_depth", [1, 2])
+@pytest.mark.parametrize("stop_at", [5, 8, 13])
+def test_every_example_once_per_epoch_across_an_interruption(tmp_path, staging_depth,
+                                                               stop_at):
+    num_examples, global_batch, epochs = 37, 8, 3  # 5 steps an epoch, the last partial
+    ids = np.arange(num_examples, dtype=np.int32)
+    images = np.random.RandomState(0).rand(num_examples, 2, 2, 1).astype(np.float32)
+    seen = {}
+
+    def run(stop):
+        recorder = _Recorder(seen, stop)
+        params = Params(device="cpu", num_gpus=2, num_epochs=epochs, num_warmup_batches=1,
+                        staging_depth=staging_depth, init_learning_rate=0.01,
+                        train_dir=str(tmp_path), save_model_steps=3, display_every=100)
+        model = keras.Sequential([keras.Input((2, 2, 1)), keras.layers.Flatten(name="f"),
+                                  keras.layers.Dense(num_examples, name="d")], name="ids")
+        trainer = Trainer(params, model=model, loss_fn=recorder.loss_fn(),
+                          input_source=from_arrays(images, ids, global_batch, shuffle=True,
+                                                   num_epochs=epochs))
+        try:
+            return trainer.train(write=lambda line: None, callbacks=[recorder])
+        finally:
+            trainer.close()
+
+    with pytest.raises(KeyboardInterrupt):
+        run(stop_at)
+    assert latest_step(str(tmp_path)) == stop_at // 3 * 3  # saved only at the fences
+    assert run(None).steps == 15
+    per_epoch = [sorted(sum((seen[s] for s in range(e * 5 + 1, e * 5 + 6)), []))
+                 for e in range(epochs)]
+    for epoch in per_epoch:
+        assert epoch == ids.tolist()  # each example exactly once, none skipped
