@@ -23,6 +23,8 @@ _EXPORTS = {
     "Trainer": "towertrain.trainer",
     "TrainingDivergedError": "towertrain.trainer",
     "TrainResult": "towertrain.trainer",
+    "StepResult": "towertrain.trainer",
+    "Callback": "towertrain.callbacks",
     "register_model": "towertrain.models",
     "build_model": ("towertrain.models", "build"),
 }
