@@ -17,7 +17,7 @@ def _error(message):
 def main(argv):
     if len(argv) > 1:
         return _error(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
-    _import_tensorflow_quietly()
+    import_tensorflow_quietly()
     from towertrain import devices, flags as flags_lib, params as params_lib
     from towertrain import trainer as trainer_lib
     from towertrain import checkpoint as ckpt_lib, evaluation, run_record
@@ -48,7 +48,7 @@ def main(argv):
     return 0
 
 
-def _import_tensorflow_quietly():
+def import_tensorflow_quietly():
     """Imports TensorFlow with stderr muted when TF_CPP_MIN_LOG_LEVEL >= 2.
 
     TF 2.21 prints its oneDNN banner from C++ before absl logging is set up, so

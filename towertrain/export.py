@@ -148,6 +148,8 @@ def main(argv):
     if len(argv) > 1:  # before importing TensorFlow: a typo should fail at once
         print(f"{_ERROR_PREFIX}unexpected arguments {argv[1:]}", file=sys.stderr)
         return 2
+    from towertrain.cli import import_tensorflow_quietly
+    import_tensorflow_quietly()  # TensorFlow's oneDNN banner would precede our output
     from towertrain import checkpoint as ckpt_lib
     from absl import logging
     logging.set_verbosity(logging.WARNING)  # SavedModel writing logs a page of INFO
