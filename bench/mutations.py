@@ -1,0 +1,434 @@
+"""Break a README claim in a scratch copy; the tests that prove it must fail.
+
+    python bench/mutations.py            # every breakage (about 10-15 min on 2 cores)
+    python bench/mutations.py --list     # names, files and tests
+    python bench/mutations.py --only NAME [--only NAME2 ...]
+    python bench/mutations.py --selfcheck   # proves the scratch code is what runs
+
+Each breakage is a small text patch: (file, exact old text, new text, tests).
+For each one the script copies the repository to a fresh scratch directory,
+applies the patch there, runs the named tests in that copy and reports
+
+    CAUGHT   the tests failed (the failing test ids are listed),
+    MISSED   the tests passed: the claim is not proven, write a test,
+    BROKEN   the old text is no longer in the file (or is there more than once):
+             the code moved; update the entry so it breaks the same claim again.
+
+A baseline run of every named test on the unpatched copy comes first (skip it
+with --no-baseline): a test that already fails there cannot tell anything and
+is reported as such.
+
+How the scratch copy is imported. towertrain is installed editable from the
+real checkout, with setup.py's package_dir mapping models/ -> towertrain.models
+and input_pipeline/ -> towertrain.input_pipeline; that mapping lives in an
+import hook appended to sys.meta_path, so it is consulted only after Python's
+normal path search has failed. In the scratch copy the script adds two
+symlinks, towertrain/models -> ../models and towertrain/input_pipeline ->
+../input_pipeline, and runs pytest with PYTHONPATH=<scratch> (cwd = scratch,
+so subprocesses started by the tests, e.g. `python -m towertrain`, inherit
+it). The normal search then finds <scratch>/towertrain first and the
+subpackages through its __path__, and the editable hook is never asked.
+`--selfcheck` verifies this: it prints where towertrain, towertrain.models
+and towertrain.input_pipeline import from in a scratch copy (all must be
+under it) and applies a patch that makes each of them raise on import, which
+must fail.
+
+It need not run in CI. Add an entry whenever a README claim gets a test.
+"""
+import argparse
+import collections
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
+                                ".benchmarks", "build", "dist", "train_dir*")
+
+Mutation = collections.namedtuple("Mutation", "name file old new tests")
+
+T = "tests/"
+MUTATIONS = [
+    # 1. Staging: stage the next batch before taking the current one.
+    Mutation(
+        "staging_put_before_get", "towertrain/staging.py",
+        "        batches = self._get_all()\n        if put:\n            self._put_all()\n",
+        "        if put:\n            self._put_all()\n        batches = self._get_all()\n",
+        [T + "test_bite_staging.py"]),
+    # 3. The global batch sliced on /gpu:0 instead of the CPU.
+    Mutation(
+        "slice_on_gpu0", "input_pipeline/slicing.py",
+        '    with tf.device("/cpu:0"):\n        if batch is not None:',
+        '    with tf.device("/gpu:0"):\n        if batch is not None:',
+        [T + "test_bite_placement.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
+    # 3b. Slices not copied to their devices (every tower reads from the CPU).
+    Mutation(
+        "slices_stay_on_cpu", "input_pipeline/slicing.py",
+        "        with tf.device(device):\n            per_device.append(",
+        '        with tf.device("/cpu:0"):\n            per_device.append(',
+        [T + "test_bite_placement.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
+    # 4a. parameter_server, --local_parameter_device=gpu: everything on /gpu:0.
+    Mutation(
+        "ps_gpu_all_on_gpu0", "towertrain/variable_mgr/parameter_server.py",
+        "            self.parameter_devices = list(self.devices)",
+        '            self.parameter_devices = ["/gpu:0"]',
+        [T + "test_bite_placement.py::test_parameter_server_gpu_spreads_variables_sums_and_updates_largest_first"]),
+    # 4b. parameter_server, --local_parameter_device=cpu: everything on /gpu:3.
+    Mutation(
+        "ps_cpu_on_gpu3", "towertrain/variable_mgr/parameter_server.py",
+        '            self.parameter_devices = ["/cpu:0"]',
+        '            self.parameter_devices = ["/gpu:3"]',
+        [T + "test_bite_placement.py::test_parameter_server_cpu_keeps_sums_and_updates_on_cpu0_in_a_gpu_graph",
+         T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
+    # 4c. Only the variables created on /gpu:3, sums and updates still on the
+    # CPU: soft placement moves them back to the CPU in a GPU trace, so only
+    # the run with soft placement off can see it.
+    Mutation(
+        "ps_cpu_variables_created_on_gpu3", "towertrain/variable_mgr/parameter_server.py",
+        "            new_variables([t.value], [t], self.parameter_devices[d], True)[0]",
+        '            new_variables([t.value], [t], "/gpu:3", True)[0]',
+        [T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
+    # 4d. parameter_server, cpu: variables on the last device (/cpu:3 here).
+    Mutation(
+        "ps_cpu_on_last_device", "towertrain/variable_mgr/parameter_server.py",
+        '            self.parameter_devices = ["/cpu:0"]',
+        "            self.parameter_devices = [self.devices[-1]]",
+        [T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
+    # 5a. Ring reduce-scatter: each hop's add on the chunk's first device.
+    Mutation(
+        "ring_adds_on_wrong_device", "towertrain/allreduce/ring.py",
+        "                with tf.device(devices[holder]):\n                    partial[c] = partial[c] + chunks[holder][c]",
+        "                with tf.device(devices[c]):\n                    partial[c] = partial[c] + chunks[holder][c]",
+        [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
+    # 5b. Ring all-gather: the copies made on the owner instead of the receiver.
+    Mutation(
+        "ring_gather_on_wrong_device", "towertrain/allreduce/ring.py",
+        "                with tf.device(devices[holder]):\n                    gathered[holder][c] = tf.identity(",
+        "                with tf.device(devices[owner]):\n                    gathered[holder][c] = tf.identity(",
+        [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
+    # 5c. Ring: a hop adds the previous holder's piece instead of its own.
+    Mutation(
+        "ring_adds_wrong_piece", "towertrain/allreduce/ring.py",
+        "partial[c] = partial[c] + chunks[holder][c]",
+        "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
+        [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
+    # 2. Batch-norm moving statistics from the last tower instead of tower 0.
+    Mutation(
+        "bn_stats_from_last_tower", "towertrain/variable_mgr/base.py",
+        "    for i, values in enumerate(tower_non_trainable):",
+        "    for i, values in reversed(list(enumerate(tower_non_trainable))):",
+        [T + "test_bite_batchnorm.py"]),
+    # 2b. replicated: each copy keeps its own tower's statistics (copies drift).
+    Mutation(
+        "replicated_bn_each_copy_its_own", "towertrain/variable_mgr/replicated.py",
+        "                assign_all(self._non_trainable[i], source)",
+        "                assign_all(self._non_trainable[i], tower_non_trainable[i] or source)",
+        [T + "test_bite_batchnorm.py"]),
+    # 2c. independent: every copy takes tower 0's statistics.
+    Mutation(
+        "independent_bn_from_tower0", "towertrain/variable_mgr/independent.py",
+        "assign_all(self._non_trainable[i], tower_non_trainable[i])",
+        "assign_all(self._non_trainable[i], tower_non_trainable[0])",
+        [T + "test_bite_batchnorm.py"]),
+    # 7a. The fused layer's unknown-batch path raises.
+    Mutation(
+        "fused_bn_unknown_batch_raises", "models/layers.py",
+        "            shape = tf.shape(inputs)\n",
+        '            raise ValueError("batch size unknown")\n',
+        [T + "test_bite_batchnorm.py"]),
+    # 7b. The fused layer's unknown-batch path drops its variance correction.
+    Mutation(
+        "fused_bn_unknown_batch_no_variance_correction", "models/layers.py",
+        "            variance = unbiased_variance * (count - 1.0) / tf.maximum(count, 1.0)",
+        "            variance = unbiased_variance",
+        [T + "test_bite_batchnorm.py"]),
+    # 7c. The same on the static-shape path.
+    Mutation(
+        "fused_bn_static_batch_no_variance_correction", "models/layers.py",
+        "            variance = unbiased_variance * ((count - 1.0) / max(count, 1.0))",
+        "            variance = unbiased_variance",
+        [T + "test_bite_batchnorm.py"]),
+    # 6a. CIFAR training augmentation reduced to standardization.
+    Mutation(
+        "cifar_train_standardize_only", "input_pipeline/preprocessing.py",
+        "    image = tf.pad(image, [[CIFAR_PAD, CIFAR_PAD], [CIFAR_PAD, CIFAR_PAD], [0, 0]])\n"
+        "    image = tf.image.stateless_random_crop(image, [CIFAR_SIZE, CIFAR_SIZE, 3], crop_seed)\n"
+        "    image = tf.image.stateless_random_flip_left_right(image, flip_seed)\n",
+        "",
+        [T + "test_bite_preprocessing.py"]),
+    # 6b. CIFAR training without the flip.
+    Mutation(
+        "cifar_train_no_flip", "input_pipeline/preprocessing.py",
+        "    image = tf.image.stateless_random_flip_left_right(image, flip_seed)\n"
+        "    return tf.image.per_image_standardization(image)",
+        "    return tf.image.per_image_standardization(image)",
+        [T + "test_bite_preprocessing.py"]),
+    # 6c. CIFAR training crop without the padding (the crop is the whole image).
+    Mutation(
+        "cifar_train_no_pad", "input_pipeline/preprocessing.py",
+        "    image = tf.pad(image, [[CIFAR_PAD, CIFAR_PAD], [CIFAR_PAD, CIFAR_PAD], [0, 0]])\n",
+        "",
+        [T + "test_bite_preprocessing.py"]),
+    # 6d. One fixed seed for every example's crop and flip.
+    Mutation(
+        "cifar_augmentation_seed_fixed", "input_pipeline/preprocessing.py",
+        "    crop_seed, flip_seed = tf.unstack(_split_seed(seed, 2))",
+        "    crop_seed, flip_seed = tf.unstack(_split_seed(tf.constant([7, 7]), 2))",
+        [T + "test_bite_preprocessing.py"]),
+    # 6e. CIFAR eval augmented too (deterministically).
+    Mutation(
+        "cifar_eval_augmented", "input_pipeline/preprocessing.py",
+        "def cifar_eval(image):\n    return tf.image.per_image_standardization(image)",
+        "def cifar_eval(image):\n    return cifar_train(image, tf.constant([1, 2], tf.int64))",
+        [T + "test_bite_preprocessing.py"]),
+    # 6f. ImageNet training preprocessing replaced by the eval path.
+    Mutation(
+        "imagenet_train_is_eval", "input_pipeline/preprocessing.py",
+        "    box_seed, flip_seed = tf.unstack(_split_seed(seed, 2))\n",
+        "    return imagenet_eval(encoded, image_size)\n",
+        [T + "test_bite_preprocessing.py"]),
+    # 6g. ImageNet training without the flip.
+    Mutation(
+        "imagenet_train_no_flip", "input_pipeline/preprocessing.py",
+        "    image = tf.image.stateless_random_flip_left_right(image, flip_seed)\n"
+        "    return tf.clip_by_value(image, 0.0, 255.0) / 127.5 - 1.0",
+        "    return tf.clip_by_value(image, 0.0, 255.0) / 127.5 - 1.0",
+        [T + "test_bite_preprocessing.py"]),
+    # 6h. ImageNet eval crop fraction changed (central 100% instead of 87.5%).
+    Mutation(
+        "imagenet_eval_no_central_crop", "input_pipeline/preprocessing.py",
+        "    image = tf.image.central_crop(image, IMAGENET_EVAL_CROP)\n",
+        "",
+        [T + "test_bite_preprocessing.py"]),
+    # 8a. Optimizer slot discovery disabled: checkpoints hold no slots.
+    Mutation(
+        "checkpoint_optimizer_slots_empty", "towertrain/checkpoint.py",
+        "    slots = {id(v): {} for _, v in prefixes}\n",
+        "    slots = {id(v): {} for _, v in prefixes}\n    return slots\n",
+        [T + "test_bite_checkpoint.py"]),
+    # 8b. A restore does not copy the slots to the other replicas.
+    Mutation(
+        "restore_does_not_sync_slots", "towertrain/checkpoint.py",
+        "                    if name in source and slot is not source[name]:\n"
+        "                        slot.assign(source[name])",
+        "                    if name in source and slot is not source[name]:\n"
+        "                        pass",
+        [T + "test_bite_checkpoint.py"]),
+    # 8c. A failed restore writes the fresh state over the damaged checkpoint.
+    Mutation(
+        "failed_restore_rewrites_checkpoint", "towertrain/checkpoint.py",
+        "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n",
+        "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
+        "        checkpoint.write(path)\n",
+        [T + "test_bite_checkpoint.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
+    Mutation(
+        "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
+        "Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep)",
+        "Checkpointer(trainer, p.train_dir)",
+        [T + "test_bite_cli.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
+    # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
+    Mutation(
+        "eval_checkpoint_flag_ignored", "towertrain/evaluation.py",
+        "    path = ckpt_lib.resolve(p.train_dir, p.checkpoint)",
+        "    path = ckpt_lib.resolve(p.train_dir, None)",
+        [T + "test_bite_cli.py::test_eval_checkpoint_flag_evaluates_that_older_checkpoint"]),
+    # --save_model_secs ignored.
+    Mutation(
+        "save_model_secs_ignored", "towertrain/callbacks/checkpointing.py",
+        "        elif self.save_secs and self._pending_step is None and (",
+        "        elif False and self.save_secs and self._pending_step is None and (",
+        [T + "test_bite_cli.py::test_save_model_secs_saves_during_the_run"]),
+    # --save_model_secs saves every step.
+    Mutation(
+        "save_model_secs_every_step", "towertrain/callbacks/checkpointing.py",
+        "                time.monotonic() - self._last_save_time >= self.save_secs):",
+        "                time.monotonic() - self._last_save_time >= 0):",
+        [T + "test_bite_cli.py::test_save_model_secs_saves_during_the_run"]),
+]
+
+
+def copy_repo(dest, rev=None, overlay=()):
+    """The working tree (rev=None) or the committed tree at `rev`, plus the
+    working-tree files matching `overlay` globs (e.g. new, uncommitted tests)."""
+    if rev is None:
+        shutil.copytree(ROOT, dest, ignore=IGNORE, symlinks=True)
+    else:
+        os.makedirs(dest)
+        archive = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    for pattern in overlay:
+        for path in glob.glob(os.path.join(ROOT, pattern)):
+            target = os.path.join(dest, os.path.relpath(path, ROOT))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(path, target)
+    # See the module docstring: make the scratch tree importable as installed.
+    for sub in ("models", "input_pipeline"):
+        link = os.path.join(dest, "towertrain", sub)
+        if os.path.lexists(link):
+            raise RuntimeError(f"{link} exists; the layout changed, update copy_repo()")
+        os.symlink(os.path.join("..", sub), link)
+
+
+def environment(scratch):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = scratch + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                   else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
+
+
+def apply(scratch, mutation):
+    """Patches the scratch copy; returns None, or why the patch cannot apply."""
+    path = os.path.join(scratch, mutation.file)
+    if not os.path.exists(path):
+        return f"{mutation.file} does not exist"
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    count = text.count(mutation.old)
+    if count != 1:
+        return (f"old text found {count} times in {mutation.file} (expected exactly once)")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(mutation.old, mutation.new))
+    return None
+
+
+FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+
+
+def run_tests(scratch, tests, timeout):
+    """(passed?, failing test ids, seconds, output tail)."""
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider",
+               *tests]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=scratch, env=environment(scratch),
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        out = (err.stdout or b"")
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        return False, ["(timed out)"], time.monotonic() - start, out[-2000:]
+    failing = sorted({m.group(2) for line in proc.stdout.splitlines()
+                      for m in [FAILED_LINE.match(line)] if m})
+    if proc.returncode != 0 and not failing:
+        failing = [f"(pytest exit {proc.returncode}, no test ids: collection error?)"]
+    return proc.returncode == 0, failing, time.monotonic() - start, proc.stdout[-3000:]
+
+
+def selfcheck(workdir, rev=None, overlay=()):
+    scratch = os.path.join(workdir, "selfcheck")
+    copy_repo(scratch, rev, overlay)
+    probe = ("import towertrain, towertrain.models as m, towertrain.input_pipeline as i; "
+             "print(towertrain.__file__); print(m.__file__); print(i.__file__)")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=workdir,
+                          env=environment(scratch), capture_output=True, text=True)
+    paths = proc.stdout.split()
+    print("imports from:", *paths, sep="\n  ")
+    ok = proc.returncode == 0 and len(paths) == 3 and all(
+        os.path.realpath(p).startswith(os.path.realpath(scratch)) for p in paths)
+    for package in ("towertrain", "models", "input_pipeline"):
+        init = os.path.join(scratch, package, "__init__.py")
+        with open(init, encoding="utf-8") as f:
+            original = f.read()
+        with open(init, "w", encoding="utf-8") as f:
+            f.write("raise ImportError('mutation selfcheck')\n" + original)
+        proc = subprocess.run([sys.executable, "-c", probe], cwd=workdir,
+                              env=environment(scratch), capture_output=True, text=True)
+        patched_seen = proc.returncode != 0 and "mutation selfcheck" in proc.stderr
+        print(f"patched {package}/__init__.py seen: {patched_seen}")
+        ok = ok and patched_seen
+        with open(init, "w", encoding="utf-8") as f:
+            f.write(original)
+    print("selfcheck", "OK" if ok else "FAILED")
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="list the breakages and exit")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="run only this breakage (repeatable)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the run of every named test on the unpatched copy")
+    parser.add_argument("--selfcheck", action="store_true",
+                        help="check that the scratch copy is what gets imported")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
+    parser.add_argument("--rev", default=None,
+                        help="copy the committed tree at this git revision (e.g. HEAD) "
+                        "instead of the working tree (useful while others edit it)")
+    parser.add_argument("--overlay", action="append", default=[], metavar="GLOB",
+                        help="with --rev: also copy these working-tree files (repeatable), "
+                        "e.g. --overlay 'tests/test_bite_*.py'")
+    args = parser.parse_args()
+
+    names = [m.name for m in MUTATIONS]
+    assert len(set(names)) == len(names), "duplicate breakage names"
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name}\n    {m.file}\n    tests: {' '.join(m.tests)}")
+        return 0
+    unknown = set(args.only) - set(names)
+    if unknown:
+        parser.error(f"unknown breakage(s) {sorted(unknown)}; see --list")
+    selected = [m for m in MUTATIONS if not args.only or m.name in args.only]
+
+    workdir = tempfile.mkdtemp(prefix="towertrain_mutations_")
+    try:
+        if args.selfcheck:
+            return 0 if selfcheck(workdir, args.rev, args.overlay) else 1
+        baseline_failing = set()
+        if not args.no_baseline:
+            scratch = os.path.join(workdir, "baseline")
+            copy_repo(scratch, args.rev, args.overlay)
+            tests = sorted({t for m in selected for t in m.tests})
+            passed, failing, seconds, tail = run_tests(scratch, tests, args.timeout * 2)
+            print(f"baseline: {'pass' if passed else 'FAIL'} ({seconds:.0f} s)", flush=True)
+            if not passed:
+                print(tail)
+                baseline_failing = set(failing)
+        results = []
+        for i, mutation in enumerate(selected):
+            scratch = os.path.join(workdir, f"m{i:02d}_{mutation.name}")
+            copy_repo(scratch, args.rev, args.overlay)
+            problem = apply(scratch, mutation)
+            if problem:
+                results.append((mutation.name, "BROKEN", [problem], 0.0))
+            else:
+                passed, failing, seconds, _ = run_tests(scratch, mutation.tests, args.timeout)
+                failing = [f + (" (fails at baseline too)" if f in baseline_failing else "")
+                           for f in failing]
+                results.append((mutation.name, "MISSED" if passed else "CAUGHT", failing,
+                                seconds))
+            name, verdict, failing, seconds = results[-1]
+            print(f"{verdict:7} {name} ({seconds:.0f} s)", flush=True)
+            if not args.keep:
+                shutil.rmtree(scratch, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"scratch copies kept in {workdir}")
+
+    width = max(len(r[0]) for r in results)
+    print("\n" + "breakage".ljust(width) + "  result  failing tests")
+    print("-" * (width + 40))
+    for name, verdict, failing, _ in results:
+        lines = failing or ["-"]
+        print(f"{name.ljust(width)}  {verdict:6}  {lines[0]}")
+        for line in lines[1:]:
+            print(" " * (width + 10) + line)
+    counts = collections.Counter(r[1] for r in results)
+    print("\n" + ", ".join(f"{k}: {counts[k]}" for k in ("CAUGHT", "MISSED", "BROKEN")))
+    return 0 if counts["CAUGHT"] == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
