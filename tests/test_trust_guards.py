@@ -294,13 +294,19 @@ def test_diverged_cli_run_fails_with_one_line_and_leaves_only_finite_checkpoints
     step = int(found.group(1))
     assert 2 <= step < 50, done.stdout  # stopped early, after at least one saved step
     assert "Saved checkpoint" not in done.stdout
-    # Every step before the failing one was saved (--save_model_steps=1), it was not.
+    # Every step before the failing one was saved (--save_model_steps=1), it was
+    # not; the one right before it (its state leads straight to the divergence,
+    # whatever the learning rate) is set aside, so a resume starts before it.
     steps = _checkpoint_steps(train_dir)
-    assert steps and steps[-1] == step - 1
-    assert tf.train.latest_checkpoint(train_dir).endswith(f"ckpt-{step - 1}")
+    assert steps == list(range(max(1, step - 1 - 4), step - 1))  # 5 kept, minus one
+    assert os.path.exists(os.path.join(train_dir, f"diverged-ckpt-{step - 1}.index"))
+    assert f"Set aside {os.path.join(train_dir, f'ckpt-{step - 1}')}" in done.stdout
+    latest = tf.train.latest_checkpoint(train_dir)
+    assert (latest.endswith(f"ckpt-{step - 2}") if step > 2 else latest is None), latest
     largest = {}
-    for saved in steps:
-        reader = tf.train.load_checkpoint(os.path.join(train_dir, f"ckpt-{saved}"))
+    for saved in steps + [f"diverged-{step - 1}"]:
+        name = f"ckpt-{saved}" if isinstance(saved, int) else f"diverged-ckpt-{step - 1}"
+        reader = tf.train.load_checkpoint(os.path.join(train_dir, name))
         floats = 0
         for name in reader.get_variable_to_shape_map():
             value = reader.get_tensor(name)
@@ -310,18 +316,14 @@ def test_diverged_cli_run_fails_with_one_line_and_leaves_only_finite_checkpoints
                 largest[saved] = max(largest.get(saved, 0.0), float(np.max(np.abs(value))))
         assert floats >= 4  # the model's kernels and biases were read
     # The weights really blew up (the initial ones are below 1).
-    assert largest[steps[-1]] > 1e6, largest
+    assert largest[f"diverged-{step - 1}"] > 1e6, largest
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=TrainingDivergedError, reason=(
-    "the checkpoint saved right before the diverging step is finite but holds the "
-    "weights whose next forward pass overflowed, so a resume with a sane learning rate "
-    "fails at once with 'loss is nan' (the error's own advice does not work)"))
 def test_resume_after_divergence_with_a_sane_learning_rate_trains(diverged_run, tmp_path):
     train_dir = str(tmp_path / "resume")
     shutil.copytree(diverged_run[0], train_dir)
-    resumed_from = _checkpoint_steps(train_dir)[-1]
+    resumed_from = (_checkpoint_steps(train_dir) or [0])[-1]
     params = Params(model="trivial", device="cpu", num_gpus=2, save_model_steps=1,
                     num_warmup_batches=0, batch_size=4, display_every=100,
                     init_learning_rate=0.01, num_batches=resumed_from + 3, train_dir=train_dir)

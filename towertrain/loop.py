@@ -6,7 +6,7 @@
         result = trainer.step()        # the tf.function: input, towers, update
         after_step(step, result)       # a callback may call loop.request_stop()
     after_train()                      # a finished or stopped run (not a failed one)
-    close()                            # always, also when a step raised
+    close()                            # always; loop.error says if a step raised
 
 A stop request (a signal, a callback) first trains on the batches already
 staged on the devices, so the input position saved afterwards is exact.
@@ -30,6 +30,7 @@ class Loop:
         self.total_steps = trainer.total_steps
         self.step = self.start_step  # the last finished step
         self.stop_reason = None
+        self.error = None  # the exception that ended the run, if one did
         self.images_per_sec = 0.0  # set by the step logger
         self.final_loss = float("nan")
 
@@ -71,6 +72,9 @@ class Loop:
                 if draining:
                     draining -= 1
             self._call("after_train")
+        except BaseException as err:
+            self.error = err  # close() hooks may act on what stopped the run
+            raise
         finally:
             self._call("close")
         return TrainResult(self.images_per_sec, self.final_loss, trainer.global_step())

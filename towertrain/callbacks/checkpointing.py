@@ -5,6 +5,7 @@ towertrain.staging), so the input position in a checkpoint is exactly the
 trained step: a resumed run neither skips nor repeats a batch. A state with
 any non-finite value is never written.
 """
+import os
 import time
 
 import numpy as np
@@ -23,6 +24,7 @@ class Checkpointer:
         ckpt_lib.ensure_writable(train_dir)
         self.trainer = trainer
         self.train_dir = train_dir
+        self.max_to_keep = max_to_keep
         self.state = ckpt_lib.EngineState(trainer.model, trainer.variables, trainer.input)
         self._checkpoint = self.state.checkpoint()
         self.manager = tf.train.CheckpointManager(self._checkpoint, train_dir,
@@ -57,6 +59,27 @@ class Checkpointer:
         path = self.manager.save(checkpoint_number=step)
         self.last_saved_step = step
         return path
+
+    def set_aside(self, path):
+        """Renames checkpoint `path` to 'diverged-<name>' (kept for inspection) and
+        makes the previous checkpoint the latest; returns the new prefix."""
+        directory, name = os.path.split(path)
+        aside = os.path.join(directory, f"diverged-{name}")
+        for file in tf.io.gfile.glob(path + ".*"):
+            tf.io.gfile.rename(file, aside + file[len(path):], overwrite=True)
+        remaining = [p for p in self.manager.checkpoints if p != path]
+        if remaining:
+            # TF2 has no public setter for the latest-checkpoint file; v1's is it.
+            tf.compat.v1.train.update_checkpoint_state(
+                directory, model_checkpoint_path=remaining[-1],
+                all_model_checkpoint_paths=remaining)
+        else:  # no earlier checkpoint: a resume starts from the initial values
+            tf.io.gfile.remove(os.path.join(directory, "checkpoint"))
+        # The manager keeps its own list: rebuild it from the state just written.
+        self.manager = tf.train.CheckpointManager(self._checkpoint, self.train_dir,
+                                                  max_to_keep=self.max_to_keep)
+        self.last_saved_step = None
+        return aside
 
     def non_finite_variables(self):
         """Keys of saved values (variables and slots) holding NaN or Inf."""
@@ -117,6 +140,26 @@ class CheckpointSaver(Callback):
         self._pending_step = None
         self._last_save_time = time.monotonic()
         return self.checkpointer.save()
+
+    def close(self):
+        if isinstance(self.loop and self.loop.error, TrainingDivergedError):
+            self._set_aside_poisoned(self.loop.step)
+
+    def _set_aside_poisoned(self, diverged_step):
+        """The checkpoint of the step right before a diverged step leads straight
+        back to it: the diverged step's loss and gradients come from that state
+        alone (the learning rate plays no part), so a resume from it diverges
+        whatever the flags. It is renamed aside, and the previous checkpoint
+        becomes the latest, so the obvious fix (a lower learning rate, the same
+        command) works."""
+        latest = self.checkpointer.manager.latest_checkpoint
+        if not latest or self.checkpointer.last_saved_step != diverged_step - 1:
+            return
+        aside = self.checkpointer.set_aside(latest)
+        now = self.checkpointer.manager.latest_checkpoint
+        self.write(f"Set aside {latest} as {aside}: the step after it diverges whatever "
+                   f"the learning rate; resuming starts from "
+                   f"{now or 'the initial values (no earlier checkpoint)'}")
 
     def after_train(self):
         path = self._save()
