@@ -21,6 +21,16 @@ GROUPS = (
     ("Training", ("num_batches", "num_warmup_batches", "num_epochs", "display_every",
                   "optimizer", "momentum", "init_learning_rate", "weight_decay",
                   "tf_random_seed", "staging_depth")),
+    ("Learning rate", ("piecewise_learning_rate_schedule", "num_epochs_per_decay",
+                       "learning_rate_decay_factor", "minimum_learning_rate",
+                       "learning_rate_schedule", "num_learning_rate_warmup_epochs",
+                       "scale_learning_rate", "base_batch_size", "num_examples_per_epoch")),
+    ("Optimizer options", ("nesterov", "rmsprop_decay", "rmsprop_momentum",
+                           "rmsprop_epsilon", "adam_beta1", "adam_beta2", "adam_epsilon",
+                           "gradient_clip", "global_norm_clip")),
+    ("Precision and speed", ("use_fp16", "fp16_loss_scale", "fp16_enable_auto_loss_scale",
+                             "fp16_inc_loss_scale_every_n", "use_bf16",
+                             "compact_gradient_transfer", "xla_compile", "sync_batch_norm")),
     ("Checkpoints and evaluation", ("train_dir", "save_model_steps", "save_model_secs",
                                     "max_ckpts_to_keep", "eval", "checkpoint",
                                     "eval_batch_size",
@@ -31,7 +41,11 @@ GROUPS = (
 # Flags --eval never reads (evaluation restores a checkpoint and runs the model
 # once over the eval set). Those whose default is None are checked in Params.
 TRAINING_ONLY = ("num_warmup_batches", "display_every", "optimizer", "momentum",
-                 "weight_decay", "max_ckpts_to_keep", "staging_depth")
+                 "weight_decay", "max_ckpts_to_keep", "staging_depth", "nesterov",
+                 "rmsprop_decay", "rmsprop_momentum", "rmsprop_epsilon", "adam_beta1",
+                 "adam_beta2", "adam_epsilon", "minimum_learning_rate",
+                 "fp16_enable_auto_loss_scale", "fp16_inc_loss_scale_every_n",
+                 "compact_gradient_transfer", "sync_batch_norm")
 
 
 def define_flags():
@@ -89,6 +103,7 @@ def define_flags():
                          "staged.")
     flags.DEFINE_integer("num_epochs", None, "Train this many passes over --data_dir "
                          "instead of --num_batches steps.")
+    _define_recipe_flags()
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log output (C++ notices "
                          "such as oneDNN's, INFO logging from TensorFlow and Keras), "
                          "hidden by default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part "
@@ -99,6 +114,56 @@ def explicit_flags():
     """Names of the flags given on the command line (default-valued ones too)."""
     return {name for name in params_lib.Params.__dataclass_fields__
             if name in FLAGS and FLAGS[name].present}
+
+
+def _define_recipe_flags():
+    """Learning rate schedule, optimizer options, precision (tf_cnn_benchmarks names)."""
+    from towertrain import params_recipe
+    flags.DEFINE_string("piecewise_learning_rate_schedule", None,
+                        "'LR0;E1;LR1;...;En;LRn': LR0 until epoch E1, then LR1, ... "
+                        "(replaces --init_learning_rate).")
+    flags.DEFINE_float("num_epochs_per_decay", None, "Multiply the learning rate by "
+                       "--learning_rate_decay_factor every this many epochs (staircase).")
+    flags.DEFINE_float("learning_rate_decay_factor", None, "See --num_epochs_per_decay.")
+    flags.DEFINE_float("minimum_learning_rate", 0.0, "Floor of a decaying learning rate.")
+    flags.DEFINE_enum("learning_rate_schedule", None, params_recipe.LEARNING_RATE_SCHEDULES,
+                      "cosine: decay to --minimum_learning_rate over the run.")
+    flags.DEFINE_float("num_learning_rate_warmup_epochs", None, "Ramp the learning rate "
+                       "linearly from 0 over this many epochs.")
+    flags.DEFINE_enum("scale_learning_rate", None, params_recipe.LEARNING_RATE_SCALINGS,
+                      "linear: multiply the learning rate by global batch / "
+                      "--base_batch_size.")
+    flags.DEFINE_integer("base_batch_size", None, "The global batch the base learning "
+                         "rate was tuned for (with --scale_learning_rate).")
+    flags.DEFINE_integer("num_examples_per_epoch", None, "Epoch length for synthetic data "
+                         "(epoch-based schedules); --data_dir sets it from its files.")
+    flags.DEFINE_boolean("nesterov", False, "Nesterov momentum (--optimizer=momentum).")
+    flags.DEFINE_float("rmsprop_decay", 0.9, "RMSProp decay (rho).")
+    flags.DEFINE_float("rmsprop_momentum", 0.9, "RMSProp momentum.")
+    flags.DEFINE_float("rmsprop_epsilon", 1.0, "RMSProp epsilon.")
+    flags.DEFINE_float("adam_beta1", 0.9, "Adam beta1.")
+    flags.DEFINE_float("adam_beta2", 0.999, "Adam beta2.")
+    flags.DEFINE_float("adam_epsilon", 1e-8, "Adam epsilon.")
+    flags.DEFINE_float("gradient_clip", None, "Clip every gradient element to "
+                       "[-value, value].")
+    flags.DEFINE_float("global_norm_clip", None, "Clip the all-reduced gradient to this "
+                       "global norm (the same on every copy).")
+    flags.DEFINE_boolean("use_fp16", False, "float16 compute, float32 variables, loss "
+                         "scaling.")
+    flags.DEFINE_float("fp16_loss_scale", None, "Fixed loss scale with --use_fp16 "
+                       "(default 128), or the starting scale with auto loss scaling.")
+    flags.DEFINE_boolean("fp16_enable_auto_loss_scale", False, "Dynamic loss scale: halve "
+                         "it on overflow (nothing applied), double it after "
+                         "--fp16_inc_loss_scale_every_n finite steps.")
+    flags.DEFINE_integer("fp16_inc_loss_scale_every_n", 1000, "See "
+                         "--fp16_enable_auto_loss_scale.")
+    flags.DEFINE_boolean("use_bf16", False, "bfloat16 compute, float32 variables.")
+    flags.DEFINE_boolean("compact_gradient_transfer", False, "All-reduce gradients in "
+                         "float16 (bfloat16 with --use_bf16); replicated only.")
+    flags.DEFINE_boolean("xla_compile", False, "Compile each tower's forward and backward "
+                         "with XLA.")
+    flags.DEFINE_boolean("sync_batch_norm", False, "Batch-norm statistics over the whole "
+                         "global batch instead of each tower's slice.")
 
 
 def params_from_flags():
@@ -129,9 +194,14 @@ def check_command_line(p, explicit):
                                               p.eval_during_training_every_n_steps):
         _fail("eval_batch_size", p.eval_batch_size, "only applies with --eval or "
               "--eval_during_training_every_n_steps")
-    if "momentum" in explicit and p.optimizer not in ("momentum", "rmsprop"):
-        _fail("momentum", p.momentum, "only applies to --optimizer=momentum or rmsprop "
-              f"(got --optimizer={p.optimizer})")
+    if "momentum" in explicit and p.optimizer != "momentum":
+        _fail("momentum", p.momentum, "only applies to --optimizer=momentum "
+              f"(got --optimizer={p.optimizer}; rmsprop has --rmsprop_momentum)")
+    for prefix, optimizer in (("rmsprop_", "rmsprop"), ("adam_", "adam")):
+        for name in sorted(explicit):
+            if name.startswith(prefix) and p.optimizer != optimizer:
+                _fail(name, getattr(p, name), f"only applies to --optimizer={optimizer} "
+                      f"(got --optimizer={p.optimizer})")
     if "max_ckpts_to_keep" in explicit and not p.train_dir:
         _fail("max_ckpts_to_keep", p.max_ckpts_to_keep,
               "needs --train_dir (nothing is saved without one)")

@@ -8,6 +8,8 @@ import dataclasses
 import os
 from typing import Optional
 
+from towertrain import params_recipe
+
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent")
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
 OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
@@ -54,6 +56,34 @@ class Params:
     input: str = "dataset"  # dataset (tf.data) or queue (threads fill a FIFOQueue)
     staging_depth: int = 1  # batches staged per device ahead of compute; 0 = off
     num_epochs: Optional[int] = None  # set: run this many epochs instead of num_batches
+    # Training recipe (checked in towertrain.params_recipe): learning rate by
+    # the global step, optimizer options, precision, gradient exchange.
+    piecewise_learning_rate_schedule: Optional[str] = None  # "LR0;E1;LR1;...;En;LRn"
+    num_epochs_per_decay: Optional[float] = None  # staircase decay every this many epochs
+    learning_rate_decay_factor: Optional[float] = None
+    minimum_learning_rate: float = 0.0
+    learning_rate_schedule: Optional[str] = None  # None (constant or decay) or "cosine"
+    num_learning_rate_warmup_epochs: Optional[float] = None  # linear ramp from 0
+    scale_learning_rate: Optional[str] = None  # "linear": x global batch / base_batch_size
+    base_batch_size: Optional[int] = None
+    num_examples_per_epoch: Optional[int] = None  # epoch length for synthetic data
+    nesterov: bool = False
+    rmsprop_decay: float = 0.9
+    rmsprop_momentum: float = 0.9
+    rmsprop_epsilon: float = 1.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    gradient_clip: Optional[float] = None  # per element, to [-c, c]
+    global_norm_clip: Optional[float] = None  # over the all-reduced gradient
+    use_fp16: bool = False  # float16 compute, float32 variables, loss scaling
+    fp16_loss_scale: Optional[float] = None  # fixed scale (default 128 without auto)
+    fp16_enable_auto_loss_scale: bool = False
+    fp16_inc_loss_scale_every_n: int = 1000
+    use_bf16: bool = False  # bfloat16 compute, float32 variables, no loss scaling
+    compact_gradient_transfer: bool = False  # all-reduce in float16 (bfloat16 with use_bf16)
+    xla_compile: bool = False  # each tower's forward and backward compiled with XLA
+    sync_batch_norm: bool = False  # batch-norm statistics over the whole global batch
 
     def __post_init__(self):
         validate(self)
@@ -137,6 +167,7 @@ def validate(p: Params) -> None:
         _fail("weight_decay", p.weight_decay, "must be >= 0")
     _validate_checkpointing(p)
     _validate_input(p)
+    params_recipe.validate_recipe(p, _fail)
 
     # Whether the GPUs exist is checked when devices are set up
     # (towertrain.devices.tower_devices), so a GPU graph can be traced anywhere.
@@ -200,7 +231,12 @@ def _validate_checkpointing(p: Params) -> None:
         # would be ignored. (Training-only flags with non-None defaults are
         # checked on the command line, towertrain.flags.)
         for flag in ("num_batches", "num_epochs", "init_learning_rate", "save_model_steps",
-                     "save_model_secs", "eval_during_training_every_n_steps"):
+                     "save_model_secs", "eval_during_training_every_n_steps",
+                     "piecewise_learning_rate_schedule", "num_epochs_per_decay",
+                     "learning_rate_decay_factor", "learning_rate_schedule",
+                     "num_learning_rate_warmup_epochs", "scale_learning_rate",
+                     "base_batch_size", "num_examples_per_epoch", "gradient_clip",
+                     "global_norm_clip", "fp16_loss_scale"):
             if getattr(p, flag) is not None:
                 _fail(flag, getattr(p, flag), "only applies to training; --eval ignores it")
     every = p.eval_during_training_every_n_steps
