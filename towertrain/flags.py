@@ -31,6 +31,9 @@ GROUPS = (
     ("Precision and speed", ("use_fp16", "fp16_loss_scale", "fp16_enable_auto_loss_scale",
                              "fp16_inc_loss_scale_every_n", "use_bf16",
                              "compact_gradient_transfer", "xla_compile", "sync_batch_norm")),
+    ("Summaries and traces", ("summary_verbosity", "save_summaries_steps", "summary_dir",
+                              "print_training_accuracy", "trace_file", "trace_step",
+                              "profile_steps")),
     ("Checkpoints and evaluation", ("train_dir", "save_model_steps", "save_model_secs",
                                     "max_ckpts_to_keep", "eval", "checkpoint",
                                     "eval_batch_size",
@@ -104,6 +107,7 @@ def define_flags():
     flags.DEFINE_integer("num_epochs", None, "Train this many passes over --data_dir "
                          "instead of --num_batches steps.")
     _define_recipe_flags()
+    _define_observe_flags()
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log output (C++ notices "
                          "such as oneDNN's, INFO logging from TensorFlow and Keras), "
                          "hidden by default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part "
@@ -164,6 +168,26 @@ def _define_recipe_flags():
                          "with XLA.")
     flags.DEFINE_boolean("sync_batch_norm", False, "Batch-norm statistics over the whole "
                          "global batch instead of each tower's slice.")
+
+
+def _define_observe_flags():
+    """TensorBoard summaries, traces and profiles (tf_cnn_benchmarks names)."""
+    flags.DEFINE_integer("summary_verbosity", 0, "TensorBoard summaries: 0 off; 1 loss, "
+                         "learning rate, images/sec, gradient norm, loss scale, training "
+                         "top-1, input wait; 2 also gradient histograms; 3 also weight "
+                         "histograms.")
+    flags.DEFINE_integer("save_summaries_steps", 100, "Write summaries every this many "
+                         "steps.")
+    flags.DEFINE_string("summary_dir", None, "Where event files go (default: --train_dir; "
+                        "eval results in its eval/ subfolder).")
+    flags.DEFINE_boolean("print_training_accuracy", False, "Print training top-1 on the "
+                         "step lines.")
+    flags.DEFINE_string("trace_file", None, "Write a Chrome/Perfetto trace (.json) of one "
+                        "step: each device's compute, the copies and the all-reduce.")
+    flags.DEFINE_integer("trace_step", None, "The global step --trace_file traces "
+                         "(default: the first after warmup).")
+    flags.DEFINE_string("profile_steps", None, "'A,B': a TensorBoard profile of global "
+                        "steps A to B, under the summary directory.")
 
 
 def params_from_flags():

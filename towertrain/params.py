@@ -8,7 +8,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from towertrain import params_recipe
+from towertrain import params_observe, params_recipe
 
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent")
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
@@ -84,6 +84,14 @@ class Params:
     compact_gradient_transfer: bool = False  # all-reduce in float16 (bfloat16 with use_bf16)
     xla_compile: bool = False  # each tower's forward and backward compiled with XLA
     sync_batch_norm: bool = False  # batch-norm statistics over the whole global batch
+    # Seeing the run (checked in towertrain.params_observe).
+    summary_verbosity: int = 0  # 0 off, 1 scalars, 2 + gradient, 3 + weight histograms
+    save_summaries_steps: int = 100
+    summary_dir: Optional[str] = None  # None -> --train_dir
+    print_training_accuracy: bool = False  # training top-1 on the step lines
+    trace_file: Optional[str] = None  # a Chrome/Perfetto trace of one step
+    trace_step: Optional[int] = None  # the global step traced (default: first after warmup)
+    profile_steps: Optional[str] = None  # "A,B": TensorBoard profile of steps A..B
 
     def __post_init__(self):
         validate(self)
@@ -168,6 +176,7 @@ def validate(p: Params) -> None:
     _validate_checkpointing(p)
     _validate_input(p)
     params_recipe.validate_recipe(p, _fail)
+    params_observe.validate_observe(p, _fail)
 
     # Whether the GPUs exist is checked when devices are set up
     # (towertrain.devices.tower_devices), so a GPU graph can be traced anywhere.

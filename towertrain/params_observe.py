@@ -1,0 +1,42 @@
+"""Checks of the observability flags (TensorBoard summaries, traces,
+profiles), kept apart from params.py so each file stays small."""
+
+
+def parse_profile_steps(text):
+    """'A,B' -> (A, B): the first and last global step profiled."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+        raise ValueError("must be two step numbers A,B")
+    first, last = (int(part) for part in parts)
+    if not 1 <= first <= last:
+        raise ValueError("needs 1 <= A <= B")
+    return first, last
+
+
+def validate_observe(p, fail):
+    """fail(flag, value, message) raises ParamsError."""
+    if p.summary_verbosity not in (0, 1, 2, 3):
+        fail("summary_verbosity", p.summary_verbosity, "must be 0 (off), 1 (scalars), "
+             "2 (+ gradient histograms) or 3 (+ weight histograms)")
+    if p.save_summaries_steps < 1:
+        fail("save_summaries_steps", p.save_summaries_steps, "must be >= 1")
+    if p.summary_verbosity and not (p.train_dir or p.summary_dir):
+        fail("summary_verbosity", p.summary_verbosity,
+             "needs --train_dir or --summary_dir to write the event files into")
+    if p.summary_dir and not p.summary_verbosity:
+        fail("summary_dir", p.summary_dir, "needs --summary_verbosity >= 1 (0 writes nothing)")
+    if p.trace_step is not None:
+        if p.trace_step < 1:
+            fail("trace_step", p.trace_step, "must be >= 1")
+        if not p.trace_file:
+            fail("trace_step", p.trace_step, "needs --trace_file to write the trace into")
+    if p.trace_file and not p.trace_file.endswith(".json"):
+        fail("trace_file", p.trace_file, "must end in .json (a Chrome/Perfetto trace)")
+    if p.profile_steps is not None:
+        try:
+            parse_profile_steps(p.profile_steps)
+        except ValueError as err:
+            fail("profile_steps", p.profile_steps, str(err))
+        if not (p.train_dir or p.summary_dir):
+            fail("profile_steps", p.profile_steps,
+                 "needs --train_dir or --summary_dir to write the profile into")
