@@ -94,7 +94,7 @@ SYNC_CASES = [
 
 
 @pytest.mark.parametrize("variable_update,num_devices,global_batch,all_reduce", SYNC_CASES,
-                         ids=lambda c: str(c))
+                         ids=["ps_3x3", "replicated_3x3", "ring_4+3", "replicated_2_over_3"])
 def test_moving_statistics_are_tower0s(variable_update, num_devices, global_batch,
                                        all_reduce):
     steps = 2
@@ -147,7 +147,8 @@ def test_partial_last_batch_statistics_through_the_engine():
         np.testing.assert_allclose(copy[1].numpy(), var, **TOL)
 
 
-@pytest.mark.parametrize("axis,shape", [(-1, (2, 2, 4)), (1, (4, 2, 2)), (-1, (1, 1, 3))])
+@pytest.mark.parametrize("axis,shape", [(-1, (2, 2, 4)), (1, (4, 2, 2)), (-1, (1, 1, 3))],
+                         ids=["nhwc", "nchw", "nhwc_1x1"])
 def test_fused_unknown_batch_path_matches_keras_on_partial_batches(axis, shape):
     fused = FusedBatchNormalization(axis=axis, momentum=0.8, epsilon=1e-3)
     ref = keras.layers.BatchNormalization(axis=axis, momentum=0.8, epsilon=1e-3)

@@ -75,16 +75,16 @@ def test_eval_checkpoint_flag_evaluates_that_older_checkpoint(rotated):
 
 
 def test_save_model_secs_saves_during_the_run(tmp_path):
-    seconds, steps = 0.1, 300
+    seconds, steps = 0.05, 400
     run_cli(*COMMON, f"--num_batches={steps}", f"--save_model_secs={seconds}",
             "--max_ckpts_to_keep=10000", f"--train_dir={tmp_path}")
-    latest, kept, stamps = checkpoint_state(str(tmp_path))
+    latest, kept, _ = checkpoint_state(str(tmp_path))
     numbers = [int(name.split("-")[1]) for name in kept]
     assert latest == f"ckpt-{steps}" and numbers[-1] == steps
     assert numbers == sorted(numbers)
-    assert len(numbers) >= 3, f"only {kept}: no periodic saves"
+    assert len(numbers) >= 2, f"only {kept}: no periodic saves"
     assert sorted(checkpoint_files(str(tmp_path))) == sorted(
         f"{name}{ext}" for name in kept for ext in (".index", ".data-00000-of-00001"))
-    # Timed, not every step: the run's duration bounds the number of saves.
-    duration = stamps[-1] - stamps[0]
-    assert len(numbers) <= 2 + duration / seconds, (numbers, duration)
+    # Timed, not every step (a save per step, after draining the staged batch,
+    # would give about steps / 2).
+    assert len(numbers) <= steps // 4, f"{len(numbers)} saves in {steps} steps"
