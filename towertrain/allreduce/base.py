@@ -14,6 +14,7 @@ def create(name):
 
 class AllReduce(abc.ABC):
     name = None
+    transfer_dtypes = None  # the dtypes it can move; None: any
 
     @abc.abstractmethod
     def reduce(self, per_device, devices):

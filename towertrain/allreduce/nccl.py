@@ -8,6 +8,9 @@ from .packing import pack, unpack
 
 @register("nccl")
 class NcclAllReduce(AllReduce):
+    # TensorFlow's NcclAllReduce op has no bfloat16 kernel.
+    transfer_dtypes = (tf.float16, tf.float32, tf.float64)
+
     def reduce(self, per_device, devices):
         packed, spec = [], None
         for device, grads in zip(devices, per_device):

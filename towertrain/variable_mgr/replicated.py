@@ -16,7 +16,10 @@ class ReplicatedManager(VariableManager):
 
     def __init__(self, devices, params):
         super().__init__(devices, params)
-        self.all_reduce = allreduce.create(params.resolved_all_reduce_spec or "pscpu")
+        self.all_reduce = allreduce.create(
+            params.resolved_all_reduce_spec or "pscpu",
+            compact_dtype=(None if not params.compact_gradient_transfer
+                           else tf.bfloat16 if params.use_bf16 else tf.float16))
 
     def create(self, model, make_optimizer):
         self.model = model
