@@ -7,7 +7,7 @@ def header_lines(info):
     lines = []
     for label, value in info:
         values = value if isinstance(value, list) else [value]
-        lines.append(f"{label + ':':<13}{values[0]}")
+        lines.append(f"{label + ': ':<13}{values[0]}")  # a long label keeps a space
         lines.extend(f"{'':<13}{v}" for v in values[1:])
     lines.append("==========")
     return lines

@@ -5,6 +5,8 @@ communication at all. Copies start equal and then drift apart.
 """
 import tensorflow as tf
 
+from towertrain import gradients
+
 from .base import assign_all, register
 from .replicated import ReplicatedManager
 
@@ -21,5 +23,6 @@ class IndependentManager(ReplicatedManager):
             if tower_grads[i] is None:  # no examples, nothing to learn from
                 continue
             with tf.device(device):
-                self._optimizers[i].apply(tower_grads[i], self._trainable[i])
+                clipped = gradients.clip_for(self.params, tower_grads[i])
+                self._optimizers[i].apply(clipped, self._trainable[i])
                 assign_all(self._non_trainable[i], tower_non_trainable[i])

@@ -9,6 +9,8 @@ import math
 
 import tensorflow as tf
 
+from towertrain import gradients
+
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
                    register, stats_tower)
 
@@ -60,11 +62,19 @@ class ParameterServerManager(VariableManager):
 
     def apply(self, tower_grads, tower_non_trainable):
         present = [g for g in tower_grads if g is not None]
-        for device, indices, optimizer in self._groups:
+        summed = [None] * len(self._trainable)
+        for device, indices, _ in self._groups:
             with tf.device(device), tf.name_scope("aggregate"):
-                summed = [tf.add_n([grads[i] for grads in present]) for i in indices]
+                for i in indices:
+                    summed[i] = tf.add_n([grads[i] for grads in present])
+        # Clipping sees the whole gradient: one global norm over every
+        # variable, whichever parameter device holds it.
+        with tf.device(self.parameter_devices[0]):
+            summed = gradients.clip_for(self.params, summed)
+        for device, indices, optimizer in self._groups:
             with tf.device(device):
-                optimizer.apply(summed, [self._trainable[i] for i in indices])
+                optimizer.apply([summed[i] for i in indices],
+                                [self._trainable[i] for i in indices])
         with tf.device(self.parameter_devices[0]):
             assign_all(self._non_trainable,
                        tower_non_trainable[stats_tower(tower_non_trainable)])
