@@ -1,7 +1,7 @@
 """--variable_update=replicated: a copy per device kept identical by all-reduce."""
 import tensorflow as tf
 
-from towertrain import allreduce
+from towertrain import allreduce, gradients
 
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
                    register, stats_tower)
@@ -51,7 +51,9 @@ class ReplicatedManager(VariableManager):
         source = tower_non_trainable[stats_tower(tower_non_trainable)]
         for i, device in enumerate(self.devices):
             with tf.device(device):
-                self._optimizers[i].apply(summed[i], self._trainable[i])
+                # Identical sums in, identical clipped gradients out, on every copy.
+                clipped = gradients.clip_for(self.params, summed[i])
+                self._optimizers[i].apply(clipped, self._trainable[i])
                 assign_all(self._non_trainable[i], source)
 
     def _zeros(self, tower):
