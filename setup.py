@@ -32,6 +32,7 @@ setup(
         "cpu": ["tensorflow-cpu==2.21.0"],
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
         "test": ["pytest"],
+        "plot": ["matplotlib"],  # the PNG of python -m towertrain.scaling
     },
     entry_points={"console_scripts": ["towertrain=towertrain.cli:run"]},
 )

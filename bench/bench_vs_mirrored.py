@@ -13,7 +13,6 @@ the medians and the ratios.
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -31,58 +30,23 @@ FLAGS = flags.FLAGS
 
 
 def towertrain_runner(num_devices, batch_size):
-    from towertrain import Params, Trainer
+    from towertrain import Params
+    from towertrain.scaling import TowertrainRunner
     update = FLAGS.variable_update if num_devices > 1 else "parameter_server"
     params = Params(model=FLAGS.model, device="cpu", num_gpus=num_devices,
                     batch_size=batch_size, variable_update=update,
                     all_reduce_spec=FLAGS.all_reduce_spec if update == "replicated" else None)
-    trainer = Trainer(params)
-    for _ in range(3):  # trace and warm up, as many steps as the Keras contender's warmup
-        float(trainer.step())
-
-    def run(steps):
-        start = time.perf_counter()
-        for _ in range(steps):
-            loss = trainer.step()
-        float(loss)
-        return steps * num_devices * batch_size / (time.perf_counter() - start)
-    return run
+    # Three warmup steps, as many as the Keras contender's warmup.
+    return TowertrainRunner(params, warmup_steps=3)
 
 
 def mirrored_runner(num_devices, batch_size, stock_batch_norm):
-    import keras
-    import tensorflow as tf
-    from towertrain import models
-    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(num_devices)])
-    with strategy.scope():
-        model = models.build(FLAGS.model, data_format="NHWC")
-        if stock_batch_norm:  # the network as a Keras user writes it
-            from towertrain.export import to_stock_keras
-            model = to_stock_keras(model)
-        model.compile(optimizer=keras.optimizers.SGD(0.1),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                      jit_compile=FLAGS.keras_jit)
-    global_batch = num_devices * batch_size
-    images = tf.random.truncated_normal((global_batch,) + model.input_shape[1:])
-    labels = tf.random.uniform((global_batch,), 0, model.output_shape[-1], tf.int32)
-    dataset = tf.data.Dataset.from_tensors((images, labels)).repeat()
-    model.fit(dataset, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
-
-    class StepClock(keras.callbacks.Callback):
-        """Times batches inside fit, so fit's per-call setup (distributing the
-        dataset, callbacks) is not charged to the steps."""
-
-        def on_train_batch_end(self, batch, logs=None):
-            self.ends.append(time.perf_counter())
-
-    clock = StepClock()
-
-    def run(steps):
-        clock.ends = []
-        model.fit(dataset, steps_per_epoch=steps + 1, epochs=1, verbose=0, callbacks=[clock])
-        # From the end of the first batch to the end of the last: `steps` batches.
-        return steps * global_batch / (clock.ends[-1] - clock.ends[0])
-    return run
+    from towertrain import Params
+    from towertrain.scaling import MirroredRunner
+    params = Params(model=FLAGS.model, device="cpu", batch_size=batch_size,
+                    data_format="NHWC", xla_compile=FLAGS.keras_jit)
+    return MirroredRunner(params, [f"/cpu:{i}" for i in range(num_devices)],
+                          stock_batch_norm=stock_batch_norm, warmup_steps=3)
 
 
 def main(argv):
@@ -96,6 +60,8 @@ def main(argv):
         f"Keras fit Mirrored {n}x{b} (fused BN)": mirrored_runner(n, b, False),
         f"towertrain 1x{n * b}": towertrain_runner(1, n * b),
     }
+    for run in contenders.values():  # untimed: a first call after others traced is slow
+        run(1)                        # (see towertrain.scaling.time_rounds)
     results = {name: [] for name in contenders}
     for round_index in range(FLAGS.rounds):
         for name, run in contenders.items():
