@@ -25,9 +25,10 @@ import tensorflow as tf  # noqa: E402
 
 from towertrain import Params, Trainer, devices  # noqa: E402
 from towertrain.input_pipeline import split_to_devices  # noqa: E402
+from towertrain.input_pipeline.base import Input  # noqa: E402
 
 
-class SlowInput:
+class SlowInput(Input):
     """A fixed global batch that takes `latency_ms` to arrive each step: a
     tf.data pipeline with no prefetch whose map sleeps in tf.py_function, so
     the wait sits inside the step's get-next, as with a slow reader.

@@ -34,25 +34,30 @@ class FusedBatchNormalization(keras.layers.Layer):
         channels = input_shape[axis]
         self._channels = channels
         # Variables are created in Keras' order (gamma, beta, mean, variance)
-        # so weight lists line up with keras.layers.BatchNormalization.
-        self.gamma = (self.add_weight(shape=(channels,), initializer="ones", name="gamma")
-                      if self.scale else None)
-        self.beta = (self.add_weight(shape=(channels,), initializer="zeros", name="beta")
-                     if self.center else None)
+        # so weight lists line up with keras.layers.BatchNormalization. They
+        # stay float32 under a mixed policy (autocast=False): the fused kernel
+        # takes float16/bfloat16 activations with float32 parameters and
+        # statistics, which keeps the moving averages exact.
+        self.gamma = (self.add_weight(shape=(channels,), initializer="ones", name="gamma",
+                                      autocast=False) if self.scale else None)
+        self.beta = (self.add_weight(shape=(channels,), initializer="zeros", name="beta",
+                                     autocast=False) if self.center else None)
         self.moving_mean = self.add_weight(shape=(channels,), initializer="zeros",
-                                           name="moving_mean", trainable=False)
+                                           name="moving_mean", trainable=False,
+                                           autocast=False)
         self.moving_variance = self.add_weight(shape=(channels,), initializer="ones",
-                                               name="moving_variance", trainable=False)
+                                               name="moving_variance", trainable=False,
+                                               autocast=False)
 
-    def _scale_offset(self, dtype):
+    def _scale_offset(self):
         # The fused kernel always takes scale and offset; constants stand in
         # for the variables a center=False / scale=False layer does not have.
-        gamma = self.gamma if self.scale else tf.ones((self._channels,), dtype)
-        beta = self.beta if self.center else tf.zeros((self._channels,), dtype)
+        gamma = self.gamma if self.scale else tf.ones((self._channels,), tf.float32)
+        beta = self.beta if self.center else tf.zeros((self._channels,), tf.float32)
         return tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta)
 
     def call(self, inputs, training=False):
-        gamma, beta = self._scale_offset(inputs.dtype)
+        gamma, beta = self._scale_offset()
         if not training:
             outputs, _, _ = tf.compat.v1.nn.fused_batch_norm(
                 inputs, gamma, beta, mean=tf.convert_to_tensor(self.moving_mean),
@@ -69,7 +74,7 @@ class FusedBatchNormalization(keras.layers.Layer):
             variance = unbiased_variance * ((count - 1.0) / max(count, 1.0))
         else:
             shape = tf.shape(inputs)
-            count = tf.cast(tf.size(inputs) // shape[self._channel_axis], inputs.dtype)
+            count = tf.cast(tf.size(inputs) // shape[self._channel_axis], tf.float32)
             variance = unbiased_variance * (count - 1.0) / tf.maximum(count, 1.0)
         self.moving_mean.assign(self.moving_mean * self.momentum + mean * (1.0 - self.momentum))
         self.moving_variance.assign(

@@ -91,8 +91,11 @@ def optimizer_slots(optimizer):
 class EngineState:
     """The savable view of a trainer's variable manager (and input position)."""
 
-    def __init__(self, model, manager, input_source=None):
+    def __init__(self, model, manager, input_source=None, engine_variables=None):
+        """engine_variables: {name: variable} of engine state beyond the model
+        (the fp16 loss scale), saved under 'engine/'."""
         self.model = model
+        self.engine = dict(engine_variables or {})
         self.manager = manager
         trainable, non_trainable = manager.primary_variables()
         self.variables = model_variable_dict(model, trainable, non_trainable)
@@ -121,6 +124,8 @@ class EngineState:
 
     def checkpoint(self, with_input=True):
         objects = dict(model=self.variables, slots=self.slots, step=self.step)
+        if self.engine:
+            objects["engine"] = self.engine
         if with_input and self.input is not None:
             objects["input"] = self.input
         return tf.train.Checkpoint(**objects)

@@ -147,7 +147,8 @@ def run_eval(trainer, write=print, eval_data=None):
     evaluator = Evaluator(trainer)
     # The training facts that do not apply to an eval run are left out.
     info = [(label, value) for label, value in trainer.header_info()
-            if label not in ("Dataset", "Mode", "Batch size", "Num batches", "Optimizer")]
+            if label not in ("Dataset", "Mode", "Batch size", "Num batches", "Optimizer",
+                             "Learning rate", "Gradient clip", "Loss scale")]
     info[2:2] = [("Dataset", trainer.dataset_name), ("Mode", "evaluation")]
     info.append(("Eval data", describe(data, evaluator)))
     info.append(("Checkpoint", f"{path} (step {state.global_step()})"))

@@ -239,9 +239,9 @@ def check_command_line(p, explicit):
         if "staging_depth" in explicit and p.staging_depth > 0:
             _fail("staging_depth", p.staging_depth, "needs --data_dir (synthetic data is "
                   "generated on each device and never staged)")
-        if p.num_epochs is not None:
-            _fail("num_epochs", p.num_epochs, "needs --data_dir (synthetic data has no "
-                  "epochs; use --num_batches)")
+        if p.num_epochs is not None and p.num_examples_per_epoch is None:
+            _fail("num_epochs", p.num_epochs, "needs --data_dir, or "
+                  "--num_examples_per_epoch for synthetic data")
 
 
 def help_text(width=80):

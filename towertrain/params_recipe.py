@@ -132,3 +132,7 @@ def _validate_precision(p, fail):
     if p.compact_gradient_transfer and p.variable_update != "replicated":
         fail("compact_gradient_transfer", True,
              f"only applies to --variable_update=replicated (got {p.variable_update})")
+    if (p.compact_gradient_transfer and p.use_bf16
+            and p.resolved_all_reduce_spec == "nccl"):
+        fail("compact_gradient_transfer", True, "with --use_bf16 sends bfloat16, which "
+             "NCCL cannot carry; use --all_reduce_spec=psgpu or ring")

@@ -174,16 +174,19 @@ class StagedInput(Input):
         else:
             self.clear()
 
-    def tower_batches(self, devices, put=True):
+    def tower_batches(self, devices, put=True, after_get=None):
         """Inside the step: gets each device's staged batch, then stages the next.
 
-        Program order makes the gets precede the puts (stateful ops that hold
-        no resource are chained in order by tf.function's automatic control
-        dependencies), while the compute depends only on the gets, so the next
-        batch's fetch and copy overlap this step's compute.
+        Program order makes the gets precede the puts (tf.function chains
+        stateful ops that hold no resource in the order they are created),
+        while the compute depends only on the gets, so the next batch's fetch
+        and copy overlap this step's compute. after_get(batches) runs between
+        the two (it times the moment the data was there).
         """
         del devices  # fixed at create()
         batches = self._get_all()
+        if after_get is not None:
+            after_get(batches)
         if put:
             self._put_all()
         return batches

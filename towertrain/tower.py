@@ -9,7 +9,9 @@ import collections
 import keras
 import tensorflow as tf
 
-TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable")
+# correct: how many examples the logits classify right (None: not a classifier).
+TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable correct",
+                                     defaults=(None,))
 
 
 def sparse_softmax_cross_entropy(labels, logits):
@@ -18,7 +20,8 @@ def sparse_softmax_cross_entropy(labels, logits):
 
 
 def compute_tower(model, trainable, non_trainable, images, labels, denominator,
-                  loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None):
+                  loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
+                  loss_scale=None, count_correct=False, unscale=True):
     """Runs one tower under the caller's device scope.
 
     The tower's loss is sum(per-example loss) / denominator. With the global
@@ -27,22 +30,49 @@ def compute_tower(model, trainable, non_trainable, images, labels, denominator,
     split. L2 weight decay on the variables where decay_mask is True is
     weighted by the tower's share of the batch, so over all towers it counts
     exactly once (and the reported loss includes it, as tf_cnn_benchmarks').
+
+    The model may compute in float16 or bfloat16 (a Keras mixed policy): its
+    outputs are cast to float32 before the loss, and gradients reach the
+    float32 variables as float32. loss_scale (a float32 scalar) multiplies the
+    loss before differentiation, so small float16 gradients do not underflow,
+    and divides the gradients after (unscale=False leaves that to the
+    exchange, for a half-precision transfer); the loss returned is unscaled.
     """
     with tf.GradientTape() as tape:
         tape.watch(trainable)
-        logits, new_non_trainable = model.stateless_call(
+        outputs, new_non_trainable = model.stateless_call(
             trainable, non_trainable, images, training=True)
-        per_example = tf.cast(loss_fn(labels, logits), tf.float32)
+        outputs = tf.nest.map_structure(_as_float32, outputs)
+        per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
         denominator = tf.cast(denominator, tf.float32)
         loss = tf.reduce_sum(per_example) / denominator
         decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
         if weight_decay and decayed:
             share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
             loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
-    grads = tape.gradient(loss, trainable)
+        scaled = loss * loss_scale if loss_scale is not None else loss
+    grads = tape.gradient(scaled, trainable)
     # A variable the loss does not reach still takes part in the exchange.
     grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
-    return TowerResult(loss, grads, list(new_non_trainable))
+    if loss_scale is not None and unscale:
+        grads = [g / loss_scale for g in grads]
+    correct = None
+    if count_correct:  # training top-1, for the step lines and summaries
+        hits = tf.equal(tf.argmax(outputs, axis=-1, output_type=tf.int64),
+                        tf.cast(tf.reshape(labels, [-1]), tf.int64))
+        correct = tf.reduce_sum(tf.cast(hits, tf.int64))
+    return TowerResult(loss, grads, list(new_non_trainable), correct)
+
+
+def is_classifier(model):
+    """One output of rank 2 (batch, classes): top-1 means something."""
+    return len(model.outputs) == 1 and len(model.outputs[0].shape) == 2
+
+
+def _as_float32(tensor):
+    if tensor.dtype in (tf.float16, tf.bfloat16):
+        return tf.cast(tensor, tf.float32)
+    return tensor
 
 
 # Towers draw independent random numbers (dropout masks): tower i offsets the

@@ -12,33 +12,38 @@ towertrain.loop; features (logging, checkpoints, eval) are callbacks.
 import collections
 import contextlib
 import functools
+import time
 
 import keras
 import tensorflow as tf
 
 from towertrain import devices as devices_lib, models, tower, variable_mgr
-from towertrain import loop as loop_lib, staging
+from towertrain import loop as loop_lib, precision, staging, step_outputs
 from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
 from towertrain.input_pipeline import factory as input_factory
 from towertrain.input_pipeline.arrays import InputError
+from towertrain.input_pipeline.base import Input
 from towertrain.loop import TrainResult  # noqa: F401 - re-exported
-from towertrain.optimizers import make_optimizer_factory
+from towertrain import gradients, lr_schedule, optimizers
 from towertrain.params import ParamsError
 
 
-class StepResult(collections.namedtuple("StepResult", "loss examples finite")):
-    """One step: its loss, the examples it trained on, and whether every loss
-    and gradient was finite (if not, nothing was applied). float() gives the loss."""
+class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
+                                        defaults=({},))):
+    """One step: its loss, the examples it trained on, whether every loss and
+    gradient was finite (if not, nothing was applied), and `extras`, named
+    Python scalars some runs add ('loss_scale' with --use_fp16). float() is the loss."""
 
     def __float__(self):
         return float(self.loss)
 
 
-def _empty_tower(trainable, non_trainable):
+def _empty_tower(trainable, non_trainable, count_correct):
     """What a tower with no examples contributes: nothing (zero loss and
     gradients, batch-norm statistics passed through unchanged)."""
     return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
-                             [tf.identity(v) for v in non_trainable])
+                             [tf.identity(v) for v in non_trainable],
+                             tf.constant(0, tf.int64) if count_correct else None)
 
 
 class Trainer:
@@ -65,24 +70,33 @@ class Trainer:
         self.batch_size = params.batch_size or spec.default_batch_size
         self.dataset_name = params.data_name or spec.default_dataset
         keras.utils.set_random_seed(params.tf_random_seed)
-        with tf.device("/cpu:0"):
-            self.model = model or models.build(
-                params.model, num_classes=models.DATASET_CLASSES[self.dataset_name],
-                data_format=self.data_format)
+        self.model = model or self._build_model(spec)
+        precision.check_model(self.model, params)
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
         # Which variables get L2 decay: the registered model's rule, or the
         # default rule (kernels only) for a model passed in.
         self.decay_mask = models.weight_decay_mask(self.model,
                                                    None if model is not None else params.model)
-        self.learning_rate = params.init_learning_rate or spec.default_learning_rate
         self._seed_states = tower.seed_state_indices(self.model)
+        self._count_correct = tower.is_classifier(self.model)
 
+        if input_source is not None and not isinstance(input_source, Input):
+            raise TypeError(f"input_source: {type(input_source).__name__} is not a "
+                            "towertrain.input_pipeline.base.Input; subclass it (create, "
+                            "tower_batches; optionally steps_per_epoch, eval_data, ...)")
         self.input = input_source or input_factory.make_input(
             params, image_shape=self.model.input_shape[1:],
             num_classes=self.model.output_shape[-1],
             global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
             dataset_name=self.dataset_name)
         self.num_warmup_batches, self.num_batches = self._plan_steps()
+        # The learning rate by global step (a keras LearningRateSchedule): the
+        # optimizers call it with their iterations, which checkpoints restore.
+        self.learning_rate = lr_schedule.build(
+            params, params.init_learning_rate or spec.default_learning_rate,
+            global_batch=self.global_batch_size, total_steps=self.total_steps,
+            steps_per_epoch=lr_schedule.epoch_steps(params, self.input.steps_per_epoch,
+                                                    self.global_batch_size))
         # The staging wrapper when staging is on, else None: the one place that decides.
         self._staging = None
         if params.staging_depth > 0 and self.input.stage:
@@ -92,15 +106,33 @@ class Trainer:
             self._staging.start_at(0, self.total_steps)
 
         self.variables = variable_mgr.create(params.variable_update, self.devices, params)
-        self.variables.create(self.model, make_optimizer_factory(
-            params.optimizer, self.learning_rate, params.momentum))
+        self.variables.create(self.model, optimizers.make_optimizer_factory(
+            params, self.learning_rate))
+        self.loss_scale = precision.LossScale.from_params(params)
+        # A half-precision transfer carries the loss-scaled gradients, unscaled
+        # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
+        self._scaled_transfer = bool(self.loss_scale) and params.compact_gradient_transfer
+        self._compute_tower = tower.compute_tower
+        if params.xla_compile:
+            # Each tower's forward and backward as one XLA cluster on its device;
+            # the exchange and the update stay outside (they cross devices).
+            self._compute_tower = tf.function(tower.compute_tower, jit_compile=True)
         self._step_fn = tf.function(self._train_step)
         if self._staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
             # variant now: traced on first use it would stall a timed step
             # (measured: ~100 ms).
             for put in (True, False):
-                self._step_fn.get_concrete_function(put)
+                for outputs in step_outputs.levels(params):
+                    self._step_fn.get_concrete_function(put, outputs)
+
+    def _build_model(self, spec):
+        """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""
+        del spec
+        with tf.device("/cpu:0"), precision.policy_scope(self.params):
+            return models.build(self.params.model,
+                                num_classes=models.DATASET_CLASSES[self.dataset_name],
+                                data_format=self.data_format)
 
     @property
     def global_batch_size(self):
@@ -117,23 +149,34 @@ class Trainer:
         p = self.params
         if p.num_epochs is None:
             return p.num_warmup_batches, p.resolved_num_batches
-        per_epoch = self.input.steps_per_epoch
+        per_epoch = lr_schedule.epoch_steps(p, self.input.steps_per_epoch,
+                                            self.global_batch_size)
         if not per_epoch:
-            raise ParamsError(f"--num_epochs={p.num_epochs}: needs finite data "
-                              "(--data_dir, or an input with num_examples); this input "
-                              "has no epoch length")
+            raise ParamsError(f"--num_epochs={p.num_epochs}: needs the epoch length "
+                              "(--data_dir, --num_examples_per_epoch, or an input with "
+                              "num_examples); this input has none")
         total = p.num_epochs * per_epoch
         warmup = min(p.num_warmup_batches, total - 1)
         return warmup, total - warmup
 
-    def _train_step(self, put=True):
+    def _train_step(self, put=True, outputs=0):
+        """One step. outputs: 0 the usual scalars; 1 also the global norm of the
+        all-reduced gradient; 2 also the summed gradients (histograms)."""
+        clock = {"start": tf.timestamp()}
+
+        def got(batches):  # in program order before any put: see StagedInput
+            with tf.control_dependencies([t for batch in batches for t in batch]):
+                clock["ready"] = tf.timestamp()
+
         if self._staging is not None:
-            batches = self._staging.tower_batches(self.devices, put=put)
+            batches = self._staging.tower_batches(self.devices, put=put, after_get=got)
         else:
             batches = self.input.tower_batches(self.devices)
+            got(batches)
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            loss_scale = self.loss_scale.value() if self.loss_scale else None
         results, finite = [], []
         for i, (device, (images, labels)) in enumerate(zip(self.devices, batches)):
             if images.shape[0] == 0:  # statically empty slice: nothing to compute
@@ -144,15 +187,16 @@ class Trainer:
                 non_trainable = tower.offset_seed_states(non_trainable, self._seed_states, i)
                 denominator = global_count if synchronous else tf.shape(images)[0]
                 compute = functools.partial(
-                    tower.compute_tower, self.model, trainable, non_trainable, images,
+                    self._compute_tower, self.model, trainable, non_trainable, images,
                     labels, denominator, self.loss_fn, self.params.weight_decay,
-                    self.decay_mask)
+                    self.decay_mask, loss_scale, self._count_correct,
+                    not self._scaled_transfer)
                 if images.shape[0] is None:
                     # A dynamic slice (the last partial batch) may be empty at run
                     # time: the guard gives zero gradients and unchanged batch-norm
                     # statistics instead of NaN stats from a 0-example batch.
-                    result = tf.cond(tf.shape(images)[0] > 0, compute,
-                                     functools.partial(_empty_tower, trainable, non_trainable))
+                    result = tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
+                        _empty_tower, trainable, non_trainable, self._count_correct))
                 else:
                     result = compute()
                 result = result._replace(non_trainable=tower.offset_seed_states(
@@ -163,25 +207,45 @@ class Trainer:
             all_finite = tf.reduce_all(tf.stack(finite))
 
         def update():
-            self.variables.apply([r.grads if r else None for r in results],
-                                 [r.non_trainable if r else None for r in results])
-            return tf.constant(True)
+            scale = {"grad_scale": loss_scale} if self._scaled_transfer else {}
+            applied = self.variables.apply([r.grads if r else None for r in results],
+                                           [r.non_trainable if r else None for r in results],
+                                           **scale)
+            return tf.timestamp(), tf.constant(True) if applied is None else applied
 
         # A non-finite loss or gradient anywhere applies nothing, on every copy:
-        # the decision is one boolean, so replicas cannot diverge.
-        tf.cond(all_finite, update, lambda: tf.constant(False))
-        losses = [r.loss for r in results if r is not None]
+        # the decision is one boolean, so replicas cannot diverge. The branches
+        # return the time the update was done: a timestamp inside the cond is
+        # not chained after the staging put, so the put's overrun shows.
+        clock["computed"], applied = tf.cond(
+            all_finite, update, lambda: (tf.timestamp(), tf.constant(False)))
         with tf.device("/cpu:0"):
+            extras = step_outputs.extras(results, self.loss_scale, applied, outputs)
+            with tf.control_dependencies([clock["computed"]]):
+                clock["end"] = tf.timestamp()
+            extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+            losses = [r.loss for r in results if r is not None]
             total = tf.add_n(losses)
             loss = total if synchronous else total / len(losses)
-            return loss, global_count, all_finite
+            return loss, global_count, applied, extras
 
-    def step(self):
-        """Runs one training step; returns a StepResult (float() of it is the loss)."""
+    def step(self, outputs=0):
+        """Runs one training step; returns a StepResult (float() of it is the loss).
+
+        outputs: 1 adds the gradient norm to the extras, 2 also the summed
+        gradients (the summaries ask for them on the steps they write)."""
         with self._input_errors():
+            started = time.perf_counter()
             put = self._staging.before_step() if self._staging is not None else True
-            loss, examples, finite = self._step_fn(put)
-            return StepResult(float(loss), int(examples), bool(finite))
+            waited = time.perf_counter() - started  # priming after a fence is input wait
+            loss, examples, finite, extras = self._step_fn(put, outputs)
+            extras = step_outputs.to_python(extras)
+            extras["input_wait_seconds"] += waited
+            examples = int(examples)
+            correct = extras.pop("top1_correct", None)
+            if correct is not None and examples:
+                extras["top1"] = correct / examples
+            return StepResult(float(loss), examples, bool(finite), extras)
 
     def global_step(self):
         """Updates applied so far (restored from checkpoints, drives schedules)."""
@@ -201,6 +265,13 @@ class Trainer:
     def drain(self):
         """Stops staging; returns how many steps remain to train on what is staged."""
         return self._staging.drain() if self._staging is not None else 0
+
+    def engine_variables(self):
+        """Engine state that checkpoints carry besides the model (the loss scale)."""
+        if not self.loss_scale:
+            return {}
+        return {f"loss_scale/{name}": variable
+                for name, variable in self.loss_scale.checkpoint_variables().items()}
 
     def staged_batches(self):
         return self._staging.staged if self._staging is not None else 0
@@ -225,7 +296,7 @@ class Trainer:
 
     def trace_step(self):
         """The step's concrete function, traced but not run (graph inspection)."""
-        return self._step_fn.get_concrete_function(True)
+        return self._step_fn.get_concrete_function(True, 0)
 
     def sync_model(self):
         """Writes the trained values (the primary copy) into the Keras model, so
@@ -252,11 +323,15 @@ class Trainer:
             ("Num batches", self.num_batches),
             ("Devices", str(self.devices)),
             ("Data format", self.data_format),
-            ("Optimizer", p.optimizer),
+            ("Optimizer", optimizers.describe(p)),
+            ("Learning rate", self.learning_rate.describe()),
             ("Variables", p.variable_update),
         ]
         if p.variable_update == "replicated":
             info.append(("AllReduce", p.resolved_all_reduce_spec))
+        if gradients.describe(p):
+            info.append(("Gradient clip", gradients.describe(p)))
+        info.extend(precision.header_info(p, self.loss_scale))
         return info
 
     def train(self, write=print, eval_data=None, callbacks=()):

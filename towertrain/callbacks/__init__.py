@@ -20,7 +20,8 @@ def default_callbacks(trainer, write=print, eval_data=None):
     records the run, so a failed resume leaves the train_dir's record as it was."""
     from towertrain import checkpoint as ckpt_lib, evaluation, run_record
     p = trainer.params
-    callbacks = [DivergenceGuard(trainer.learning_rate),
+    dynamic = bool(trainer.loss_scale and trainer.loss_scale.dynamic)
+    callbacks = [DivergenceGuard(trainer.learning_rate, dynamic_loss_scale=dynamic),
                  StepPrinter(p.display_every, trainer.num_warmup_batches, write)]
     if p.eval_during_training_every_n_steps:
         data = eval_data or evaluation.eval_data_for(trainer)

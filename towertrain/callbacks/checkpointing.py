@@ -25,7 +25,8 @@ class Checkpointer:
         self.trainer = trainer
         self.train_dir = train_dir
         self.max_to_keep = max_to_keep
-        self.state = ckpt_lib.EngineState(trainer.model, trainer.variables, trainer.input)
+        self.state = ckpt_lib.EngineState(trainer.model, trainer.variables, trainer.input,
+                                          trainer.engine_variables())
         self._checkpoint = self.state.checkpoint()
         self.manager = tf.train.CheckpointManager(self._checkpoint, train_dir,
                                                   max_to_keep=max_to_keep)
@@ -55,7 +56,7 @@ class Checkpointer:
                 f"not saving step {step}: {len(bad)} variable(s) are not finite "
                 f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); the last good "
                 f"checkpoint stays {self.manager.latest_checkpoint}; try a lower "
-                f"--init_learning_rate (now {self.trainer.learning_rate:g})")
+                f"--init_learning_rate (now {self.trainer.learning_rate.initial_value:g})")
         path = self.manager.save(checkpoint_number=step)
         self.last_saved_step = step
         return path

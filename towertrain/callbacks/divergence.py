@@ -1,6 +1,7 @@
 """Stops the run at the first step whose loss or gradients were not finite."""
 import math
 
+from towertrain import precision
 from towertrain.errors import TrainingDivergedError
 
 from .base import Callback
@@ -10,11 +11,21 @@ class DivergenceGuard(Callback):
     """The step itself applied nothing (its in-graph check); this stops the run
     before any callback could save, with the step and a hint."""
 
-    def __init__(self, learning_rate):
-        self.learning_rate = learning_rate
+    def __init__(self, learning_rate, dynamic_loss_scale=False):
+        # A float, or a towertrain.lr_schedule.Schedule: the hint quotes its first rate.
+        self.learning_rate = getattr(learning_rate, "initial_value", learning_rate)
+        # With a dynamic fp16 loss scale an overflowing step is routine: the
+        # step applied nothing and halved the scale. Only a non-finite loss, or
+        # an overflow at the smallest scale, is a divergence.
+        self.dynamic_loss_scale = dynamic_loss_scale
+        self.skipped_steps = 0
 
     def after_step(self, step, result, seconds):
         if result.finite:
+            return
+        if (self.dynamic_loss_scale and math.isfinite(result.loss)
+                and result.extras.get("loss_scale", 0.0) > precision.MINIMUM_LOSS_SCALE):
+            self.skipped_steps += 1
             return
         what = (f"gradients are not finite (loss {result.loss:.4g})"
                 if math.isfinite(result.loss) else f"loss is {result.loss}")

@@ -69,7 +69,9 @@ class VariableManager(abc.ABC):
 
         tower_grads[i] is tower i's gradient list, or None when the tower had
         no examples this step. tower_non_trainable[i] likewise holds tower i's
-        new non-trainable values (batch-norm moving statistics).
+        new non-trainable values (batch-norm moving statistics). Returns None,
+        or a boolean tensor when the manager itself may skip the update
+        (replicated with a half-precision transfer whose sum overflowed).
         """
 
     @abc.abstractmethod

@@ -1,4 +1,6 @@
 """--variable_update=replicated: a copy per device kept identical by all-reduce."""
+import functools
+
 import tensorflow as tf
 
 from towertrain import allreduce, gradients
@@ -44,17 +46,40 @@ class ReplicatedManager(VariableManager):
         return (read_on_current_device(self._trainable[tower]),
                 read_on_current_device(self._non_trainable[tower]))
 
-    def apply(self, tower_grads, tower_non_trainable):
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+        """grad_scale: the gradients arrive multiplied by it (the fp16 loss scale,
+        kept through a half-precision transfer so small values do not flush to
+        zero) and are divided after the exchange. With a half-precision transfer
+        a finite gradient can still overflow in the sum: each copy then skips its
+        update, and since every copy holds the same bits they all skip; the
+        returned boolean says whether the update was applied."""
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("allreduce"):
             summed = self.all_reduce.reduce(grads, self.devices)
         source = tower_non_trainable[stats_tower(tower_non_trainable)]
+        checked = self.params.compact_gradient_transfer
+        applied = None
         for i, device in enumerate(self.devices):
             with tf.device(device):
+                grads_i = summed[i]
+                if grad_scale is not None:
+                    grads_i = [g / grad_scale for g in grads_i]
                 # Identical sums in, identical clipped gradients out, on every copy.
-                clipped = gradients.clip_for(self.params, summed[i])
-                self._optimizers[i].apply(clipped, self._trainable[i])
-                assign_all(self._non_trainable[i], source)
+                clipped = gradients.clip_for(self.params, grads_i)
+                update = functools.partial(self._update, i, clipped, source)
+                if checked:
+                    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
+                                            for g in clipped])
+                    done = tf.cond(finite, update, lambda: tf.constant(False))
+                else:
+                    done = update()
+                applied = done if applied is None else applied
+        return applied if checked else None
+
+    def _update(self, copy, grads, non_trainable):
+        self._optimizers[copy].apply(grads, self._trainable[copy])
+        assign_all(self._non_trainable[copy], non_trainable)
+        return tf.constant(True)
 
     def _zeros(self, tower):
         with tf.device(self.devices[tower]):

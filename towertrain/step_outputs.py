@@ -1,0 +1,59 @@
+"""What a step reports besides its loss: the named extras of a StepResult.
+
+Always: 'input_wait_seconds' (the time the step spent waiting for its input:
+until its batch was there, plus any time the staging put ran past the
+compute), 'top1' (training accuracy of the step, classifiers only) and
+'loss_scale' (with --use_fp16). On request: 'grad_norm' (global norm of the
+all-reduced gradient) and 'gradients' (the summed gradients, for histograms).
+"""
+import tensorflow as tf
+
+SCALARS, GRAD_NORM, GRADIENTS = 0, 1, 2
+
+
+def levels(params):
+    """The output levels a run's step is traced for (summaries ask for more)."""
+    if params.summary_verbosity >= 2:
+        return (SCALARS, GRADIENTS)
+    if params.summary_verbosity == 1:
+        return (SCALARS, GRAD_NORM)
+    return (SCALARS,)
+
+
+def extras(results, loss_scale, all_finite, level):
+    """In the step, on the CPU: the extra tensors, by name."""
+    out = {}
+    live = [r for r in results if r is not None]
+    if live and live[0].correct is not None:
+        out["top1_correct"] = tf.add_n([r.correct for r in live])
+    if loss_scale:
+        out["loss_scale"] = loss_scale.update(all_finite)
+    if level >= GRAD_NORM:
+        # The towers' gradients summed as the exchange sums them; on the CPU, so
+        # the norm is the same whatever the variable-update mode.
+        summed = [tf.add_n([r.grads[i] for r in live]) for i in range(len(live[0].grads))]
+        out["grad_norm"] = tf.linalg.global_norm(summed)
+        if level >= GRADIENTS:
+            out["gradients"] = summed
+    return out
+
+
+def input_wait(clock):
+    """Seconds waiting for input, from in-graph timestamps: start -> batch
+    ready, plus the staging put's overrun past the update."""
+    overrun = tf.maximum(clock["end"] - clock["computed"], 0.0)
+    return (clock["ready"] - clock["start"]) + overrun
+
+
+def to_python(extras):
+    """Tensors -> Python numbers (numpy arrays for gradients); 'top1_correct' is
+    left as a count for the caller to divide by the step's examples."""
+    out = {}
+    for name, value in extras.items():
+        if name == "gradients":
+            out[name] = [g.numpy() for g in value]
+        elif name == "top1_correct":
+            out[name] = int(value)
+        else:
+            out[name] = float(value)
+    return out
