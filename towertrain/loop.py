@@ -63,8 +63,10 @@ class Loop:
                     break
                 step = self.step + 1
                 self._call("before_step", step)
+                outputs = max(c.step_outputs(step) for c in self.callbacks) if (
+                    self.callbacks) else 0
                 started = time.perf_counter()
-                result = trainer.step()
+                result = trainer.step(outputs)
                 seconds = time.perf_counter() - started
                 self.step = step
                 self.final_loss = result.loss

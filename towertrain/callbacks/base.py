@@ -5,7 +5,8 @@ class Callback:
     """One concern of a run (output, checkpoints, eval, ...). Override what you need.
 
     Hooks, in order: before_train(loop) once the start step is known (after a
-    resume); before_step(step) and after_step(step, result, seconds) around each
+    resume); before_step(step), step_outputs(step) (extra outputs wanted from
+    that step) and after_step(step, result, seconds) around each
     step, where `step` is the global step being trained, `result` a
     StepResult (loss, examples, finite) and `seconds` the step's wall time;
     after_train() when the run finished or was stopped; close() always, also
@@ -23,6 +24,11 @@ class Callback:
 
     def before_step(self, step):
         pass
+
+    def step_outputs(self, step):
+        """What this callback needs from step `step` beyond the usual extras:
+        towertrain.step_outputs.GRAD_NORM or GRADIENTS (0: nothing)."""
+        return 0
 
     def after_step(self, step, result, seconds):
         pass
