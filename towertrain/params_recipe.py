@@ -118,6 +118,11 @@ def _validate_optimizer_options(p, fail):
 
 
 def _validate_precision(p, fail):
+    if p.sync_batch_norm:
+        # Refused rather than ignored: a run must not claim global statistics
+        # it does not compute.
+        fail("sync_batch_norm", True, "not implemented yet (batch-norm statistics come "
+             "from tower 0's slice); drop the flag")
     if p.use_fp16 and p.use_bf16:
         fail("use_fp16", True, "conflicts with --use_bf16; pick one half-precision type")
     if p.fp16_loss_scale is not None:
