@@ -26,6 +26,9 @@ class DatasetInput(Input):
     """
 
     name = "dataset"
+    # (lowest, highest) label, where the data is in memory (from_arrays): lets
+    # towertrain.model_checks say "label 12 outside the model's 10 classes" up front.
+    label_range = None
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
                  eval_fn=None):
@@ -117,14 +120,18 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     if num_epochs is not None:
         batches = epoch_batches(dataset, global_batch, num_epochs, shuffle, seed,
                                 buffer_size=len(images))
-        return DatasetInput(batches, global_batch, num_examples=len(images))
-    if shuffle:
-        dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    dataset = dataset.batch(global_batch, drop_remainder=repeat)
-    return DatasetInput(dataset.prefetch(tf.data.AUTOTUNE), global_batch,
-                        num_examples=None if repeat else len(images))
+        result = DatasetInput(batches, global_batch, num_examples=len(images))
+    else:
+        if shuffle:
+            dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
+        if repeat:
+            dataset = dataset.repeat()
+        dataset = dataset.batch(global_batch, drop_remainder=repeat)
+        result = DatasetInput(dataset.prefetch(tf.data.AUTOTUNE), global_batch,
+                              num_examples=None if repeat else len(images))
+    if labels.size and np.issubdtype(labels.dtype, np.number):
+        result.label_range = (labels.min().item(), labels.max().item())
+    return result
 
 
 def from_generator(generator_fn, output_signature, global_batch, num_examples=None,
@@ -136,3 +143,37 @@ def from_generator(generator_fn, output_signature, global_batch, num_examples=No
     dataset = tf.data.Dataset.from_generator(generator_fn, output_signature=output_signature)
     batches = epoch_batches(dataset, global_batch, num_epochs)
     return DatasetInput(batches, global_batch, num_examples=num_examples)
+
+
+def from_dataset(dataset, global_batch=None, batched=False, num_examples=None,
+                 num_epochs=None):
+    """A DatasetInput over any tf.data.Dataset of (image, label) pairs.
+
+    batched=False (default): the dataset yields single examples; they are
+    batched here into global batches of `global_batch` (required), each epoch
+    ending with its partial batch. batched=True: the dataset already yields
+    global (images, labels) batches, used as they are (global_batch defaults
+    to their static batch size, if they have one). Images must be in the
+    model's layout (see --data_format). Either way the data repeats for
+    num_epochs passes (None: forever); give num_examples (examples per pass)
+    for Params(num_epochs=...) runs.
+    """
+    if not isinstance(dataset, tf.data.Dataset):
+        raise TypeError(f"from_dataset: expected a tf.data.Dataset, got "
+                        f"{type(dataset).__name__}")
+    spec = dataset.element_spec
+    if not (isinstance(spec, tuple) and len(spec) == 2
+            and all(isinstance(s, tf.TensorSpec) for s in spec)):
+        raise InputError(f"from_dataset: elements must be (images, labels) pairs of "
+                         f"tensors; this dataset yields {spec}")
+    if not batched:
+        if not global_batch:
+            raise InputError("from_dataset: a dataset of single examples needs "
+                             "global_batch (examples per step); pass batched=True if "
+                             "its elements are already batches")
+        batches = epoch_batches(dataset, global_batch, num_epochs)
+        return DatasetInput(batches, global_batch, num_examples=num_examples)
+    if global_batch is None:
+        global_batch = spec[0].shape[0] if spec[0].shape.rank else None
+    return DatasetInput(dataset.repeat(num_epochs).prefetch(tf.data.AUTOTUNE), global_batch,
+                        num_examples=num_examples)

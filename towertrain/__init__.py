@@ -1,9 +1,28 @@
 """towertrain: data-parallel tower training for TensorFlow with Keras-defined models.
 
+The public surface (everything else is private to towertrain and may change):
+
+    Params                 the run's settings (a frozen dataclass; CLI flag names)
+    Trainer                train(), step(), evaluate(), sync_model(), close(),
+                           save(), restore(), export()
+    Callback               base class of your own training-loop callbacks
+    register_model         make --model=NAME build your Keras model
+    from_arrays            input from in-memory numpy arrays
+    from_dataset           input from any tf.data.Dataset of examples or of batches
+    from_generator         input from a Python generator of examples
+    Input, EvalData        base class of your own input; an eval split
+    use_logical_cpus       N logical CPU devices; call before any TensorFlow op
+    ParamsError, ModelError, TrainingDivergedError, StepResult, TrainResult
+
+On a CPU, a run over N devices needs N logical CPU devices, which TensorFlow
+only allows configuring before any op runs:
+
     import towertrain
-    params = towertrain.Params(model="resnet20", device="cpu", num_gpus=2,
-                               variable_update="replicated")
-    towertrain.Trainer(params).train()
+    towertrain.use_logical_cpus(2)          # first, before building any model
+    params = towertrain.Params(device="cpu", num_gpus=2, variable_update="replicated",
+                               init_learning_rate=0.05)
+    trainer = towertrain.Trainer(params, model=my_keras_model,
+                                 input_source=towertrain.from_arrays(images, labels, 64))
 
 Names resolve lazily so that the CLI can configure logging and devices before
 TensorFlow is imported.
@@ -27,9 +46,28 @@ _EXPORTS = {
     "Callback": "towertrain.callbacks",
     "register_model": "towertrain.models",
     "build_model": ("towertrain.models", "build"),
+    "from_arrays": "towertrain.input_pipeline",
+    "from_dataset": "towertrain.input_pipeline",
+    "from_generator": "towertrain.input_pipeline",
+    "Input": ("towertrain.input_pipeline.base", "Input"),
+    "EvalData": ("towertrain.input_pipeline.base", "EvalData"),
+    "ModelError": "towertrain.model_checks",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(set(_EXPORTS) | {"use_logical_cpus"})
+
+
+def use_logical_cpus(count):
+    """Makes `count` logical CPU devices (/cpu:0 .. /cpu:count-1) for a CPU run
+    with Params(device="cpu", num_gpus=count).
+
+    Call it first: TensorFlow allows it only before any op runs (building or
+    calling a Keras model runs ops). Later it still succeeds if the process
+    already has that many; otherwise it raises towertrain.devices.DeviceError
+    saying so. The CLI does this itself from --num_gpus.
+    """
+    from towertrain import devices
+    devices.ensure_logical_cpus(count)
 
 
 def __getattr__(name):
@@ -38,3 +76,7 @@ def __getattr__(name):
         raise AttributeError(f"module 'towertrain' has no attribute {name!r}")
     module, attribute = target if isinstance(target, tuple) else (target, name)
     return getattr(importlib.import_module(module), attribute)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -89,6 +89,9 @@ class Trainer:
             num_classes=self.model.output_shape[-1],
             global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
             dataset_name=self.dataset_name)
+        # The model and the input fit each other, or an error in the user's terms.
+        from towertrain import model_checks  # (towertrain/model_checks.py)
+        model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
         self.num_warmup_batches, self.num_batches = self._plan_steps()
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
@@ -357,3 +360,18 @@ class Trainer:
         if write is not None:
             write(evaluation.format_result(result, self.global_step()))
         return result
+
+    # --- Library API (towertrain/__init__.py): export. Saving and resuming is
+    # train() with Params(train_dir=...); see docs/concepts.md. ---
+    def export(self, path):
+        """Writes the trained model as a stock-Keras `.keras` file (loads with
+        keras.saving.load_model without towertrain); returns that model. A model
+        with layers of your own is saved as it is (load it with your classes)."""
+        from towertrain import export as export_lib
+        self.sync_model()
+        try:
+            stock = export_lib.to_stock_keras(self.model)
+        except ValueError:  # the user's own layer classes: no stock stand-in needed
+            stock = self.model
+        stock.save(path)
+        return stock

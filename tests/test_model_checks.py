@@ -1,0 +1,107 @@
+"""A model or input that does not fit fails before any step, naming the problem."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import towertrain
+from towertrain.model_checks import ModelError
+
+
+def conv_net(input_shape=(8, 8, 3), classes=5, head=None):
+    layers = [keras.Input(input_shape), keras.layers.Conv2D(4, 3, name="conv")]
+    layers += head if head is not None else [keras.layers.Flatten(name="flat"),
+                                             keras.layers.Dense(classes, name="logits")]
+    return keras.Sequential(layers, name="user_net")
+
+
+def arrays(shape=(8, 8, 3), n=8, classes=5, labels=None):
+    images = np.zeros((n,) + shape, np.float32)
+    if labels is None:
+        labels = np.arange(n) % classes
+    return images, labels
+
+
+def make(model, images, labels, **kwargs):
+    params = towertrain.Params(device="cpu", num_gpus=2, **kwargs)
+    return towertrain.Trainer(params, model=model,
+                              input_source=towertrain.from_arrays(images, labels, 4))
+
+
+def test_image_shape_not_the_models_input():
+    with pytest.raises(ModelError, match=r"images of shape \(6, 6, 3\) do not fit model "
+                                         r"'user_net', which takes \(8, 8, 3\)"):
+        make(conv_net(), *arrays((6, 6, 3)))
+
+
+def test_images_in_the_wrong_layout_for_data_format():
+    model = conv_net((3, 8, 8))  # built for NCHW
+    with pytest.raises(ModelError, match=r"NHWC \(channels last\) but the model takes NCHW "
+                                         r"\(--data_format=NCHW\).*np.transpose"):
+        make(model, *arrays((8, 8, 3)), data_format="NCHW")
+    with pytest.raises(ModelError, match=r"NCHW \(channels first\) but the model takes NHWC"):
+        make(conv_net(), *arrays((3, 8, 8)), data_format="NHWC")
+
+
+def test_labels_outside_the_models_classes():
+    images, _ = arrays()
+    with pytest.raises(ModelError, match=r"label 7 is outside the model's 5 classes "
+                                         r"\(0 .. 4\)"):
+        make(conv_net(), images, np.array([0, 1, 2, 7, 0, 1, 2, 3]))
+    with pytest.raises(ModelError, match=r"label -1 is outside"):
+        make(conv_net(), images, np.array([0, 1, 2, -1, 0, 1, 2, 3]))
+
+
+def test_one_hot_labels_with_the_default_loss():
+    images, labels = arrays()
+    with pytest.raises(ModelError, match=r"look one-hot.*argmax"):
+        make(conv_net(), images, np.eye(5, dtype=np.float32)[labels])
+
+
+def test_outputs_not_logits_of_rank_2():
+    model = conv_net(head=[keras.layers.Dense(5, name="per_pixel")])
+    with pytest.raises(ModelError, match=r"outputs of shape \(None, 6, 6, 5\) \(rank 4\).*"
+                                         r"logits of rank 2"):
+        make(model, *arrays())
+    softmax = conv_net(head=[keras.layers.Flatten(),
+                             keras.layers.Dense(5, activation="softmax", name="probs")])
+    with pytest.raises(ModelError, match=r"ends in a softmax \(layer 'probs'\)"):
+        make(softmax, *arrays())
+
+
+def test_a_custom_loss_may_take_other_outputs():
+    model = conv_net(head=[keras.layers.Dense(5, name="per_pixel")])
+
+    def loss_fn(labels, outputs):  # per example
+        return tf.reduce_mean(tf.square(outputs), axis=[1, 2, 3])
+    params = towertrain.Params(device="cpu", num_gpus=2)
+    trainer = towertrain.Trainer(params, model=model, loss_fn=loss_fn,
+                                 input_source=towertrain.from_arrays(*arrays(), 4))
+    assert np.isfinite(float(trainer.step()))
+    trainer.close()
+
+
+class MakesVariablesOnCall(keras.layers.Layer):
+    """The TF2 lazy pattern: Keras neither tracks nor trains this variable."""
+
+    def call(self, x):
+        if not hasattr(self, "scale"):
+            self.scale = tf.Variable(1.0, name="lazy_scale")
+        return x * self.scale
+
+
+def test_a_layer_that_creates_variables_on_call():
+    model = conv_net(head=[keras.layers.Flatten(), MakesVariablesOnCall(name="bad"),
+                           keras.layers.Dense(5, name="logits")])
+    with pytest.raises(ModelError, match=r"a layer creates variables when it is "
+                                         r"called \(lazy_scale\).*build\(\)"):
+        make(model, *arrays())
+
+
+def test_a_model_that_is_not_built():
+    # Checked directly: the Trainer reads model.outputs (tower.is_classifier)
+    # before its model_checks call, so an unbuilt model fails there first.
+    from towertrain import model_checks
+    model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(5)], name="no_input")
+    with pytest.raises(ModelError, match=r"model 'no_input' is not built.*keras.Input"):
+        model_checks.check_built(model)

@@ -1,0 +1,105 @@
+"""The library door: the public names, and a user's own Keras model on numpy
+data trained through them on 2 logical devices equals serial Keras training."""
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import towertrain
+
+PUBLIC = {"Params", "Trainer", "Callback", "register_model", "from_arrays", "from_dataset",
+          "from_generator", "Input", "EvalData", "use_logical_cpus", "ParamsError",
+          "ModelError", "TrainingDivergedError", "StepResult", "TrainResult"}
+
+STEPS, BATCH, LR = 4, 10, 0.1
+
+
+def user_model():
+    return keras.Sequential([
+        keras.Input((8, 8, 3)),
+        keras.layers.Conv2D(4, 3, activation="relu", name="conv"),
+        keras.layers.GlobalAveragePooling2D(name="pool"),
+        keras.layers.Dense(5, name="logits"),
+    ], name="user_net")
+
+
+def data():
+    rng = np.random.default_rng(3)
+    images = rng.standard_normal((STEPS * BATCH, 8, 8, 3)).astype(np.float32)
+    labels = rng.integers(0, 5, STEPS * BATCH).astype(np.int64)
+    return images, labels
+
+
+def test_public_names_resolve_and_are_documented():
+    assert PUBLIC <= set(towertrain.__all__)
+    for name in PUBLIC:
+        obj = getattr(towertrain, name)
+        assert obj.__doc__, name
+        assert name in towertrain.__doc__, name
+    for method in ("train", "step", "evaluate", "sync_model", "export", "close"):
+        assert getattr(towertrain.Trainer, method).__doc__, method
+
+
+def test_user_model_on_two_devices_equals_serial_keras_and_predicts():
+    towertrain.use_logical_cpus(2)  # conftest already made 4: a no-op that must not fail
+    images, labels = data()
+    keras.utils.set_random_seed(11)
+    model = user_model()
+    reference = user_model()
+    reference.set_weights(model.get_weights())
+
+    params = towertrain.Params(device="cpu", num_gpus=2, variable_update="replicated",
+                               init_learning_rate=LR)
+    trainer = towertrain.Trainer(params, model=model,
+                                 input_source=towertrain.from_arrays(images, labels, BATCH))
+    for _ in range(STEPS):
+        trainer.step()
+    trainer.sync_model()
+    trainer.close()
+
+    reference.compile(optimizer=keras.optimizers.SGD(LR),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    reference.fit(images, labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+
+    for got, want in zip(model.get_weights(), reference.get_weights()):
+        scale = max(np.abs(want).max(), 1e-3)
+        assert np.abs(got - want).max() <= 1e-5 * scale
+    # The user's keras.Model predicts with the trained weights.
+    np.testing.assert_allclose(model.predict(images[:6], verbose=0),
+                               reference.predict(images[:6], verbose=0), atol=1e-5)
+
+
+def test_from_dataset_of_examples_and_of_batches_train_alike(tmp_path):
+    images, labels = data()
+    results = []
+    for make in (lambda: towertrain.from_dataset(
+                     tf.data.Dataset.from_tensor_slices((images, labels)), global_batch=BATCH),
+                 lambda: towertrain.from_dataset(
+                     tf.data.Dataset.from_tensor_slices((images, labels)).batch(BATCH),
+                     batched=True)):
+        keras.utils.set_random_seed(11)
+        model = user_model()
+        params = towertrain.Params(device="cpu", num_gpus=2, init_learning_rate=LR)
+        trainer = towertrain.Trainer(params, model=model, input_source=make())
+        losses = [float(trainer.step()) for _ in range(STEPS)]
+        trainer.close()
+        results.append(losses)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+    # Trainer.export writes a stock .keras file with the trained weights.
+    path = os.path.join(tmp_path, "m.keras")
+    trainer.export(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(loaded.predict(images[:4], verbose=0),
+                               model.predict(images[:4], verbose=0), atol=1e-6)
+
+
+def test_from_dataset_refuses_what_it_cannot_use():
+    import pytest
+    with pytest.raises(TypeError, match="tf.data.Dataset"):
+        towertrain.from_dataset([1, 2])
+    with pytest.raises(towertrain.ParamsError, match="global_batch"):
+        towertrain.from_dataset(tf.data.Dataset.from_tensor_slices((np.zeros((4, 2)),
+                                                                    np.zeros(4))))
+    with pytest.raises(towertrain.ParamsError, match="pairs"):
+        towertrain.from_dataset(tf.data.Dataset.from_tensor_slices(np.zeros((4, 2))), 2)
