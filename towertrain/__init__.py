@@ -36,6 +36,18 @@ import os
 # TF_ENABLE_ONEDNN_OPTS wins.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
+# Under Bazel (and in a plain checkout on PYTHONPATH) models/ and
+# input_pipeline/ sit beside this package instead of inside it, as setup.py's
+# package_dir puts them: let them import as towertrain.models and
+# towertrain.input_pipeline there too. BUILD's `imports = ["."]` puts that
+# root on the path.
+_here = os.path.dirname(os.path.abspath(__file__))
+_root = os.path.dirname(_here)
+if (not os.path.isdir(os.path.join(_here, "models"))
+        and os.path.isfile(os.path.join(_root, "models", "__init__.py"))
+        and os.path.isfile(os.path.join(_root, "input_pipeline", "__init__.py"))):
+    __path__.append(_root)  # noqa: F821 - a package's __path__
+
 _EXPORTS = {
     "Params": "towertrain.params",
     "ParamsError": "towertrain.params",
