@@ -103,3 +103,30 @@ def test_from_dataset_refuses_what_it_cannot_use():
                                                                     np.zeros(4))))
     with pytest.raises(towertrain.ParamsError, match="pairs"):
         towertrain.from_dataset(tf.data.Dataset.from_tensor_slices(np.zeros((4, 2))), 2)
+
+
+def test_devices_configured_too_late_fail_naming_the_fix():
+    """In a fresh process: building a model runs ops, so a 2-device CPU Trainer
+    made afterwards cannot get its devices and says how to; use_logical_cpus
+    first works."""
+    import subprocess
+    import sys
+    body = (
+        "import keras, numpy as np, towertrain\n"
+        "{first}"
+        "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, name='d')])\n"
+        "t = towertrain.Trainer(towertrain.Params(device='cpu', num_gpus=2), model=m,\n"
+        "    input_source=towertrain.from_arrays(np.zeros((8, 4), 'float32'),\n"
+        "                                        np.zeros(8, 'int64'), 4))\n"
+        "print('trained', float(t.step()))\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    late = subprocess.run([sys.executable, "-c", body.format(first="")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert late.returncode != 0
+    last = late.stderr.strip().splitlines()[-1]
+    assert "DeviceError" in last and "before any op runs" in last, last
+    assert "logical_cpus(2)" in last, last
+    early = subprocess.run(
+        [sys.executable, "-c", body.format(first="towertrain.use_logical_cpus(2)\n")],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert early.returncode == 0 and "trained" in early.stdout, early.stderr[-2000:]

@@ -3,8 +3,9 @@
 The public surface (everything else is private to towertrain and may change):
 
     Params                 the run's settings (a frozen dataclass; CLI flag names)
-    Trainer                train(), step(), evaluate(), sync_model(), close(),
-                           save(), restore(), export()
+    Trainer                train(), step(), evaluate(), sync_model(), export(),
+                           close(); checkpoints: Params(train_dir=...) makes
+                           train() save and resume (docs/library.md)
     Callback               base class of your own training-loop callbacks
     register_model         make --model=NAME build your Keras model
     from_arrays            input from in-memory numpy arrays
