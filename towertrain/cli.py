@@ -21,8 +21,12 @@ def main(argv):
     from towertrain import devices, flags as flags_lib, params as params_lib
     from towertrain import trainer as trainer_lib
     from towertrain import checkpoint as ckpt_lib, evaluation, run_record
+    from towertrain import cluster as cluster_lib
+    cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
+        # Multi-worker: join the cluster before TensorFlow runs any op.
+        cluster = cluster_lib.setup(cluster_lib.from_params(params), params)
         if params.eval:
             # --model/--data_name default to the run's own; given ones must agree.
             where = run_record.directory(params)
@@ -35,6 +39,8 @@ def main(argv):
         trainer = trainer_lib.Trainer(params)
     except (params_lib.ParamsError, devices.DeviceError, ckpt_lib.CheckpointError) as err:
         return _error(str(err))
+    except cluster_errors as err:
+        _cluster_failure(cluster, err)
     try:
         if params.eval:
             evaluation.run_eval(trainer)
@@ -43,9 +49,29 @@ def main(argv):
     except (trainer_lib.TrainingDivergedError, ckpt_lib.CheckpointError,
             params_lib.ParamsError) as err:  # ParamsError covers InputError (bad data)
         return _error(str(err))
+    except cluster_errors as err:
+        _cluster_failure(cluster, err)
     finally:
         trainer.close()  # clears staging areas, whichever way the run ended
     return 0
+
+
+def _cluster_failure(cluster, err):
+    """A dead or unreachable worker: say which, and exit 1 without waiting on
+    TensorFlow's teardown (its gRPC server can block on the dead peer)."""
+    from towertrain import cluster as cluster_lib
+    if cluster.num_workers == 1:
+        raise err
+    _error(cluster_lib.failure_message(cluster, err))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def _cluster_errors():
+    import tensorflow as tf
+    return (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
+            tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
 
 
 def import_tensorflow_quietly():

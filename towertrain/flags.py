@@ -38,6 +38,7 @@ GROUPS = (
                                     "max_ckpts_to_keep", "eval", "checkpoint",
                                     "eval_batch_size",
                                     "eval_during_training_every_n_steps")),
+    ("Cluster", ("worker_hosts", "task_index", "collective_timeout_secs")),
     ("Output", ("verbose",)),
 )
 
@@ -108,6 +109,7 @@ def define_flags():
                          "instead of --num_batches steps.")
     _define_recipe_flags()
     _define_observe_flags()
+    _define_cluster_flags()
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log output (C++ notices "
                          "such as oneDNN's, INFO logging from TensorFlow and Keras), "
                          "hidden by default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part "
@@ -118,6 +120,18 @@ def explicit_flags():
     """Names of the flags given on the command line (default-valued ones too)."""
     return {name for name in params_lib.Params.__dataclass_fields__
             if name in FLAGS and FLAGS[name].present}
+
+
+def _define_cluster_flags():
+    """Multi-worker training (towertrain.cluster)."""
+    flags.DEFINE_string("worker_hosts", None, "Multi-worker: comma-separated host:port of "
+                        "every worker, the chief first; needs --variable_update="
+                        "collective_all_reduce (default: TF_CONFIG, else one process).")
+    flags.DEFINE_integer("task_index", 0, "Multi-worker: this worker's index in "
+                         "--worker_hosts; 0 is the chief (checkpoints, output).")
+    flags.DEFINE_float("collective_timeout_secs", None, "Multi-worker: a collective that "
+                       "does not complete in this many seconds stops the run (a dead or "
+                       "unreachable worker) (default: 60).")
 
 
 def _define_recipe_flags():

@@ -8,9 +8,9 @@ import dataclasses
 import os
 from typing import Optional
 
-from towertrain import params_observe, params_recipe
+from towertrain import params_cluster, params_observe, params_recipe
 
-VARIABLE_UPDATES = ("parameter_server", "replicated", "independent")
+VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
 OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 DEVICES = ("cpu", "gpu")
@@ -92,6 +92,10 @@ class Params:
     trace_file: Optional[str] = None  # a Chrome/Perfetto trace of one step
     trace_step: Optional[int] = None  # the global step traced (default: first after warmup)
     profile_steps: Optional[str] = None  # "A,B": TensorBoard profile of steps A..B
+    # Multi-worker (towertrain.cluster; checked in towertrain.params_cluster).
+    worker_hosts: Optional[str] = None  # "h1:p1,h2:p2"; None -> TF_CONFIG or one process
+    task_index: int = 0  # this worker's index in worker_hosts; 0 is the chief
+    collective_timeout_secs: Optional[float] = None  # None -> 60 s
 
     def __post_init__(self):
         validate(self)
@@ -177,6 +181,7 @@ def validate(p: Params) -> None:
     _validate_input(p)
     params_recipe.validate_recipe(p, _fail)
     params_observe.validate_observe(p, _fail)
+    params_cluster.validate_cluster(p, _fail)
 
     # Whether the GPUs exist is checked when devices are set up
     # (towertrain.devices.tower_devices), so a GPU graph can be traced anywhere.

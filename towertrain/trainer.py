@@ -25,6 +25,7 @@ from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import Input
 from towertrain.loop import TrainResult  # noqa: F401 - re-exported
 from towertrain import gradients, lr_schedule, optimizers
+from towertrain import cluster as cluster_lib  # multi-worker
 from towertrain.params import ParamsError
 
 
@@ -89,6 +90,11 @@ class Trainer:
             num_classes=self.model.output_shape[-1],
             global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
             dataset_name=self.dataset_name)
+        # --- multi-worker (towertrain.cluster): this worker's share of each global batch
+        self.cluster = cluster_lib.for_params(params)
+        self.num_workers = self.cluster.num_workers
+        self.input = input_factory.shard_for_worker(self.input, self.cluster)
+        # --- end multi-worker
         # The model and the input fit each other, or an error in the user's terms.
         from towertrain import model_checks  # (towertrain/model_checks.py)
         model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
@@ -179,6 +185,8 @@ class Trainer:
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            if self.num_workers > 1:  # multi-worker: examples on every worker's towers
+                global_count = self.variables.cluster_count(global_count)
             loss_scale = self.loss_scale.value() if self.loss_scale else None
         results, finite = [], []
         for i, (device, (images, labels)) in enumerate(zip(self.devices, batches)):
@@ -208,6 +216,8 @@ class Trainer:
                 results.append(result)
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
+            if self.num_workers > 1:  # multi-worker: every worker takes the same branch
+                all_finite = self.variables.cluster_finite(all_finite)
 
         def update():
             scale = {"grad_scale": loss_scale} if self._scaled_transfer else {}
@@ -229,6 +239,8 @@ class Trainer:
             extras["input_wait_seconds"] = step_outputs.input_wait(clock)
             losses = [r.loss for r in results if r is not None]
             total = tf.add_n(losses)
+            if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
+                total = self.variables.cluster_loss(total)
             loss = total if synchronous else total / len(losses)
             return loss, global_count, applied, extras
 
@@ -322,7 +334,8 @@ class Trainer:
             ("Dataset", f"{self.dataset_name} ({self.input.name})"),
             ("Mode", "training"),
             ("Batch size", [f"{self.global_batch_size} global",
-                            f"{self.global_batch_size / len(self.devices):g} per device"]),
+                            f"{self.global_batch_size / len(self.devices) / self.num_workers:g}"
+                            " per device"]),
             ("Num batches", self.num_batches),
             ("Devices", str(self.devices)),
             ("Data format", self.data_format),
@@ -330,6 +343,10 @@ class Trainer:
             ("Learning rate", self.learning_rate.describe()),
             ("Variables", p.variable_update),
         ]
+        if self.num_workers > 1:  # multi-worker
+            info.append(("Cluster", f"{self.num_workers} workers x {len(self.devices)} "
+                                    f"devices, task {self.cluster.task_index}"
+                                    f"{' (chief)' if self.cluster.is_chief else ''}"))
         if p.variable_update == "replicated":
             info.append(("AllReduce", p.resolved_all_reduce_spec))
         if gradients.describe(p):

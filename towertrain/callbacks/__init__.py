@@ -20,6 +20,9 @@ def default_callbacks(trainer, write=print, eval_data=None):
     records the run, so a failed resume leaves the train_dir's record as it was."""
     from towertrain import checkpoint as ckpt_lib, evaluation, run_record
     p = trainer.params
+    cluster = getattr(trainer, "cluster", None)
+    if cluster is not None and not cluster.is_chief:
+        return _worker_callbacks(trainer, write)  # multi-worker: the chief writes
     dynamic = bool(trainer.loss_scale and trainer.loss_scale.dynamic)
     callbacks = [DivergenceGuard(trainer.learning_rate, dynamic_loss_scale=dynamic),
                  StepPrinter(p.display_every, trainer.num_warmup_batches, write)]
@@ -38,3 +41,18 @@ def default_callbacks(trainer, write=print, eval_data=None):
         callbacks.append(saver)
     callbacks.append(StopOnSignal(saves_on_stop=saver is not None, write=write))
     return callbacks
+
+
+def _worker_callbacks(trainer, write):
+    """A non-chief worker of a multi-worker run: resumes from the chief's latest
+    checkpoint in the shared --train_dir, never saves and prints one line."""
+    p = trainer.params
+    write(f"{trainer.cluster.describe(trainer.cluster.task_index)}: training; the chief "
+          "(task 0) writes the output and checkpoints")
+    if p.train_dir:
+        path = Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep).restore_latest()
+        if path:
+            write(f"resumed from the chief's checkpoint {path}")
+    return [DivergenceGuard(trainer.learning_rate),
+            StepPrinter(p.display_every, trainer.num_warmup_batches, lambda *_: None),
+            StopOnSignal(saves_on_stop=False, write=write)]
