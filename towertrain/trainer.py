@@ -195,7 +195,10 @@ class Trainer:
                 continue
             with tf.device(device), tf.name_scope(f"tower_{i}"):
                 trainable, non_trainable = self.variables.tower_inputs(i)
-                non_trainable = tower.offset_seed_states(non_trainable, self._seed_states, i)
+                # multi-worker: random streams follow the global tower index
+                seed_tower = i + self.cluster.task_index * len(self.devices)
+                non_trainable = tower.offset_seed_states(non_trainable, self._seed_states,
+                                                         seed_tower)
                 denominator = global_count if synchronous else tf.shape(images)[0]
                 compute = functools.partial(
                     self._compute_tower, self.model, trainable, non_trainable, images,
@@ -211,7 +214,7 @@ class Trainer:
                 else:
                     result = compute()
                 result = result._replace(non_trainable=tower.offset_seed_states(
-                    result.non_trainable, self._seed_states, i, undo=True))
+                    result.non_trainable, self._seed_states, seed_tower, undo=True))
                 finite.append(tower.all_finite(result))
                 results.append(result)
         with tf.device("/cpu:0"):

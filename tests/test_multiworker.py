@@ -1,0 +1,200 @@
+"""Multi-worker training (--variable_update=collective_all_reduce) with real
+worker processes on 127.0.0.1, on free ports the test picks.
+
+Every process a test starts is killed by the test when it fails, and every
+wait has a hard timeout, so no test can hang. Run as a script, this file is
+the worker of test_two_workers_equal_one_process_with_four_devices.
+"""
+import glob
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NUM_EXAMPLES, PER_DEVICE, IMAGE = 34, 4, (32, 32, 3)  # 34 = 16 + 16 + 2: an uneven last batch
+GLOBAL_BATCH = PER_DEVICE * 4
+
+
+def _data():
+    rng = np.random.default_rng(7)
+    images = rng.standard_normal((NUM_EXAMPLES,) + IMAGE).astype(np.float32)
+    labels = rng.integers(0, 10, NUM_EXAMPLES).astype(np.int32)
+    return images, labels
+
+
+def _params(**changes):
+    from towertrain.params import Params
+    base = dict(model="cifar_cnn", device="cpu", batch_size=PER_DEVICE, num_epochs=1,
+                num_warmup_batches=0, optimizer="momentum", init_learning_rate=0.05,
+                data_format="NHWC")
+    base.update(changes)
+    return Params(**base)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _hosts(count=2):
+    return ",".join(f"127.0.0.1:{port}" for port in _free_ports(count))
+
+
+def _env():
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("TF_CONFIG", None)
+    return env
+
+
+def _kill_all(procs):
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _wait_all(procs, timeout):
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+
+
+def _run_worker(hosts, task, out_path):
+    """Worker process: joins the cluster (2 logical CPUs), trains one epoch of
+    the arrays (3 steps, the last uneven), saves every copy of the weights."""
+    from towertrain import cluster
+    params = _params(num_gpus=2, variable_update="collective_all_reduce",
+                     worker_hosts=hosts, task_index=task, collective_timeout_secs=60)
+    cluster.setup(cluster.from_params(params), params)
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline import from_arrays
+    images, labels = _data()
+    trainer = trainer_lib.Trainer(params, input_source=from_arrays(
+        images, labels, GLOBAL_BATCH, num_epochs=1))
+    assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
+    losses = [float(trainer.step()) for _ in range(trainer.total_steps)]
+    copies = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
+    np.savez(out_path, losses=np.array(losses), steps=trainer.global_step(),
+             **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
+                for i, value in enumerate(copy)})
+    sys.stdout.flush()
+    os._exit(0)  # TensorFlow's gRPC teardown is not needed
+
+
+def test_two_workers_equal_one_process_with_four_devices(tmp_path):
+    hosts = _hosts(2)
+    outs = [str(tmp_path / f"worker{k}.npz") for k in range(2)]
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", hosts,
+                               str(k), outs[k]], cwd=REPO, env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for k in range(2)]
+    try:
+        _wait_all(procs, timeout=240)
+        logs = [proc.stdout.read() for proc in procs]
+        for proc, log in zip(procs, logs):
+            assert proc.returncode == 0, log[-3000:]
+    finally:
+        _kill_all(procs)
+
+    # The reference: one process holding all four devices, same global batch.
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline import from_arrays
+    images, labels = _data()
+    reference = trainer_lib.Trainer(_params(num_gpus=4, variable_update="replicated"),
+                                    input_source=from_arrays(images, labels, GLOBAL_BATCH,
+                                                             num_epochs=1))
+    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
+    expected = [v.numpy() for v in reference.variables.primary_variables()[0]]
+    assert reference.total_steps == 3
+    initial = [v.numpy() for v in reference.model.trainable_variables]
+    assert any(not np.allclose(a, b) for a, b in zip(initial, expected)), "nothing trained"
+
+    for k, out in enumerate(outs):
+        saved = np.load(out)
+        assert int(saved["steps"]) == 3
+        np.testing.assert_allclose(saved["losses"], ref_losses, rtol=1e-5, atol=1e-6)
+        for c in range(2):  # both local copies
+            for i, value in enumerate(expected):
+                np.testing.assert_allclose(saved[f"copy{c}_{i}"], value, rtol=1e-5,
+                                           atol=1e-5, err_msg=f"worker {k} copy {c} var {i}")
+    first, second = np.load(outs[0]), np.load(outs[1])
+    for name in first.files:  # both workers' copies identical
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+
+
+def _cli(hosts, task, train_dir, log_path, num_batches):
+    args = [sys.executable, "-m", "towertrain", "--model=trivial", "--device=cpu",
+            "--num_gpus=1", "--batch_size=8", f"--num_batches={num_batches}",
+            "--num_warmup_batches=2", "--display_every=1",
+            "--variable_update=collective_all_reduce", f"--worker_hosts={hosts}",
+            f"--task_index={task}", "--collective_timeout_secs=10",
+            f"--train_dir={train_dir}", "--save_model_steps=5"]
+    log = open(log_path, "w")
+    return subprocess.Popen(args, cwd=REPO, env=_env(), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _checkpoint_steps(train_dir):
+    return sorted(int(m.group(1)) for path in glob.glob(os.path.join(train_dir, "ckpt-*.index"))
+                  for m in [re.search(r"ckpt-(\d+)\.index$", path)] if m)
+
+
+def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
+    train_dir = str(tmp_path / "train")
+    hosts = _hosts(2)
+    logs = [str(tmp_path / f"run1_worker{k}.log") for k in range(2)]
+    procs = [_cli(hosts, k, train_dir, logs[k], num_batches=3000) for k in range(2)]
+    try:
+        deadline = time.monotonic() + 180
+        while not [s for s in _checkpoint_steps(train_dir) if s >= 10]:
+            assert time.monotonic() < deadline, open(logs[0]).read()[-3000:]
+            assert procs[0].poll() is None and procs[1].poll() is None, (
+                open(logs[0]).read()[-2000:] + open(logs[1]).read()[-2000:])
+            time.sleep(0.2)
+        os.kill(procs[1].pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        procs[0].wait(timeout=10 + 50)  # the collective timeout, plus the health check
+        stopped_after = time.monotonic() - killed_at
+    finally:
+        _kill_all(procs)
+    chief_log = open(logs[0]).read()
+    assert procs[0].returncode not in (0, None), chief_log[-2000:]
+    assert "worker task 1 (" in chief_log and "unreachable" in chief_log, chief_log[-2000:]
+    assert stopped_after < 60
+    last = max(_checkpoint_steps(train_dir))
+    assert last < 3002, "the run finished before the kill"
+
+    # Restart both: they resume from the chief's last checkpoint and finish.
+    hosts = _hosts(2)
+    logs = [str(tmp_path / f"run2_worker{k}.log") for k in range(2)]
+    procs = [_cli(hosts, k, train_dir, logs[k], num_batches=last + 8) for k in range(2)]
+    try:
+        _wait_all(procs, timeout=240)
+    finally:
+        _kill_all(procs)
+    chief_log, worker_log = open(logs[0]).read(), open(logs[1]).read()
+    assert procs[0].returncode == 0, chief_log[-3000:]
+    assert procs[1].returncode == 0, worker_log[-3000:]
+    assert f"from step {last}" in chief_log, chief_log[-3000:]
+    assert f"ckpt-{last}" in worker_log, worker_log[-3000:]
+    assert max(_checkpoint_steps(train_dir)) == last + 8 + 2
+
+
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "worker":
+    _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])
