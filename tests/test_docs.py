@@ -60,7 +60,7 @@ BLOCKS = [(os.path.relpath(doc, ROOT), i, block) for doc in documents()
 
 def harness(block):
     """The block at tiny size, with placeholders for the names it uses but never defines."""
-    block = re.sub(r"range\((\d{3,})\)", "range(3)", block)
+    block = re.sub(r"\brange\((\d{3,})\)", "range(3)", block)
     used = [n for n in PLACEHOLDER_NAMES
             if re.search(rf"\b{n}\b", block) and not re.search(rf"^{n}\s*=", block, re.M)
             and not re.search(rf"^def {n}\b", block, re.M)]

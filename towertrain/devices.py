@@ -30,7 +30,7 @@ def ensure_logical_cpus(count: int) -> None:
         raise DeviceError(
             f"--num_gpus={count}: this process already initialized TensorFlow with "
             f"{have} CPU device(s); configure {count} logical CPUs before any op runs "
-            f"(towertrain.devices.ensure_logical_cpus({count}))") from err
+            f"(towertrain.use_logical_cpus({count}) first thing)") from err
 
 
 def tower_devices(device: str, count: int, check: bool = True) -> list:

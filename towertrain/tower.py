@@ -66,7 +66,8 @@ def compute_tower(model, trainable, non_trainable, images, labels, denominator,
 
 def is_classifier(model):
     """One output of rank 2 (batch, classes): top-1 means something."""
-    return len(model.outputs) == 1 and len(model.outputs[0].shape) == 2
+    outputs = getattr(model, "outputs", None)  # a subclassed model may have none
+    return bool(outputs) and len(outputs) == 1 and len(outputs[0].shape) == 2
 
 
 def _as_float32(tensor):
