@@ -57,8 +57,10 @@ MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
         "staging_put_before_get", "towertrain/staging.py",
-        "        batches = self._get_all()\n        if put:\n            self._put_all()\n",
-        "        if put:\n            self._put_all()\n        batches = self._get_all()\n",
+        "        batches = self._get_all()\n        if after_get is not None:\n"
+        "            after_get(batches)\n        if put:\n            self._put_all()\n",
+        "        if put:\n            self._put_all()\n        batches = self._get_all()\n"
+        "        if after_get is not None:\n            after_get(batches)\n",
         [T + "test_bite_staging.py"]),
     # 3. The global batch sliced on /gpu:0 instead of the CPU.
     Mutation(
@@ -250,6 +252,38 @@ MUTATIONS = [
         "                time.monotonic() - self._last_save_time >= self.save_secs):",
         "                time.monotonic() - self._last_save_time >= 0):",
         [T + "test_bite_cli.py::test_save_model_secs_saves_during_the_run"]),
+    # 9. Eval scores the training split instead of test_batch.bin.
+    Mutation(
+        "eval_reads_train_split", "input_pipeline/cifar10.py",
+        "    files = find_files(data_dir, train=False)\n    num_examples = sum(check_file(f) "
+        "for f in files)\n\n    def eval_map",
+        "    files = find_files(data_dir, train=True)\n    num_examples = sum(check_file(f) "
+        "for f in files)\n\n    def eval_map",
+        [T + "test_trust_eval.py"]),
+    # 9b. An input without an eval split silently scores something else.
+    Mutation(
+        "eval_missing_split_not_an_error", "towertrain/evaluation.py",
+        '        raise InputError(f"cannot evaluate: {err}") from err',
+        "        return None",
+        [T + "test_trust_eval.py::test_missing_test_split_is_an_error_naming_the_file"]),
+    # Exact resume with staging: checkpoints taken with batches still staged.
+    Mutation(
+        "staging_ignores_save_fences", "towertrain/staging.py",
+        "        ahead = [f for f in self._fences if f > self.consumed]",
+        "        ahead = []",
+        [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
+    # Non-finite gradients applied anyway.
+    Mutation(
+        "nonfinite_step_applied", "towertrain/tower.py",
+        "    return tf.reduce_all(tf.stack(checks))",
+        "    return tf.constant(True)",
+        [T + "test_trust_guards.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
+    # Every tower draws tower 0's dropout masks.
+    Mutation(
+        "towers_share_dropout_masks", "towertrain/tower.py",
+        "    if tower == 0 or not indices:",
+        "    if True:",
+        [T + "test_trust_guards.py::test_towers_draw_independent_dropout_masks"]),
 ]
 
 
