@@ -50,3 +50,32 @@ def test_scaled_recipe_reaches_98_percent_on_1_2_and_4_towers():
     assert min(accuracy.values()) >= 0.98, accuracy
     unscaled = train_accuracy(4, scaled=False)
     assert unscaled < 0.95, (unscaled, accuracy)
+
+
+def test_bf16_reaches_the_float32_accuracy_within_one_point():
+    """--use_bf16 trains the same task as well as float32 (the issue's bar: the
+    same accuracy within 1 point) on 2 towers with the scaled recipe."""
+    images, labels = separable_task()
+    accuracy = {}
+    for precision in ("float32", "mixed_bfloat16"):
+        keras.utils.set_random_seed(1)
+        keras.mixed_precision.set_dtype_policy(precision)
+        try:
+            model = keras.Sequential([keras.Input((4, 4, 1)),
+                                      keras.layers.Flatten(name="flatten"),
+                                      keras.layers.Dense(2, name="logits")])
+        finally:
+            keras.mixed_precision.set_dtype_policy("float32")
+        params = Params(model="trivial", device="cpu", num_gpus=2, batch_size=BASE_BATCH,
+                        variable_update="replicated", optimizer="momentum",
+                        init_learning_rate=0.01, num_epochs=EPOCHS,
+                        num_learning_rate_warmup_epochs=1, num_warmup_batches=0,
+                        scale_learning_rate="linear", base_batch_size=BASE_BATCH,
+                        use_bf16=precision != "float32")
+        trainer = Trainer(params, model=model, input_source=from_arrays(
+            images, labels, 2 * BASE_BATCH, shuffle=True, seed=2, num_epochs=EPOCHS))
+        trainer.train(write=lambda line: None)
+        logits = model(images).numpy().astype(np.float32)
+        accuracy[precision] = float(np.mean(np.argmax(logits, axis=-1) == labels))
+    assert accuracy["mixed_bfloat16"] >= 0.98, accuracy
+    assert abs(accuracy["mixed_bfloat16"] - accuracy["float32"]) <= 0.01, accuracy
