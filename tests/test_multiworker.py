@@ -195,6 +195,62 @@ def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
     assert f"ckpt-{last}" in worker_log, worker_log[-3000:]
     assert max(_checkpoint_steps(train_dir)) == last + 8 + 2
 
+    # The checkpoint format is the one-process one: a single process resumes it.
+    single = [sys.executable, "-m", "towertrain", "--model=trivial", "--device=cpu",
+              "--num_gpus=2", "--batch_size=8", f"--num_batches={last + 12}",
+              "--num_warmup_batches=2", "--variable_update=replicated",
+              f"--train_dir={train_dir}", "--save_model_steps=5"]
+    done = subprocess.run(single, cwd=REPO, env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"from step {last + 10}" in done.stdout, done.stdout[-2000:]
+    assert max(_checkpoint_steps(train_dir)) == last + 14
+
+
+def test_cluster_from_flags_and_tf_config():
+    import json
+    import pytest
+    from towertrain import cluster
+    from towertrain.params import ParamsError
+    p = _params(variable_update="collective_all_reduce", worker_hosts="10.0.0.1:2222,"
+                "10.0.0.2:2222", task_index=1)
+    c = cluster.from_params(p)
+    assert (c.workers, c.task_index, c.is_chief) == (("10.0.0.1:2222", "10.0.0.2:2222"), 1,
+                                                     False)
+    config = json.dumps({"cluster": {"worker": ["a:1", "b:2", "c:3"]},
+                         "task": {"type": "worker", "index": 2}})
+    c = cluster.from_params(_params(variable_update="collective_all_reduce"),
+                            environ={"TF_CONFIG": config})
+    assert (c.num_workers, c.task_index, c.address) == (3, 2, "c:3")
+    assert cluster.from_params(_params(), environ={"TF_CONFIG": config}) is cluster.SINGLE
+    with pytest.raises(ParamsError, match="--task_index=2: must be in 0..1"):
+        _params(variable_update="collective_all_reduce", worker_hosts="a:1,b:2", task_index=2)
+    with pytest.raises(ParamsError, match="--worker_hosts=a:1,b:2: needs --variable_update"):
+        _params(worker_hosts="a:1,b:2")
+    with pytest.raises(ParamsError, match="not host:port"):
+        _params(variable_update="collective_all_reduce", worker_hosts="a,b:2")
+    with pytest.raises(cluster.ClusterError, match="TF_CONFIG: task type 'ps'"):
+        cluster.from_tf_config(json.dumps({"cluster": {"worker": ["a:1"]},
+                                           "task": {"type": "ps", "index": 0}}))
+    # A multi-worker Trainer in a process that never joined the cluster says so.
+    with pytest.raises(ParamsError, match="has not joined the cluster"):
+        cluster.for_params(p)
+
+
+def test_worker_shard_takes_contiguous_global_towers():
+    from towertrain.input_pipeline import factory, from_arrays
+    images = np.arange(10, dtype=np.float32).reshape(10, 1)
+    labels = np.arange(10, dtype=np.int32)
+    seen = []
+    for task in range(2):
+        shard = factory.WorkerShard(from_arrays(images, labels, 10, num_epochs=1), 2, task)
+        shard.create(["/cpu:0", "/cpu:1"])
+        assert shard.global_batch == 10 and shard.steps_per_epoch == 1
+        towers = shard.tower_batches(["/cpu:0", "/cpu:1"])
+        seen.append([t[1].numpy().tolist() for t in towers])
+    # split_sizes(10, 4) = [3, 3, 2, 2]: worker 0 has global towers 0-1, worker 1 towers 2-3.
+    assert seen == [[[0, 1, 2], [3, 4, 5]], [[6, 7], [8, 9]]]
+
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "worker":
     _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])

@@ -192,8 +192,10 @@ def failure_message(cluster: Cluster, err) -> str:
     no longer answer (health check), else says none could be singled out."""
     dead = unreachable_tasks(cluster)
     what = type(err).__name__
-    first = (getattr(err, "message", None) or str(err)).strip().splitlines()
-    detail = first[0][:200] if first else ""
+    lines = [line.strip() for line in (getattr(err, "message", None) or str(err)).splitlines()]
+    useful = [line for line in lines if line and not line.startswith(
+        ("Graph execution error", "Detected at node", "File ", "[[", "The error could be"))]
+    detail = (useful or lines or [""])[0][:200]
     if dead:
         names = ", ".join(cluster.describe(i) for i in dead)
         return (f"multi-worker run stopped on {cluster.describe(cluster.task_index)}: "

@@ -1,0 +1,99 @@
+"""Multi-worker vs one process: images/sec side by side.
+
+    python bench/bench_multiworker.py [--model=resnet20] [--batch_size=32]
+        [--num_batches=30] [--rounds=3]
+
+A: 2 worker processes on 127.0.0.1 x 1 device each, --variable_update=
+collective_all_reduce (gRPC + CollectiveReduceV2). B: 1 process x 2 logical
+devices, --variable_update=replicated. Same global batch. Rounds alternate
+A and B; medians and the ratio A/B are printed. The chief's 'total
+images/sec' is the cluster's (its step counts every worker's examples).
+Every process is killed if a run exceeds its time limit.
+"""
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOTAL = re.compile(r"total images/sec: ([0-9.]+)")
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _common(args):
+    return [sys.executable, "-m", "towertrain", f"--model={args.model}", "--device=cpu",
+            f"--batch_size={args.batch_size}", f"--num_batches={args.num_batches}",
+            "--num_warmup_batches=5", f"--display_every={args.num_batches}"]
+
+
+def _run(commands, timeout):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    procs = [subprocess.Popen(c, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for c in commands]
+    try:
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, out in zip(procs, outs):
+        if p.returncode != 0:
+            raise RuntimeError(f"exit {p.returncode}:\n{out[-2000:]}")
+    match = TOTAL.search(outs[0])
+    if not match:
+        raise RuntimeError(f"no 'total images/sec' in:\n{outs[0][-2000:]}")
+    return float(match.group(1))
+
+
+def multiworker(args):
+    hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+    return _run([_common(args) + ["--num_gpus=1", "--variable_update=collective_all_reduce",
+                                  f"--worker_hosts={hosts}", f"--task_index={k}",
+                                  "--collective_timeout_secs=120"] for k in range(2)],
+                args.timeout)
+
+
+def one_process(args):
+    return _run([_common(args) + ["--num_gpus=2", "--variable_update=replicated"]],
+                args.timeout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet20")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--num_batches", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args()
+    results = {"2 workers x 1 device": [], "1 process x 2 devices": []}
+    for round_ in range(args.rounds):
+        for name, fn in (("2 workers x 1 device", multiworker),
+                         ("1 process x 2 devices", one_process)):
+            results[name].append(fn(args))
+            print(f"round {round_ + 1}: {name}: {results[name][-1]:.1f} images/sec",
+                  flush=True)
+    print(f"\n{args.model}, batch {args.batch_size}/device, global {2 * args.batch_size}, "
+          f"{args.num_batches} timed steps, {args.rounds} rounds (median)")
+    for name, values in results.items():
+        print(f"  {name:24s} {statistics.median(values):8.1f} images/sec   "
+              f"({', '.join(f'{v:.1f}' for v in values)})")
+    a, b = (statistics.median(v) for v in results.values())
+    print(f"  ratio multi-worker / one process: {a / b:.2f}")
+
+
+if __name__ == "__main__":
+    main()
