@@ -128,8 +128,9 @@ MUTATIONS = [
     # 2b. replicated: each copy keeps its own tower's statistics (copies drift).
     Mutation(
         "replicated_bn_each_copy_its_own", "towertrain/variable_mgr/replicated.py",
-        "                assign_all(self._non_trainable[i], source)",
-        "                assign_all(self._non_trainable[i], tower_non_trainable[i] or source)",
+        "                update = functools.partial(self._update, i, clipped, source)",
+        "                update = functools.partial(self._update, i, clipped,\n"
+        "                                           tower_non_trainable[i] or source)",
         [T + "test_bite_batchnorm.py"]),
     # 2c. independent: every copy takes tower 0's statistics.
     Mutation(
@@ -231,8 +232,8 @@ MUTATIONS = [
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
-        "Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep)",
-        "Checkpointer(trainer, p.train_dir)",
+        "saver = CheckpointSaver(Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep),",
+        "saver = CheckpointSaver(Checkpointer(trainer, p.train_dir),",
         [T + "test_bite_cli.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
     # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
     Mutation(
