@@ -266,7 +266,8 @@ MUTATIONS = [
         "eval_missing_split_not_an_error", "towertrain/evaluation.py",
         '        raise InputError(f"cannot evaluate: {err}") from err',
         "        return None",
-        [T + "test_trust_eval.py::test_missing_test_split_is_an_error_naming_the_file"]),
+        [T + "test_trust_eval.py::test_missing_test_split_is_an_error_naming_the_file",
+         T + "test_trust_eval.py::test_an_input_without_an_eval_split_is_an_error_not_a_stand_in"]),
     # Exact resume with staging: checkpoints taken with batches still staged.
     Mutation(
         "staging_ignores_save_fences", "towertrain/staging.py",

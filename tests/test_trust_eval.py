@@ -165,3 +165,18 @@ def test_independent_mode_evaluates_tower_0s_copy_and_says_so():
     images = np.concatenate([x.numpy() for x, _ in data.dataset])
     np.testing.assert_allclose(got, trainer.model.predict(images, verbose=0), atol=1e-5)
     assert "independent mode: scores tower 0's copy" in evaluation.describe(data, evaluator)
+
+
+def test_an_input_without_an_eval_split_is_an_error_not_a_stand_in():
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((32, 32, 32, 3)).astype(np.float32)
+    labels = rng.integers(0, 10, 32).astype(np.int32)
+    params = Params(model="trivial", device="cpu", num_gpus=2, num_batches=4,
+                    num_warmup_batches=0, eval_during_training_every_n_steps=2)
+    from towertrain.input_pipeline import from_arrays
+    trainer = Trainer(params, input_source=from_arrays(images, labels, 8))
+    with pytest.raises(InputError, match="cannot evaluate: .*has no eval split"):
+        trainer.train(write=lambda line: None)
+    assert trainer.global_step() == 0  # refused before any step
+    with pytest.raises(InputError, match="has no eval split"):
+        trainer.evaluate()
