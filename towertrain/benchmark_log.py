@@ -44,15 +44,41 @@ class StepTimes:
     def __len__(self):
         return len(self.seconds)
 
-    def step_line(self, step, loss):
+    def step_line(self, step, loss, top1=None, wait_share=None):
+        """tf_cnn_benchmarks' line (step, images/sec, loss), then the training
+        top-1 when given and the input-wait share when given ('wait 37%')."""
         speeds = [n / t for n, t in zip(self.examples, self.seconds)]
         mean, uncertainty, jitter = speed_stats(speeds)
-        return (f"{step}\timages/sec: {mean:.1f} +/- {uncertainty:.1f} "
+        line = (f"{step}\timages/sec: {mean:.1f} +/- {uncertainty:.1f} "
                 f"(jitter = {jitter:.1f})\t{loss:.3f}")
+        if top1 is not None:
+            line += f"\t{top1:.3f}"
+        if wait_share is not None:
+            line += f"\twait {wait_share:.0%}"
+        return line
 
     def total_images_per_sec(self):
         elapsed = sum(self.seconds)
         return sum(self.examples) / elapsed if elapsed > 0 else 0.0
+
+
+class WaitShare:
+    """The share of step time spent waiting for input over an interval of steps:
+    the sum of their 'input_wait_seconds' over the sum of their seconds."""
+
+    def __init__(self):
+        self.wait = 0.0
+        self.seconds = 0.0
+
+    def add(self, wait_seconds, seconds):
+        self.wait += wait_seconds
+        self.seconds += seconds
+
+    def take(self):
+        """The share since the last take() (None if no time passed); starts anew."""
+        share = min(max(self.wait / self.seconds, 0.0), 1.0) if self.seconds > 0 else None
+        self.wait = self.seconds = 0.0
+        return share
 
 
 def total_lines(images_per_sec):

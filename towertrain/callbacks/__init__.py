@@ -7,11 +7,15 @@ from .base import Callback
 from .checkpointing import Checkpointer, CheckpointSaver, run_record_of
 from .divergence import DivergenceGuard
 from .periodic_eval import PeriodicEval
+from .profile import ProfileSteps
 from .signals import StopOnSignal
 from .step_printer import StepPrinter
+from .summaries import Summaries
+from .trace import StepTrace
 
 __all__ = ["Callback", "CheckpointSaver", "Checkpointer", "DivergenceGuard", "PeriodicEval",
-           "StepPrinter", "StopOnSignal", "default_callbacks"]
+           "ProfileSteps", "StepPrinter", "StepTrace", "StopOnSignal", "Summaries",
+           "default_callbacks"]
 
 
 def default_callbacks(trainer, write=print, eval_data=None):
@@ -25,11 +29,15 @@ def default_callbacks(trainer, write=print, eval_data=None):
         return _worker_callbacks(trainer, write)  # multi-worker: the chief writes
     dynamic = bool(trainer.loss_scale and trainer.loss_scale.dynamic)
     callbacks = [DivergenceGuard(trainer.learning_rate, dynamic_loss_scale=dynamic),
-                 StepPrinter(p.display_every, trainer.num_warmup_batches, write)]
+                 StepPrinter(p.display_every, trainer.num_warmup_batches, write,
+                             print_training_accuracy=p.print_training_accuracy)]
+    logdir = p.summary_dir or p.train_dir
+    summaries = (Summaries(trainer, logdir, p.summary_verbosity, p.save_summaries_steps)
+                 if p.summary_verbosity else None)
     if p.eval_during_training_every_n_steps:
         data = eval_data or evaluation.eval_data_for(trainer)
         callbacks.append(PeriodicEval(trainer, p.eval_during_training_every_n_steps, data,
-                                      write))
+                                      write, on_result=summaries and summaries.eval_result))
     saver = None
     if p.train_dir:
         saver = CheckpointSaver(Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep),
@@ -39,8 +47,23 @@ def default_callbacks(trainer, write=print, eval_data=None):
         saver.restore()
         ckpt_lib.write_run_info(p.train_dir, run_record_of(trainer))
         callbacks.append(saver)
+    callbacks.extend(_observers(trainer, summaries, logdir, write))
     callbacks.append(StopOnSignal(saves_on_stop=saver is not None, write=write))
     return callbacks
+
+
+def _observers(trainer, summaries, logdir, write):
+    """TensorBoard summaries, the step trace and the profile, after the restore
+    (they start at the resumed step; the summaries read it at the header)."""
+    from towertrain.params_observe import parse_profile_steps
+    p = trainer.params
+    observers = [summaries] if summaries else []
+    if p.trace_file:
+        observers.append(StepTrace(p.trace_file, p.trace_step, trainer.num_warmup_batches,
+                                   write))
+    if p.profile_steps:
+        observers.append(ProfileSteps(*parse_profile_steps(p.profile_steps), logdir, write))
+    return observers
 
 
 def _worker_callbacks(trainer, write):

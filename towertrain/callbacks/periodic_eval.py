@@ -6,12 +6,15 @@ from .base import Callback
 
 class PeriodicEval(Callback):
     """Evaluates the primary copy every `every_n_steps` steps on `eval_data`
-    (an EvalData, resolved before training so a missing split fails first)."""
+    (an EvalData, resolved before training so a missing split fails first).
+    on_result(step, EvalResult), if given, also gets each result (the
+    TensorBoard summaries write it under eval/)."""
 
-    def __init__(self, trainer, every_n_steps, eval_data, write=print):
+    def __init__(self, trainer, every_n_steps, eval_data, write=print, on_result=None):
         self.every_n_steps = every_n_steps
         self.eval_data = eval_data
         self.write = write
+        self.on_result = on_result
         self.evaluator = evaluation.Evaluator(trainer)
 
     def header_info(self):
@@ -19,4 +22,7 @@ class PeriodicEval(Callback):
 
     def after_step(self, step, result, seconds):
         if step % self.every_n_steps == 0:
-            self.write(evaluation.format_result(self.evaluator.evaluate(self.eval_data), step))
+            result = self.evaluator.evaluate(self.eval_data)
+            self.write(evaluation.format_result(result, step))
+            if self.on_result is not None:
+                self.on_result(step, result)

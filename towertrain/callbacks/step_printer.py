@@ -8,15 +8,23 @@ class StepPrinter(Callback):
     """Prints the header, then a step line (global step, images/sec, loss) for the
     first timed step and every `display_every` global steps, then the total.
 
+    After the loss a line adds the step's training top-1 with
+    `print_training_accuracy` (classifiers), then the share of the step time
+    since the previous line spent waiting for input ('wait 37%'), so an
+    input-bound run shows at a glance.
+
     The first `num_warmup_batches` steps of every process are untimed, a
     resumed one's too: they include tracing and filling the pipeline.
     """
 
-    def __init__(self, display_every, num_warmup_batches, write=print):
+    def __init__(self, display_every, num_warmup_batches, write=print,
+                 print_training_accuracy=False):
         self.display_every = display_every
         self.num_warmup_batches = num_warmup_batches
         self.write = write
+        self.print_training_accuracy = print_training_accuracy
         self.times = benchmark_log.StepTimes()
+        self.wait = benchmark_log.WaitShare()
         self._steps_run = 0
         self._warmup = 0
 
@@ -40,10 +48,15 @@ class StepPrinter(Callback):
                 self.write("Done warm up")
             return
         if not self.times:
-            self.write("Step\tImg/sec\ttotal_loss")
+            self.write("Step\tImg/sec\ttotal_loss" +
+                       ("\ttop_1_accuracy" if self.print_training_accuracy else ""))
         self.times.add(result.examples, seconds)
+        if "input_wait_seconds" in result.extras:
+            self.wait.add(result.extras["input_wait_seconds"], seconds)
         if len(self.times) == 1 or step % self.display_every == 0:
-            self.write(self.times.step_line(step, result.loss))
+            top1 = result.extras.get("top1") if self.print_training_accuracy else None
+            self.write(self.times.step_line(step, result.loss, top1=top1,
+                                            wait_share=self.wait.take()))
 
     def after_train(self):
         if self.times:

@@ -1,0 +1,237 @@
+"""TensorBoard summaries read back from the event files, and the step lines'
+input-wait share and training top-1."""
+import collections
+import glob
+import os
+import re
+import struct
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Callback, Params, Trainer
+from towertrain.callbacks import summaries as summaries_lib
+from towertrain.input_pipeline import from_arrays
+
+import test_checkpoint
+import test_input_wait
+
+SCALARS = {"loss", "learning_rate", "images_per_sec", "gradient_norm", "accuracy/top1",
+           "input_wait_share"}
+
+
+def _written_order(path):
+    """events.out.tfevents.<time>.<host>.<pid>.<writer number>.v2"""
+    parts = os.path.basename(path).split(".")
+    return int(parts[3]), int(parts[-2])
+
+
+def read_events(directory):
+    """[(file, [(step, tag, value)])] in the order the files were written; a
+    scalar's value is a float, a histogram's its [k, 3] array."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*")),
+                       key=_written_order):
+        values = []
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                array = tf.make_ndarray(value.tensor)
+                plugin = value.metadata.plugin_data.plugin_name
+                values.append((event.step, value.tag, float(array) if plugin == "scalars"
+                               else array))
+        out.append((path, values))
+    return out
+
+
+def by_tag(directory):
+    """tag -> {step: value} over every file (duplicates fail)."""
+    tags = collections.defaultdict(dict)
+    for _, values in read_events(directory):
+        for step, tag, value in values:
+            assert step not in tags[tag], f"{tag} written twice at step {step}"
+            tags[tag][step] = value
+    return tags
+
+
+def train(train_dir, lines=None, eval_data=None, **kw):
+    settings = dict(model="ckpt_tiny", device="cpu", num_gpus=2, variable_update="replicated",
+                    optimizer="momentum", num_warmup_batches=0, num_batches=6,
+                    display_every=100, train_dir=str(train_dir), save_summaries_steps=2)
+    params = Params(**{**settings, **kw})
+    trainer = Trainer(params)
+    result = trainer.train(write=(lines.append if lines is not None else lambda _: None),
+                           eval_data=eval_data)
+    trainer.close()
+    return trainer, result
+
+
+def test_verbosity_1_writes_every_scalar_on_the_grid_and_eval_under_eval(tmp_path):
+    lines = []
+    trainer, result = train(tmp_path, lines, eval_data=test_checkpoint.eval_data("NHWC"),
+                            summary_verbosity=1, use_fp16=True, num_warmup_batches=2,
+                            learning_rate_schedule="cosine",
+                            num_batches=4, eval_during_training_every_n_steps=3)
+    tags = by_tag(tmp_path)
+    assert set(tags) == SCALARS | {"loss_scale"}, sorted(tags)  # no histograms at 1
+    for tag in SCALARS - {"images_per_sec", "input_wait_share"} | {"loss_scale"}:
+        assert sorted(tags[tag]) == [2, 4, 6], (tag, tags[tag])
+    # Speed and wait share cover timed steps: step 2's interval is the warm-up only.
+    assert sorted(tags["images_per_sec"]) == sorted(tags["input_wait_share"]) == [4, 6]
+    assert all(0.0 <= share <= 1.0 for share in tags["input_wait_share"].values())
+    assert tags["loss"][6] == pytest.approx(result.final_loss, rel=1e-6)
+    for step in (2, 4, 6):  # the rate that step applied (cosine: a new one each step)
+        rate = trainer.learning_rate.value_at(step - 1)
+        assert tags["learning_rate"][step] == pytest.approx(rate, rel=1e-6)
+        assert rate != pytest.approx(trainer.learning_rate.value_at(step), rel=1e-3)
+    assert tags["loss_scale"][4] == 128.0  # --use_fp16's default fixed scale
+    assert all(value > 0 for value in tags["gradient_norm"].values())
+    # The same chart in TensorBoard: eval's top-1 and top-5 under eval/, at the steps.
+    evals = by_tag(tmp_path / "eval")
+    printed = {int(m.group(3)): (float(m.group(1)), float(m.group(2))) for m in re.finditer(
+        r"Accuracy @ 1 = ([\d.]+) Accuracy @ 5 = ([\d.]+) \(step (\d+)\)", "\n".join(lines))}
+    assert set(evals) == {"accuracy/top1", "accuracy/top5"} and sorted(printed) == [3, 6]
+    for step, (top1, top5) in printed.items():
+        assert evals["accuracy/top1"][step] == pytest.approx(top1, abs=1e-4)
+        assert evals["accuracy/top5"][step] == pytest.approx(top5, abs=1e-4)
+
+
+@pytest.mark.parametrize("verbosity", [2, 3])
+def test_histograms_of_gradients_at_2_and_weights_at_3(tmp_path, verbosity):
+    trainer, _ = train(tmp_path, summary_verbosity=verbosity, num_batches=4)
+    tags = by_tag(tmp_path)
+    model = trainer.model
+    expected = {f"gradients/{v.path}" for v in model.trainable_variables}
+    if verbosity == 3:
+        expected |= {f"weights/{v.path}" for v in model.trainable_variables +
+                     model.non_trainable_variables}
+    assert {t for t in tags if "/" in t and t != "accuracy/top1"} == expected
+    sizes = {v.path: int(np.prod(v.shape)) for v in model.trainable_variables +
+             model.non_trainable_variables}
+    for tag in expected:
+        assert sorted(tags[tag]) == [2, 4]
+        buckets = tags[tag][4]
+        assert buckets.shape == (30, 3) and buckets[:, 2].sum() == sizes[tag.split("/", 1)[1]]
+    if verbosity == 3:  # the weights as they are after step 4 (the last)
+        index, kernel = next((i, v) for i, v in enumerate(model.trainable_variables)
+                             if v.path.endswith("logits/kernel"))
+        trained = np.asarray(trainer.variables.primary_variables()[0][index])
+        buckets = tags[f"weights/{kernel.path}"][4]
+        assert buckets[0, 0] == pytest.approx(float(np.min(trained)), rel=1e-6)
+        assert buckets[-1, 1] == pytest.approx(float(np.max(trained)), rel=1e-6)
+
+
+def _steps_in_file_order(directory):
+    return [step for _, values in read_events(directory) for step in
+            sorted({s for s, tag, _ in values if tag == "loss"})]
+
+
+def test_a_resumed_run_continues_the_curves(tmp_path):
+    train(tmp_path, summary_verbosity=1, num_batches=6)
+    lines = []
+    train(tmp_path, lines, summary_verbosity=1, num_batches=12)
+    assert any("Resumed" in line for line in lines)
+    assert len(read_events(tmp_path)) == 2
+    assert _steps_in_file_order(tmp_path) == [2, 4, 6, 8, 10, 12]
+    by_tag(tmp_path)  # no tag written twice at a step
+
+
+def test_a_run_killed_past_its_checkpoint_never_writes_a_step_twice(tmp_path):
+    # The first run wrote summaries at 2, 4, 6, but its last checkpoint is step 4
+    # (as if killed after step 6's summary, before saving it).
+    train(tmp_path, summary_verbosity=1, num_batches=6, save_model_steps=4)
+    for path in glob.glob(str(tmp_path / "ckpt-6.*")):
+        os.remove(path)
+    tf.compat.v1.train.update_checkpoint_state(str(tmp_path), str(tmp_path / "ckpt-4"))
+    lines = []
+    train(tmp_path, lines, summary_verbosity=1, num_batches=10)
+    assert any("Resumed" in line and "step 4" in line for line in lines), lines
+    assert any("steps 5..6 were written by the interrupted run" in line for line in lines)
+    assert _steps_in_file_order(tmp_path) == [2, 4, 6, 8, 10]
+    by_tag(tmp_path)
+
+
+def test_last_written_step_reads_the_newest_file_and_survives_a_cut(tmp_path):
+    for step in (3, 7):
+        with tf.summary.create_file_writer(str(tmp_path)).as_default(step=step):
+            summaries_lib.write_scalar("loss", 1.0)
+        time.sleep(0.01)
+    newest = max(glob.glob(str(tmp_path / "events*")), key=os.path.getmtime)
+    with open(newest, "ab") as f:  # a record cut short by a kill: a header, part of it
+        f.write(struct.pack("<Q", 100) + b"\0" * 4 + b"abc")
+    assert summaries_lib.last_written_step(str(tmp_path)) == 7
+    assert summaries_lib.last_written_step(str(tmp_path / "none")) == 0
+
+
+# Step lines: the input-wait share since the previous line, top-1 on request.
+
+STEP = re.compile(r"^(\d+)\timages/sec: [^\t]+\t([\d.]+)((?:\t[\d.]+)?)\twait (\d+)%$")
+
+
+def _step_lines(lines):
+    return [m for m in map(STEP.match, lines) if m]
+
+
+def test_step_lines_append_top1_only_with_print_training_accuracy(tmp_path):
+    for flag in (False, True):
+        lines = []
+        train(tmp_path / str(flag), lines, num_batches=4, display_every=2,
+              print_training_accuracy=flag)
+        header = "Step\tImg/sec\ttotal_loss" + ("\ttop_1_accuracy" if flag else "")
+        assert header in lines
+        matches = _step_lines(lines)
+        assert [int(m.group(1)) for m in matches] == [1, 2, 4], lines
+        assert all(bool(m.group(3)) == flag for m in matches)
+        if flag:
+            assert all(0.0 <= float(m.group(3)) <= 1.0 for m in matches)
+
+
+class _Recorder(Callback):
+    def __init__(self):
+        self.steps = {}
+
+    def after_step(self, step, result, seconds):
+        self.steps[step] = (result.extras["input_wait_seconds"], seconds)
+
+
+def _wait_shares(input_source, model, **kw):
+    """The shares the step lines print, and the true ones: each line's steps'
+    input wait over their time, from the steps' own extras."""
+    params = Params(device="cpu", num_gpus=2, num_batches=8, num_warmup_batches=2,
+                    display_every=2, init_learning_rate=0.01, **kw)
+    trainer = Trainer(params, model=model, input_source=input_source)
+    lines, recorder = [], _Recorder()
+    trainer.train(write=lines.append, callbacks=[recorder])
+    trainer.close()
+    printed = [(int(m.group(1)), int(m.group(4)) / 100) for m in _step_lines(lines)]
+    assert [step for step, _ in printed] == [3, 4, 6, 8, 10], lines
+    true, previous = [], 2  # the warm-up steps are not on the lines
+    for step, _ in printed:
+        interval = [recorder.steps[s] for s in range(previous + 1, step + 1)]
+        true.append(sum(w for w, _ in interval) / sum(t for _, t in interval))
+        previous = step
+    return [share for _, share in printed], true
+
+
+def test_an_input_bound_run_shows_its_wait_on_the_step_lines():
+    # 80 ms per batch against a few ms of compute: the true share is ~0.9-0.97.
+    printed, true = _wait_shares(test_input_wait.SlowInput(0.08), test_input_wait._model(),
+                                 staging_depth=0)
+    assert printed == pytest.approx(true, abs=0.006), (printed, true)
+    assert all(0.75 <= share <= 1.0 for share in printed), printed
+
+
+def test_a_compute_bound_run_shows_almost_no_wait():
+    rng = np.random.default_rng(1)
+    images = rng.standard_normal((256, 64)).astype(np.float32)
+    labels = rng.integers(0, 10, 256).astype(np.int32)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(2048, name="a"),
+                              keras.layers.Dense(2048, name="b"),
+                              keras.layers.Dense(10, name="out")], name="compute_net")
+    printed, true = _wait_shares(from_arrays(images, labels, 256), model)
+    assert printed == pytest.approx(true, abs=0.006), (printed, true)
+    # A step now and then shows a few ms of scheduling as wait: the median is ~0.
+    assert np.median(printed) <= 0.1, printed
