@@ -15,7 +15,8 @@ def run_cli(*flags, timeout=240):
                           text=True, timeout=timeout, env=env)
 
 
-STEP_LINE = re.compile(r"^\d+\timages/sec: \d+\.\d \+/- \d+\.\d \(jitter = \d+\.\d\)\t\d+\.\d{3}$")
+STEP_LINE = re.compile(r"^\d+\timages/sec: \d+\.\d \+/- \d+\.\d \(jitter = \d+\.\d\)\t\d+\.\d{3}"
+                       r"\twait \d+%$")
 
 
 def test_train_prints_header_step_lines_and_total():

@@ -182,6 +182,10 @@ class Trainer:
         else:
             batches = self.input.tower_batches(self.devices)
             got(batches)
+        # The towers start after the "ready" timestamp, so it cannot run late
+        # (seen: a compute-bound step reporting input wait).
+        batches = [self._after(clock["ready"], device, batch)
+                   for device, batch in zip(self.devices, batches)]
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
@@ -246,6 +250,11 @@ class Trainer:
                 total = self.variables.cluster_loss(total)
             loss = total if synchronous else total / len(losses)
             return loss, global_count, applied, extras
+
+    @staticmethod
+    def _after(op, device, tensors):
+        with tf.device(device), tf.control_dependencies([op]):
+            return tuple(tf.identity(t) for t in tensors)
 
     def step(self, outputs=0):
         """Runs one training step; returns a StepResult (float() of it is the loss).
