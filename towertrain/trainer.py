@@ -404,3 +404,26 @@ class Trainer:
             stock = self.model
         stock.save(path)
         return stock
+
+    def save(self, path):
+        """Writes the model, optimizer slots, global step and loss scale to the
+        checkpoint prefix `path` (portable: restores into any mode, device count
+        or data format). The input position is not saved: for exact resume of the
+        data use Params(train_dir=...) with train(). Returns the written path."""
+        from towertrain import checkpoint as ckpt_lib
+        state = ckpt_lib.EngineState(self.model, self.variables,
+                                     engine_variables=self.engine_variables())
+        return state.checkpoint(with_input=False).write(path)
+
+    def restore(self, path):
+        """Reads a checkpoint (a prefix written by save() or a train_dir's
+        ckpt-N) into every copy and the Keras model; a checkpoint of another
+        model fails naming the missing and unexpected variables."""
+        from towertrain import checkpoint as ckpt_lib
+        state = ckpt_lib.EngineState(self.model, self.variables,
+                                     engine_variables=self.engine_variables())
+        ckpt_lib.restore(state.checkpoint(with_input=False), path, state.variables)
+        state.sync_copies()
+        self.sync_model()
+        if self._staging is not None:  # staged batches belong to the old position
+            self._staging.start_at(self.global_step(), self.total_steps)
