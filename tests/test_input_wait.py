@@ -85,3 +85,17 @@ def test_a_compute_bound_run_reports_almost_no_wait():
     share = float(np.median(_shares(trainer)))
     assert share < 0.1, share
     trainer.close()
+
+
+def test_under_op_determinism_the_wait_is_not_reported_rather_than_made_up():
+    # TensorFlow refuses tf.timestamp with op determinism on (the resume tests
+    # run that way): the step must run and simply report no wait.
+    from tensorflow.python.framework import config as tf_config
+    tf.config.experimental.enable_op_determinism()
+    try:
+        params = Params(model="trivial", device="cpu", num_gpus=2, batch_size=4,
+                        num_batches=2, num_warmup_batches=0)
+        result = Trainer(params).step()
+    finally:
+        tf_config.disable_op_determinism()
+    assert np.isfinite(result.loss) and "input_wait_seconds" not in result.extras

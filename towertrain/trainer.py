@@ -16,6 +16,7 @@ import time
 
 import keras
 import tensorflow as tf
+from tensorflow.python.framework import config as tf_config
 
 from towertrain import devices as devices_lib, models, tower, variable_mgr
 from towertrain import loop as loop_lib, precision, staging, step_outputs
@@ -171,11 +172,15 @@ class Trainer:
     def _train_step(self, put=True, outputs=0):
         """One step. outputs: 0 the usual scalars; 1 also the global norm of the
         all-reduced gradient; 2 also the summed gradients (histograms)."""
-        clock = {"start": tf.timestamp()}
+        # Timestamps measure the input wait; TensorFlow refuses them under op
+        # determinism, and then the wait is not reported (never a made-up 0).
+        timed = not tf_config.is_op_determinism_enabled()  # no public getter in TF 2.21
+        now = tf.timestamp if timed else lambda: tf.constant(0.0, tf.float64)
+        clock = {"start": now()}
 
         def got(batches):  # in program order before any put: see StagedInput
             with tf.control_dependencies([t for batch in batches for t in batch]):
-                clock["ready"] = tf.timestamp()
+                clock["ready"] = now()
 
         if self._staging is not None:
             batches = self._staging.tower_batches(self.devices, put=put, after_get=got)
@@ -184,8 +189,9 @@ class Trainer:
             got(batches)
         # The towers start after the "ready" timestamp, so it cannot run late
         # (seen: a compute-bound step reporting input wait).
-        batches = [self._after(clock["ready"], device, batch)
-                   for device, batch in zip(self.devices, batches)]
+        if timed:
+            batches = [self._after(clock["ready"], device, batch)
+                       for device, batch in zip(self.devices, batches)]
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
@@ -231,19 +237,20 @@ class Trainer:
             applied = self.variables.apply([r.grads if r else None for r in results],
                                            [r.non_trainable if r else None for r in results],
                                            **scale)
-            return tf.timestamp(), tf.constant(True) if applied is None else applied
+            return now(), tf.constant(True) if applied is None else applied
 
         # A non-finite loss or gradient anywhere applies nothing, on every copy:
         # the decision is one boolean, so replicas cannot diverge. The branches
         # return the time the update was done: a timestamp inside the cond is
         # not chained after the staging put, so the put's overrun shows.
         clock["computed"], applied = tf.cond(
-            all_finite, update, lambda: (tf.timestamp(), tf.constant(False)))
+            all_finite, update, lambda: (now(), tf.constant(False)))
         with tf.device("/cpu:0"):
             extras = step_outputs.extras(results, self.loss_scale, applied, outputs)
             with tf.control_dependencies([clock["computed"]]):
-                clock["end"] = tf.timestamp()
-            extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+                clock["end"] = now()
+            if timed:
+                extras["input_wait_seconds"] = step_outputs.input_wait(clock)
             losses = [r.loss for r in results if r is not None]
             total = tf.add_n(losses)
             if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
@@ -267,7 +274,8 @@ class Trainer:
             waited = time.perf_counter() - started  # priming after a fence is input wait
             loss, examples, finite, extras = self._step_fn(put, outputs)
             extras = step_outputs.to_python(extras)
-            extras["input_wait_seconds"] += waited
+            if "input_wait_seconds" in extras:
+                extras["input_wait_seconds"] += waited
             examples = int(examples)
             correct = extras.pop("top1_correct", None)
             if correct is not None and examples:
