@@ -72,3 +72,23 @@ class Input:
 
     def close(self):
         """Releases what create() started (threads, queues); safe to call twice."""
+
+
+class WrappedInput(Input):
+    """An input in front of another (staging, a worker's shard): everything it
+    does not change is the inner input's."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def eval_data(self, batch_size):
+        return self.inner.eval_data(batch_size)
+
+    def checkpoint_state(self):
+        return self.inner.checkpoint_state()
+
+    def raise_pending_error(self):
+        self.inner.raise_pending_error()
+
+    def close(self):
+        self.inner.close()

@@ -1,5 +1,5 @@
 """The input a run's Params ask for: synthetic, or a dataset under --data_dir."""
-from .base import Input
+from .base import WrappedInput
 from .synthetic import SyntheticInput
 
 
@@ -45,7 +45,7 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
         image_shape, data_format), num_classes=num_classes, **common)
 
 
-class WorkerShard(Input):
+class WorkerShard(WrappedInput):
     """One worker's part of a multi-worker input.
 
     Slicing (the default): the inner input yields the cluster's global batch
@@ -62,7 +62,7 @@ class WorkerShard(Input):
     """
 
     def __init__(self, inner, num_workers, task_index, local=False):
-        self.inner = inner
+        super().__init__(inner)
         self.num_workers = num_workers
         self.task_index = task_index
         self.local = local
@@ -87,17 +87,6 @@ class WorkerShard(Input):
                     ["/cpu:0"] * ((self.num_workers - self.task_index - 1) * count))
         return self.inner.tower_batches(everyone)[start:start + count]
 
-    def eval_data(self, batch_size):
-        return self.inner.eval_data(batch_size)
-
-    def checkpoint_state(self):
-        return self.inner.checkpoint_state()
-
-    def raise_pending_error(self):
-        self.inner.raise_pending_error()
-
-    def close(self):
-        self.inner.close()
 
 
 def shard_for_worker(inner, cluster, local=False):

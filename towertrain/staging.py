@@ -25,18 +25,18 @@ import itertools
 
 import tensorflow as tf
 
-from towertrain.input_pipeline.base import Input
+from towertrain.input_pipeline.base import WrappedInput
 
 _instances = itertools.count()
 
 
-class StagedInput(Input):
+class StagedInput(WrappedInput):
     """Wraps an input with one staging area per device."""
 
     def __init__(self, inner, depth=1):
         if depth < 1:
             raise ValueError(f"staging depth must be >= 1, got {depth}")
-        self.inner = inner
+        super().__init__(inner)
         self.depth = depth
         self._prefix = f"towertrain_staging_{next(_instances)}"
         self._devices = None
@@ -70,15 +70,6 @@ class StagedInput(Input):
     @property
     def steps_per_epoch(self):
         return self.inner.steps_per_epoch
-
-    def eval_data(self, batch_size):
-        return self.inner.eval_data(batch_size)
-
-    def checkpoint_state(self):
-        return self.inner.checkpoint_state()
-
-    def raise_pending_error(self):
-        self.inner.raise_pending_error()
 
     def area_name(self, tower):
         return f"{self._prefix}_{tower}"
