@@ -67,24 +67,66 @@ def to_data_format(images, data_format):
 
 def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
                   buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False):
-    """Global batches from a dataset of single examples, epoch by epoch.
+    """Global batches from single examples, epoch by epoch.
 
-    map_fn(example, seed) -> (image HWC, label) runs in parallel, deterministically:
-    `seed` is a per-example stateless seed that differs every epoch, so the
-    augmentation is random but fixed by the run's seed. Each epoch ends with
-    its partial batch (drop_remainder=False), so every example is trained once
-    per epoch; num_epochs=None repeats forever.
+    examples: a dataset of single examples, or a function (epoch: int64 tensor)
+    -> such a dataset (an input that orders its shards per epoch).
+    map_fn(example, seed) -> (image HWC, label) runs in parallel, deterministically.
+    Each epoch ends with its partial batch (drop_remainder=False), so every
+    example is trained once per epoch; num_epochs=None repeats forever.
+
+    Every random choice is a function of (seed, epoch, position in the epoch):
+    the shuffle seed of epoch e and each example's augmentation seed are derived
+    from them, never from a generator that advances across epochs. A run resumed
+    from a checkpoint (the tf.data iterator state) therefore sees exactly the
+    batches an uninterrupted run sees, an epoch boundary included, and so does
+    a finished run extended by more epochs.
     """
-    if shuffle:
-        examples = examples.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True)
-    if map_fn is not None:
-        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-        examples = tf.data.Dataset.zip((examples, seeds)).map(
-            map_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    batches = examples.batch(global_batch, drop_remainder=drop_remainder)
-    batches = batches.repeat(num_epochs)
+    def one_epoch(epoch):
+        data = examples(epoch) if callable(examples) else examples
+        if shuffle:
+            data = data.shuffle(buffer_size, seed=epoch_seed(seed, epoch, SHUFFLE),
+                                reshuffle_each_iteration=False)
+        if map_fn is not None:
+            # Example i of the epoch gets the seed pair (epoch key, i).
+            augment_key = epoch_seed(seed, epoch, AUGMENT)
+            data = data.enumerate().map(
+                lambda index, example: map_fn(example, tf.stack([augment_key, index])),
+                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return data.batch(global_batch, drop_remainder=drop_remainder)
+
+    batches = epoch_indices(num_epochs).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
-    return batches.prefetch(tf.data.AUTOTUNE)
+    return with_epoch_seeded_shuffle(batches.prefetch(tf.data.AUTOTUNE))
+
+
+def with_epoch_seeded_shuffle(dataset):
+    """Lets the iterator of a pipeline that shuffles inside its per-epoch
+    function be checkpointed. tf.data refuses by default: the shuffle's seed
+    holder counts as external state. Here it holds nothing to save: its seeds
+    are the epoch's, and restoring rebuilds it from the saved epoch index."""
+    options = tf.data.Options()
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    return dataset.with_options(options)
+
+
+def epoch_indices(num_epochs=None):
+    """0, 1, ... num_epochs - 1 (int64), or without end for None."""
+    if num_epochs is None:
+        return tf.data.Dataset.counter()
+    return tf.data.Dataset.range(num_epochs)
+
+
+def epoch_seed(seed, epoch, stream):
+    """A stateless int64 seed for one random stream of epoch `epoch` of a run
+    seeded `seed`: AUGMENT (per-example keys), SHUFFLE (examples), SHARDS."""
+    pair = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+    return tf.random.stateless_uniform([3], pair, dtype=tf.int64, minval=None,
+                                       maxval=None)[stream]
+
+
+AUGMENT, SHUFFLE, SHARDS = range(3)
 
 
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
@@ -122,12 +164,19 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
                                 buffer_size=len(images))
         result = DatasetInput(batches, global_batch, num_examples=len(images))
     else:
-        if shuffle:
-            dataset = dataset.shuffle(len(images), seed=seed, reshuffle_each_iteration=True)
         if repeat:
-            dataset = dataset.repeat()
+            # Batches run across epoch ends; each epoch's order is still a
+            # function of (seed, epoch), so resume is exact anywhere.
+            examples = dataset
+            dataset = epoch_indices().flat_map(
+                lambda epoch: (examples.shuffle(len(images), seed=epoch_seed(seed, epoch, SHUFFLE),
+                                                reshuffle_each_iteration=False)
+                               if shuffle else examples))
+        elif shuffle:
+            dataset = dataset.shuffle(len(images), seed=seed)
         dataset = dataset.batch(global_batch, drop_remainder=repeat)
-        result = DatasetInput(dataset.prefetch(tf.data.AUTOTUNE), global_batch,
+        result = DatasetInput(with_epoch_seeded_shuffle(dataset.prefetch(tf.data.AUTOTUNE)),
+                              global_batch,
                               num_examples=None if repeat else len(images))
     if labels.size and np.issubdtype(labels.dtype, np.number):
         result.label_range = (labels.min().item(), labels.max().item())

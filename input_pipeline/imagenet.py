@@ -18,7 +18,7 @@ import struct
 import tensorflow as tf
 
 from . import preprocessing
-from .arrays import InputError, eval_records, records_input
+from .arrays import SHARDS, InputError, epoch_seed, eval_records, records_input
 
 _CRC_TABLE = []
 for _n in range(256):
@@ -104,7 +104,11 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
     """A DatasetInput of preprocessed global batches in `data_format`."""
     files = find_files(data_dir, train)
     num_examples = sum(count_records(f) for f in files)
-    records = _records(files, shuffle_seed=seed if train else None)
+    if train:
+        def records(epoch):  # shard order shuffled per epoch, a function of (seed, epoch)
+            return _records(files, shuffle_seed=epoch_seed(seed, epoch, SHARDS))
+    else:
+        records = _records(files)
 
     def train_map(example, example_seed):
         encoded, label, bbox = parse(*example, num_classes, label_offset)
@@ -128,7 +132,7 @@ def _records(files, shuffle_seed=None):
     file order unless a shuffle seed is given."""
     records = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_seed is not None:
-        records = records.shuffle(len(files), seed=shuffle_seed, reshuffle_each_iteration=True)
+        records = records.shuffle(len(files), seed=shuffle_seed, reshuffle_each_iteration=False)
     # cycle_length=1 keeps file order for eval; training interleaves shards.
     cycle = min(len(files), 8) if shuffle_seed is not None else 1
     return records.interleave(lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),

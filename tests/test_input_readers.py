@@ -202,3 +202,51 @@ def test_imagenet_payload_corruption_fails_step_naming_data_dir(imagenet_dir, st
                     num_warmup_batches=0, staging_depth=staging_depth)
     with pytest.raises(InputError, match="--data_dir=.*corrupt"):
         Trainer(params).step()  # staged: the priming read fails, else the step's
+
+
+def _batches(iterator, count):
+    return [(images.numpy(), labels.numpy()) for _, (images, labels) in
+            zip(range(count), iterator)]
+
+
+def _assert_resume_exact_at_every_batch(make_dataset, count, tmp_path):
+    """Saving the iterator after any batch k (epoch ends included) and restoring
+    it into a freshly built pipeline yields exactly batches k+1.. of a straight
+    pass: the shuffle order and the augmentation of later epochs do not depend
+    on where the run was interrupted."""
+    straight = _batches(iter(make_dataset()), count)
+    for cut in range(1, count):
+        first = iter(make_dataset())
+        _batches(first, cut)
+        path = tf.train.Checkpoint(input=first).write(str(tmp_path / f"cut{cut}"))
+        resumed = iter(make_dataset())
+        tf.train.Checkpoint(input=resumed).read(path).assert_consumed()
+        for step, ((images, labels), (want_images, want_labels)) in enumerate(
+                zip(_batches(resumed, count - cut), straight[cut:]), cut + 1):
+            np.testing.assert_array_equal(labels, want_labels, err_msg=f"cut {cut} step {step}")
+            np.testing.assert_array_equal(images, want_images, err_msg=f"cut {cut} step {step}")
+    # The epochs really are shuffled and augmented differently.
+    assert not np.array_equal(straight[0][0], straight[count // 2][0])
+
+
+def test_cifar_train_resumes_exactly_across_epoch_ends(cifar_dir, tmp_path):
+    # 20 examples, batch 8: epochs end after batches 3, 6, 9.
+    _assert_resume_exact_at_every_batch(
+        lambda: cifar10.dataset_input(str(cifar_dir[0]), global_batch=8, seed=4).dataset,
+        9, tmp_path)
+
+
+def test_imagenet_train_resumes_exactly_across_epoch_ends(imagenet_dir, tmp_path):
+    _assert_resume_exact_at_every_batch(
+        lambda: imagenet.dataset_input(str(imagenet_dir), global_batch=4, image_size=16,
+                                       num_classes=4, seed=4).dataset, 7, tmp_path)
+
+
+def test_shuffled_arrays_resume_exactly_across_epoch_ends(tmp_path):
+    from towertrain.input_pipeline import from_arrays
+    images = np.arange(10 * 2, dtype=np.float32).reshape(10, 2, 1, 1)
+    labels = np.arange(10, dtype=np.int32)
+    for num_epochs in (None, 3):  # batches across epoch ends, and per-epoch batches
+        _assert_resume_exact_at_every_batch(
+            lambda: from_arrays(images, labels, 4, shuffle=True, seed=4,
+                                num_epochs=num_epochs).dataset, 7, tmp_path)

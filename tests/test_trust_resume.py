@@ -88,7 +88,7 @@ def test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact(tmp_path):
 
 
 @pytest.mark.slow
-def test_finished_epoch_run_continues_to_more_epochs(tmp_path):
+def test_finished_epoch_run_extended_to_more_epochs_equals_a_straight_run(tmp_path):
     data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 40, 10)  # 3 steps an epoch
     run = str(tmp_path / "run")
     subprocess.run(command(data_dir, run, "--num_epochs=3"), check=True,
@@ -102,6 +102,11 @@ def test_finished_epoch_run_continues_to_more_epochs(tmp_path):
     # step numbers and end at the last batch of epoch 5.
     steps = [int(m) for m in re.findall(r"^(\d+)\timages/sec", done.stdout, re.M)]
     assert steps and steps[0] > 9 and steps[-1] == 15 and latest_step(run) == 15
+    # Epochs 4 and 5 are shuffled and augmented as in a straight 5-epoch run.
+    straight = str(tmp_path / "straight")
+    subprocess.run(command(data_dir, straight, "--num_epochs=5"), check=True,
+                   capture_output=True, timeout=300)
+    assert_same_tensors(model_tensors(run), model_tensors(straight))
 
 
 class _Recorder(Callback):
