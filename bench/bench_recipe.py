@@ -3,8 +3,9 @@
     python bench/bench_recipe.py --rounds=5 --steps=10
 
 For resnet20 and cifar_cnn on 2 logical CPU devices (replicated, 2 x 32,
-synthetic data): float32, --use_bf16, --xla_compile and
---compact_gradient_transfer, each built once, then timed in interleaved rounds
+synthetic data): float32, --use_bf16, --xla_compile,
+--compact_gradient_transfer and --sync_batch_norm (batch-norm models), each
+built once, then timed in interleaved rounds
 (towertrain.scaling.time_rounds: the order rotates every round, so this
 machine's +-20% drift hits every contender alike). Prints medians and each
 switch's median per-round ratio to float32 of the same model.
@@ -25,7 +26,10 @@ SWITCHES = {
     "xla": {"xla_compile": True},
     "compact": {"compact_gradient_transfer": True},
     "bf16+compact": {"use_bf16": True, "compact_gradient_transfer": True},
+    "sync_bn": {"sync_batch_norm": True},
 }
+# Models without batch norm refuse --sync_batch_norm.
+WITHOUT_BATCH_NORM = {"cifar_cnn", "trivial", "lenet", "alexnet"}
 
 
 def main():
@@ -40,6 +44,8 @@ def main():
     configs = []
     for model in args.models.split(","):
         for name, switches in SWITCHES.items():
+            if switches.get("sync_batch_norm") and model in WITHOUT_BATCH_NORM:
+                continue
             params = params_lib.Params(
                 model=model, device="cpu", num_gpus=args.num_devices,
                 batch_size=args.batch_size, variable_update="replicated",

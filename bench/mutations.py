@@ -286,6 +286,28 @@ MUTATIONS = [
         "    if tower == 0 or not indices:",
         "    if True:",
         [T + "test_trust_guards.py::test_towers_draw_independent_dropout_masks"]),
+    # Sync batch norm: each tower differentiates only its own loss (misses
+    # what its slice contributed to the other towers' statistics).
+    Mutation(
+        "sync_bn_gradient_of_own_loss_only", "towertrain/tower.py",
+        "    grads = tf.gradients([result.scaled for _, _, result in traced], flat,\n"
+        "                         unconnected_gradients=tf.UnconnectedGradients.ZERO)",
+        "    grads = [g for trainable, _, result in traced for g in tf.gradients(\n"
+        "        result.scaled, trainable, unconnected_gradients=tf.UnconnectedGradients.ZERO)]",
+        [T + "test_sync_batch_norm.py"]),
+    # Sync batch norm: the cross-tower sum hands each tower its own values back.
+    Mutation(
+        "sync_bn_no_cross_tower_sum", "towertrain/lockstep.py",
+        "            return list(self._result)",
+        "            return list(tensors)",
+        [T + "test_sync_batch_norm.py"]),
+    # Epoch seeds: the shuffle reshuffles from a generator carried across epochs.
+    Mutation(
+        "epoch_shuffle_not_seeded_by_epoch", "input_pipeline/arrays.py",
+        "            data = data.shuffle(buffer_size, seed=epoch_seed(seed, epoch, SHUFFLE),\n"
+        "                                reshuffle_each_iteration=False)",
+        "            data = data.shuffle(buffer_size)",
+        [T + "test_input_readers.py"]),
 ]
 
 

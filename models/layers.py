@@ -58,6 +58,11 @@ class FusedBatchNormalization(keras.layers.Layer):
 
     def call(self, inputs, training=False):
         gamma, beta = self._scale_offset()
+        if training:
+            from towertrain import lockstep  # deferred: the engine imports the models
+            member = lockstep.current()
+            if member is not None:  # --sync_batch_norm: statistics of the global batch
+                return self._call_synchronized(member, inputs, gamma, beta)
         if not training:
             outputs, _, _ = tf.compat.v1.nn.fused_batch_norm(
                 inputs, gamma, beta, mean=tf.convert_to_tensor(self.moving_mean),
@@ -80,6 +85,22 @@ class FusedBatchNormalization(keras.layers.Layer):
         self.moving_variance.assign(
             self.moving_variance * self.momentum + variance * (1.0 - self.momentum))
         return outputs
+
+    def _call_synchronized(self, member, inputs, gamma, beta):
+        """Normalizes with the mean and biased variance over every tower's slice
+        (towertrain.sync_batch_norm), in float32, and averages those into the
+        moving statistics exactly as the fused path does for one batch."""
+        from towertrain import sync_batch_norm
+        axes = [a for a in range(4) if a != self._channel_axis]
+        mean, variance = sync_batch_norm.moments(member, inputs, axes)
+        shape = [1, -1, 1, 1] if self._channel_axis == 1 else [1, 1, 1, -1]
+        outputs = tf.nn.batch_normalization(
+            tf.cast(inputs, tf.float32), tf.reshape(mean, shape), tf.reshape(variance, shape),
+            tf.reshape(beta, shape), tf.reshape(gamma, shape), self.epsilon)
+        self.moving_mean.assign(self.moving_mean * self.momentum + mean * (1.0 - self.momentum))
+        self.moving_variance.assign(
+            self.moving_variance * self.momentum + variance * (1.0 - self.momentum))
+        return tf.cast(outputs, inputs.dtype)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -40,7 +40,8 @@ from towertrain import devices
      r"--init_learning_rate=0.1: .*--eval"),
     ({"checkpoint": "d/ckpt-1"}, r"--checkpoint=d/ckpt-1: only applies with --eval"),
     ({"eval_batch_size": 0, "eval": True, "train_dir": "d"}, r"--eval_batch_size=0: must be >= 1"),
-    ({"sync_batch_norm": True}, r"--sync_batch_norm=True: not implemented yet"),
+    ({"sync_batch_norm": True, "variable_update": "independent"},
+     r"--sync_batch_norm=True: needs one model trained by every tower"),
     ({"use_fp16": True, "use_bf16": True}, r"--use_fp16=True: conflicts with --use_bf16"),
     ({"compact_gradient_transfer": True}, r"--compact_gradient_transfer=True: only applies "
      r"to --variable_update=replicated"),

@@ -121,8 +121,13 @@ def _validate_precision(p, fail):
     if p.sync_batch_norm:
         # Refused rather than ignored: a run must not claim global statistics
         # it does not compute.
-        fail("sync_batch_norm", True, "not implemented yet (batch-norm statistics come "
-             "from tower 0's slice); drop the flag")
+        if p.variable_update == "independent":
+            fail("sync_batch_norm", True, "needs one model trained by every tower "
+                 "(--variable_update=replicated or parameter_server); independent towers "
+                 "train separate models")
+        if p.xla_compile:
+            fail("sync_batch_norm", True, "conflicts with --xla_compile: each tower is "
+                 "compiled on its own device, and the statistics cross towers; drop one")
     if p.use_fp16 and p.use_bf16:
         fail("use_fp16", True, "conflicts with --use_bf16; pick one half-precision type")
     if p.fp16_loss_scale is not None:

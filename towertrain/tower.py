@@ -19,6 +19,11 @@ def sparse_softmax_cross_entropy(labels, logits):
     return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
 
 
+# The forward half of a tower: loss (unscaled, reported), scaled (what is
+# differentiated), the model's outputs and its new non-trainable values.
+TowerForward = collections.namedtuple("TowerForward", "loss scaled outputs non_trainable")
+
+
 def compute_tower(model, trainable, non_trainable, images, labels, denominator,
                   loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
                   loss_scale=None, count_correct=False, unscale=True):
@@ -40,28 +45,70 @@ def compute_tower(model, trainable, non_trainable, images, labels, denominator,
     """
     with tf.GradientTape() as tape:
         tape.watch(trainable)
-        outputs, new_non_trainable = model.stateless_call(
-            trainable, non_trainable, images, training=True)
-        outputs = tf.nest.map_structure(_as_float32, outputs)
-        per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
-        denominator = tf.cast(denominator, tf.float32)
-        loss = tf.reduce_sum(per_example) / denominator
-        decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
-        if weight_decay and decayed:
-            share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
-            loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
-        scaled = loss * loss_scale if loss_scale is not None else loss
-    grads = tape.gradient(scaled, trainable)
+        result = forward(model, trainable, non_trainable, images, labels, denominator,
+                         loss_fn, weight_decay, decay_mask, loss_scale)
+    grads = tape.gradient(result.scaled, trainable)
+    return finish(result, grads, trainable, labels, loss_scale, count_correct, unscale)
+
+
+def forward(model, trainable, non_trainable, images, labels, denominator,
+            loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
+            loss_scale=None):
+    """The forward half of compute_tower: a TowerForward."""
+    outputs, new_non_trainable = model.stateless_call(
+        trainable, non_trainable, images, training=True)
+    outputs = tf.nest.map_structure(_as_float32, outputs)
+    per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
+    denominator = tf.cast(denominator, tf.float32)
+    loss = tf.reduce_sum(per_example) / denominator
+    decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
+    if weight_decay and decayed:
+        share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
+        loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
+    scaled = loss * loss_scale if loss_scale is not None else loss
+    return TowerForward(loss, scaled, outputs, list(new_non_trainable))
+
+
+def finish(result, grads, trainable, labels, loss_scale=None, count_correct=False,
+           unscale=True):
+    """The TowerResult of a TowerForward given the gradients of its scaled loss."""
     # A variable the loss does not reach still takes part in the exchange.
     grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
     if loss_scale is not None and unscale:
         grads = [g / loss_scale for g in grads]
     correct = None
     if count_correct:  # training top-1, for the step lines and summaries
-        hits = tf.equal(tf.argmax(outputs, axis=-1, output_type=tf.int64),
+        hits = tf.equal(tf.argmax(result.outputs, axis=-1, output_type=tf.int64),
                         tf.cast(tf.reshape(labels, [-1]), tf.int64))
         correct = tf.reduce_sum(tf.cast(hits, tf.int64))
-    return TowerResult(loss, grads, list(new_non_trainable), correct)
+    return TowerResult(result.loss, grads, result.non_trainable, correct)
+
+
+def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_correct=False,
+                               unscale=True):
+    """Every tower's TowerResult, with layers free to combine values across
+    towers during the forward pass (--sync_batch_norm; see towertrain.lockstep).
+
+    towers: one function per tower returning (trainable, labels, TowerForward),
+    built under its own device scope. The gradients are those of the sum of
+    all towers' losses: a tower's variables then also receive what its slice
+    contributed to the shared statistics of the other towers' losses, and the
+    towers' gradients still sum to the gradient of the global batch's loss.
+    """
+    from towertrain import lockstep  # (towertrain/lockstep.py)
+    traced = lockstep.Lockstep(len(towers), reduce_device).run(towers)
+    flat = [v for trainable, _, _ in traced for v in trainable]
+    # tf.gradients places each gradient op with its forward op, on the tower's device.
+    grads = tf.gradients([result.scaled for _, _, result in traced], flat,
+                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    results, start = [], 0
+    for trainable, labels, result in traced:
+        own = grads[start:start + len(trainable)]
+        start += len(trainable)
+        with tf.device(result.loss.device):
+            results.append(finish(result, own, trainable, labels, loss_scale, count_correct,
+                                  unscale))
+    return results
 
 
 def is_classifier(model):

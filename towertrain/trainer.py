@@ -25,7 +25,7 @@ from towertrain.input_pipeline import factory as input_factory
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import Input
 from towertrain.loop import TrainResult  # noqa: F401 - re-exported
-from towertrain import gradients, lr_schedule, optimizers
+from towertrain import gradients, lr_schedule, optimizers, sync_batch_norm
 from towertrain import cluster as cluster_lib  # multi-worker
 from towertrain.params import ParamsError
 
@@ -81,6 +81,12 @@ class Trainer:
                                                    None if model is not None else params.model)
         self._seed_states = tower.seed_state_indices(self.model)
         self._count_correct = tower.is_classifier(self.model)
+        self._synced_batch_norms = 0
+        if params.sync_batch_norm:
+            self._synced_batch_norms = sync_batch_norm.attach(self.model)
+            if not self._synced_batch_norms:
+                raise ParamsError(f"--sync_batch_norm: model {self.model.name!r} has no "
+                                  "batch-norm layers to synchronize; drop the flag")
 
         if input_source is not None and not isinstance(input_source, Input):
             raise TypeError(f"input_source: {type(input_source).__name__} is not a "
@@ -198,35 +204,23 @@ class Trainer:
             if self.num_workers > 1:  # multi-worker: examples on every worker's towers
                 global_count = self.variables.cluster_count(global_count)
             loss_scale = self.loss_scale.value() if self.loss_scale else None
+        # A statically empty slice (fewer examples than towers) computes nothing.
+        active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
+        if self.params.sync_batch_norm and len(active) > 1:
+            computed = self._towers_in_lockstep(active, batches, global_count, loss_scale)
+        else:
+            computed = {i: self._tower(i, *batches[i], global_count, loss_scale)
+                        for i in active}
         results, finite = [], []
-        for i, (device, (images, labels)) in enumerate(zip(self.devices, batches)):
-            if images.shape[0] == 0:  # statically empty slice: nothing to compute
-                results.append(None)
-                continue
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                trainable, non_trainable = self.variables.tower_inputs(i)
-                # multi-worker: random streams follow the global tower index
-                seed_tower = i + self.cluster.task_index * len(self.devices)
-                non_trainable = tower.offset_seed_states(non_trainable, self._seed_states,
-                                                         seed_tower)
-                denominator = global_count if synchronous else tf.shape(images)[0]
-                compute = functools.partial(
-                    self._compute_tower, self.model, trainable, non_trainable, images,
-                    labels, denominator, self.loss_fn, self.params.weight_decay,
-                    self.decay_mask, loss_scale, self._count_correct,
-                    not self._scaled_transfer)
-                if images.shape[0] is None:
-                    # A dynamic slice (the last partial batch) may be empty at run
-                    # time: the guard gives zero gradients and unchanged batch-norm
-                    # statistics instead of NaN stats from a 0-example batch.
-                    result = tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
-                        _empty_tower, trainable, non_trainable, self._count_correct))
-                else:
-                    result = compute()
-                result = result._replace(non_trainable=tower.offset_seed_states(
-                    result.non_trainable, self._seed_states, seed_tower, undo=True))
-                finite.append(tower.all_finite(result))
-                results.append(result)
+        for i, device in enumerate(self.devices):
+            result = computed.get(i)
+            if result is not None:
+                with tf.device(device):
+                    result = result._replace(non_trainable=tower.offset_seed_states(
+                        result.non_trainable, self._seed_states, self._seed_tower(i),
+                        undo=True))
+                    finite.append(tower.all_finite(result))
+            results.append(result)
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
             if self.num_workers > 1:  # multi-worker: every worker takes the same branch
@@ -257,6 +251,55 @@ class Trainer:
                 total = self.variables.cluster_loss(total)
             loss = total if synchronous else total / len(losses)
             return loss, global_count, applied, extras
+
+    def _seed_tower(self, i):
+        """The tower's index for random streams: multi-worker, the global one."""
+        return i + self.cluster.task_index * len(self.devices)
+
+    def _tower_values(self, i):
+        """Tower i's (trainable, non-trainable) values, read on the current
+        device, with its random-stream offset applied."""
+        trainable, non_trainable = self.variables.tower_inputs(i)
+        return trainable, tower.offset_seed_states(non_trainable, self._seed_states,
+                                                   self._seed_tower(i))
+
+    def _tower(self, i, images, labels, global_count, loss_scale):
+        """Tower i's TowerResult, computed on its own."""
+        with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+            trainable, non_trainable = self._tower_values(i)
+            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
+            compute = functools.partial(
+                self._compute_tower, self.model, trainable, non_trainable, images,
+                labels, denominator, self.loss_fn, self.params.weight_decay,
+                self.decay_mask, loss_scale, self._count_correct, not self._scaled_transfer)
+            if images.shape[0] is None:
+                # A dynamic slice (the last partial batch) may be empty at run
+                # time: the guard gives zero gradients and unchanged batch-norm
+                # statistics instead of NaN stats from a 0-example batch.
+                return tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
+                    _empty_tower, trainable, non_trainable, self._count_correct))
+            return compute()
+
+    def _towers_in_lockstep(self, active, batches, global_count, loss_scale):
+        """{i: TowerResult} of the active towers traced together, so batch-norm
+        layers normalize with the statistics of the whole global batch
+        (--sync_batch_norm). No empty-slice guard is needed: the counts travel
+        with the sums, and an empty slice adds zeros."""
+        def forward(i):
+            images, labels = batches[i]
+
+            def run():
+                with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+                    trainable, non_trainable = self._tower_values(i)
+                    return trainable, labels, tower.forward(
+                        self.model, trainable, non_trainable, images, labels, global_count,
+                        self.loss_fn, self.params.weight_decay, self.decay_mask, loss_scale)
+            return run
+
+        results = tower.compute_towers_in_lockstep(
+            [forward(i) for i in active], self.devices[active[0]], loss_scale,
+            self._count_correct, not self._scaled_transfer)
+        return dict(zip(active, results))
 
     @staticmethod
     def _after(op, device, tensors):
@@ -371,6 +414,9 @@ class Trainer:
             info.append(("AllReduce", p.resolved_all_reduce_spec))
         if gradients.describe(p):
             info.append(("Gradient clip", gradients.describe(p)))
+        if self._synced_batch_norms:
+            info.append(("Batch norm", f"synchronized over the global batch "
+                                       f"({self._synced_batch_norms} layers)"))
         info.extend(precision.header_info(p, self.loss_scale))
         return info
 
