@@ -2,6 +2,8 @@
 training on the whole global batch (uneven slices included); without the flag
 they do not. The serial reference is stock Keras stepping one model."""
 import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -172,10 +174,11 @@ def test_header_names_the_synchronized_layers():
 
 
 def test_cli_resnet20_trains_with_synchronized_batch_norm():
-    from test_cli import run_cli
-    done = run_cli("--model=resnet20", "--device=cpu", "--num_gpus=2",
-                   "--variable_update=replicated", "--batch_size=2", "--num_batches=2",
-                   "--num_warmup_batches=1", "--display_every=1", "--sync_batch_norm")
+    done = subprocess.run(
+        [sys.executable, "-m", "towertrain", "--model=resnet20", "--device=cpu", "--num_gpus=2",
+         "--variable_update=replicated", "--batch_size=2", "--num_batches=2",
+         "--num_warmup_batches=1", "--display_every=1", "--sync_batch_norm"],
+        capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert re.search(r"Batch norm:\s+synchronized over the global batch \(\d+ layers\)",
                      done.stdout), done.stdout
