@@ -18,3 +18,19 @@ _cpu = tf.config.list_physical_devices("CPU")[0]
 if tf.config.get_logical_device_configuration(_cpu) is None:
     tf.config.set_logical_device_configuration(
         _cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(NUM_LOGICAL_CPUS)])
+
+
+def keras_serial_steps(model, optimizer, images, labels, global_batch, steps):
+    """The independent reference for equivalence tests: stock Keras stepping
+    one model on consecutive global batches of mean sparse cross-entropy."""
+    import keras
+    for k in range(steps):
+        x = images[k * global_batch:(k + 1) * global_batch]
+        y = labels[k * global_batch:(k + 1) * global_batch]
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                y, logits, from_logits=True))
+        optimizer.apply(tape.gradient(loss, model.trainable_variables),
+                        model.trainable_variables)
+    return model

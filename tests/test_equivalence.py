@@ -12,6 +12,8 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
 
+from conftest import keras_serial_steps
+
 STEPS = 3
 LEARNING_RATE = 0.1
 IMAGE_SHAPE = (6, 6, 2)
@@ -43,16 +45,8 @@ def make_optimizer(name):
 def serial_weights(initial, images, labels, global_batch, optimizer_name):
     model = tiny_model()
     model.set_weights(initial)
-    optimizer = make_optimizer(optimizer_name)
-    for k in range(STEPS):
-        x = images[k * global_batch:(k + 1) * global_batch]
-        y = labels[k * global_batch:(k + 1) * global_batch]
-        with tf.GradientTape() as tape:
-            logits = model(x, training=True)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                y, logits, from_logits=True))
-        optimizer.apply(tape.gradient(loss, model.trainable_variables),
-                        model.trainable_variables)
+    keras_serial_steps(model, make_optimizer(optimizer_name), images, labels, global_batch,
+                       STEPS)
     return [v.numpy() for v in model.trainable_variables]
 
 

@@ -14,6 +14,8 @@ from towertrain import Params, ParamsError, Trainer, lockstep
 from towertrain.input_pipeline import from_arrays
 from towertrain.models import FusedBatchNormalization
 
+from conftest import keras_serial_steps
+
 STEPS = 3
 LEARNING_RATE = 0.1
 IMAGE_SHAPE = (5, 5, 2)
@@ -58,16 +60,7 @@ def serial(initial, images, labels, global_batch, batch_norm, optimizer_name):
     model.set_weights(initial)
     optimizer = (keras.optimizers.SGD(LEARNING_RATE, momentum=0.9)
                  if optimizer_name == "momentum" else keras.optimizers.SGD(LEARNING_RATE))
-    for k in range(STEPS):
-        x = images[k * global_batch:(k + 1) * global_batch]
-        y = labels[k * global_batch:(k + 1) * global_batch]
-        with tf.GradientTape() as tape:
-            logits = model(x, training=True)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                y, logits, from_logits=True))
-        optimizer.apply(tape.gradient(loss, model.trainable_variables),
-                        model.trainable_variables)
-    return model
+    return keras_serial_steps(model, optimizer, images, labels, global_batch, STEPS)
 
 
 def train(num_devices, sync, images, labels, global_batch, batch_norm,
