@@ -236,3 +236,22 @@ def test_gpu_graph_sums_on_gpu0_and_keeps_each_towers_backward_on_its_gpu():
         assert [gpu(t.op.device) for t in op.inputs] == [0, 1, 2, 3]
     filter_grads = [op for op in graph.get_operations() if op.type == "Conv2DBackpropFilter"]
     assert sorted(gpu(op.device) for op in filter_grads) == [0, 1, 2, 3]
+
+
+def test_an_error_in_one_tower_is_raised_and_no_tower_hangs():
+    group = lockstep.Lockstep(3, "/cpu:0")
+
+    def tower(fail):
+        def run():
+            x = lockstep.current().all_sum([tf.constant(1.0)])[0]
+            if fail:
+                raise ValueError("tower 1 cannot build its layer")
+            return lockstep.current().all_sum([x])[0]
+        return run
+
+    @tf.function(autograph=False)
+    def traced():
+        return group.run([tower(False), tower(True), tower(False)])
+
+    with pytest.raises(ValueError, match="tower 1 cannot build its layer"):
+        traced.get_concrete_function()
