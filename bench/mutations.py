@@ -308,6 +308,12 @@ MUTATIONS = [
         "                                reshuffle_each_iteration=False)",
         "            data = data.shuffle(buffer_size)",
         [T + "test_input_readers.py"]),
+    # Queue input: a resumed run's feeders start again at the first batch.
+    Mutation(
+        "queue_input_resumes_from_the_first_batch", "input_pipeline/queue_input.py",
+        "        self._batches = self._all_batches(skip=step)",
+        "        self._batches = self._all_batches(skip=0)",
+        [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
 ]
 
 

@@ -67,6 +67,12 @@ class Input:
         """A trackable holding the input's position (saved in checkpoints), or None."""
         return None
 
+    def resume_after(self, step):
+        """The run trains global steps step+1, ... next (0: a new run). An input
+        whose position is not in checkpoints (checkpoint_state None) but whose
+        batch sequence is fixed starts at batch `step` here; the default does
+        nothing."""
+
     def raise_pending_error(self):
         """Re-raises a failure that happened off the step (a feeder thread), if any."""
 
@@ -86,6 +92,9 @@ class WrappedInput(Input):
 
     def checkpoint_state(self):
         return self.inner.checkpoint_state()
+
+    def resume_after(self, step):
+        self.inner.resume_after(step)
 
     def raise_pending_error(self):
         self.inner.raise_pending_error()

@@ -6,6 +6,7 @@ iterator and enqueue them; the step dequeues one on the CPU and slices it.
 A feeder that fails closes the queue and its exception is re-raised to the
 trainer (never a hang on an empty queue).
 """
+import itertools
 import threading
 
 import numpy as np
@@ -58,23 +59,43 @@ class QueueInput(Input):
         self._threads = []
         self._lock = threading.Lock()
         self._batches = None
+        self._started_after = None
         self._finished = 0
         self._closing = False
 
-    def _all_batches(self):
+    def _all_batches(self, skip=0):
+        """The batch sequence from batch `skip` on (0-based). Whole epochs are
+        skipped without reading them when the epoch length is known."""
         epoch = 0
+        if self.steps_per_epoch:
+            epoch, skip = divmod(skip, self.steps_per_epoch)
         while self.num_epochs is None or epoch < self.num_epochs:
-            yield from batches_of(self.source_fn(epoch), self.global_batch)
+            batches = batches_of(self.source_fn(epoch), self.global_batch)
+            yield from itertools.islice(batches, skip, None)
+            skip = 0
             epoch += 1
 
     def create(self, devices):
+        """Creates the queue; the feeders start with the run (resume_after),
+        so a resumed run's first batch is the one after its checkpoint's step."""
         del devices
         with tf.device("/cpu:0"):
             # Every epoch ends with a partial batch, so the batch dimension is open;
             # FIFOQueue takes fully defined shapes or none, so they are set on dequeue.
             self._shapes = [(None,) + self.image_shape, (None,)]
             self._queue = tf.queue.FIFOQueue(self.capacity, [tf.float32, tf.int32])
-        self._batches = self._all_batches()
+
+    def resume_after(self, step):
+        """Starts the feeders at batch `step` (0-based) of the sequence: every
+        global step trains on one batch, so a run resumed after global step
+        `step` continues exactly where the interrupted one stopped."""
+        if self._batches is not None:
+            if step != self._started_after:
+                raise RuntimeError(f"queue input already started after step "
+                                   f"{self._started_after}; cannot restart after {step}")
+            return
+        self._started_after = step
+        self._batches = self._all_batches(skip=step)
         for i in range(self.num_threads):
             thread = threading.Thread(target=self._feed, name=f"towertrain_feeder_{i}",
                                       daemon=True)
@@ -84,13 +105,16 @@ class QueueInput(Input):
     def _feed(self):
         try:
             while not self._closing:
-                with self._lock:  # one shared iterator: every batch enqueued exactly once
+                # One shared iterator, and the enqueue inside the lock: every
+                # batch enters the queue exactly once and in sequence order, so
+                # the step that trains on it does not depend on thread timing.
+                with self._lock:
                     batch = next(self._batches, None)
-                if batch is None:
-                    break
-                images, labels = batch
-                with tf.device("/cpu:0"):
-                    self._queue.enqueue([images.astype(np.float32), labels])
+                    if batch is None:
+                        break
+                    images, labels = batch
+                    with tf.device("/cpu:0"):
+                        self._queue.enqueue([images.astype(np.float32), labels])
         except tf.errors.CancelledError:
             return  # closed on exit
         except Exception as err:  # noqa: BLE001 - reported to the trainer below

@@ -73,6 +73,8 @@ def _queue_trainer(capacity=4, num_threads=2, staging_depth=1):
 def test_closing_the_trainer_stops_the_feeder_threads(staging_depth):
     earlier = _feeders()
     trainer, _ = _queue_trainer(staging_depth=staging_depth)
+    assert not _feeders() - earlier  # the feeders start with the run, not before
+    trainer.begin(0)
     mine = _feeders() - earlier
     assert len(mine) == 2
     for _ in range(3):
@@ -85,6 +87,7 @@ def test_closing_the_trainer_stops_the_feeder_threads(staging_depth):
 def test_closing_stops_feeders_blocked_on_a_full_queue():
     earlier = _feeders()
     trainer, source = _queue_trainer(capacity=1, num_threads=2)
+    trainer.begin(0)
     mine = _feeders() - earlier
     # Nothing dequeues: the queue fills and both feeders block in enqueue.
     deadline = time.monotonic() + NO_HANG_SECS

@@ -17,6 +17,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.callbacks import Callback
 from towertrain.input_pipeline import from_arrays
+from towertrain.input_pipeline.queue_input import QueueInput
 
 import cifar_files
 from test_resume import latest_step
@@ -138,10 +139,21 @@ class _Recorder(Callback):
         return loss
 
 
-@pytest.mark.parametrize("staging_depth", [1, 2])
+def _shuffled_queue_input(images, ids, global_batch, epochs):
+    """--input=queue's kind of source: Python threads feeding a queue, each
+    epoch in its own seeded order; its position is not in checkpoints."""
+    def source(epoch):
+        for i in np.random.RandomState(epoch).permutation(len(ids)):
+            yield images[i], ids[i]
+    return QueueInput(source, images.shape[1:], global_batch, num_examples=len(ids),
+                      num_epochs=epochs)
+
+
+@pytest.mark.parametrize("input_kind,staging_depth", [("arrays", 1), ("arrays", 2),
+                                                      ("queue", 1)])
 @pytest.mark.parametrize("stop_at", [5, 8, 13])
 def test_every_example_once_per_epoch_across_an_interruption(tmp_path, staging_depth,
-                                                               stop_at):
+                                                               stop_at, input_kind):
     num_examples, global_batch, epochs = 37, 8, 3  # 5 steps an epoch, the last partial
     ids = np.arange(num_examples, dtype=np.int32)
     images = np.random.RandomState(0).rand(num_examples, 2, 2, 1).astype(np.float32)
@@ -156,7 +168,9 @@ def test_every_example_once_per_epoch_across_an_interruption(tmp_path, staging_d
                                   keras.layers.Dense(num_examples, name="d")], name="ids")
         trainer = Trainer(params, model=model, loss_fn=recorder.loss_fn(),
                           input_source=from_arrays(images, ids, global_batch, shuffle=True,
-                                                   num_epochs=epochs))
+                                                   num_epochs=epochs)
+                          if input_kind == "arrays" else
+                          _shuffled_queue_input(images, ids, global_batch, epochs))
         try:
             return trainer.train(write=lambda line: None, callbacks=[recorder])
         finally:

@@ -118,6 +118,7 @@ class Trainer:
         if params.staging_depth > 0 and self.input.stage:
             self.input = self._staging = staging.StagedInput(self.input, params.staging_depth)
         self.input.create(self.devices)
+        self._input_started = False
         if self._staging is not None:
             self._staging.start_at(0, self.total_steps)
 
@@ -311,6 +312,7 @@ class Trainer:
 
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
+        self._start_input(self.global_step())  # stepping without train() / begin()
         with self._input_errors():
             started = time.perf_counter()
             put = self._staging.before_step() if self._staging is not None else True
@@ -333,6 +335,14 @@ class Trainer:
         """The loop starts after global step `start_step` (0, or a resumed step)."""
         if self._staging is not None:
             self._staging.start_at(start_step, self.total_steps)
+        self._start_input(start_step)
+
+    def _start_input(self, start_step):
+        """Tells the input where the run starts (a queue input starts feeding
+        there); once, before the first step."""
+        if not self._input_started:
+            self._input_started = True
+            self.input.resume_after(start_step)
 
     def add_fence(self, step):
         """Nothing will be staged past global step `step`: a checkpoint taken
