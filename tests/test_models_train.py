@@ -3,9 +3,10 @@ per device: the loss is finite.
 
 Every model family trains on 1 logical CPU device (NCHW) and on 2 (NHWC), so
 both formats and the multi-device path run. Deeper members of a family
-(resnet32..110, resnet101/152) share their builder code with resnet20 /
-resnet50 and differ only in block counts; their step runs on 1 device and is
-marked slow, since tracing them costs most of this file's time.
+(resnet32..110, resnet101/152, vgg16/19) share their builder code with
+resnet20 / resnet50 / vgg11 and differ only in block or conv counts; their
+step runs on 1 device (NHWC) and is marked slow, since tracing them (and, for
+VGG, oneDNN's slow NCHW convolutions on CPU) costs most of this file's time.
 Models are built small (32x32, or the model's min_image_size) and handed to the
 Trainer, which otherwise builds the registry default.
 """
@@ -18,7 +19,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer, models
 
 _DEEP_VARIANTS = {f"resnet{d}{v}" for d in (32, 44, 56, 110) for v in ("", "_v2")} | {
-    "resnet101", "resnet152"}
+    "resnet101", "resnet152", "vgg16", "vgg19"}
 
 
 @pytest.fixture(autouse=True, scope="module")
