@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer, evaluation
+from towertrain import Params, Trainer, evaluation, export
 from towertrain.input_pipeline import cifar10, imagenet, queue_input
 from towertrain.input_pipeline.arrays import InputError
 
@@ -20,6 +20,17 @@ from test_input_readers import imagenet_dir  # noqa: F401 - a fixture
 
 NUM_TRAIN, NUM_TEST = 600, 97
 DEVICES = ["--device=cpu", "--num_gpus=2"]
+
+
+def train_in_process(**settings):
+    """A train_dir as a CLI training run leaves it (the CLI runs this same
+    Trainer.train), for tests whose claim is about a later CLI call; ~4 s less
+    than a subprocess that imports TensorFlow."""
+    trainer = Trainer(Params(model="trivial", device="cpu", num_gpus=2, **settings))
+    try:
+        trainer.train(write=lambda line: None)
+    finally:
+        trainer.close()
 
 
 def cli(*args, check=True):
@@ -57,8 +68,9 @@ def test_cli_eval_scores_the_test_file_like_stock_keras_on_numpy_records(trained
     reported = float(line.group(1))
 
     exported = str(tmp_path / "model.keras")
-    subprocess.run([sys.executable, "-m", "towertrain.export", f"--train_dir={train_dir}",
-                    f"--output={exported}"], check=True, capture_output=True, timeout=300)
+    # The stock-Keras side: towertrain.export as a library call (its command line
+    # is test_export's subject), then Keras alone loads and predicts.
+    export.export(train_dir=train_dir, output=exported)
     model = keras.saving.load_model(exported)
     images, labels = cifar_files.read_test_split(data_dir)
     predicted = np.argmax(model.predict(images, verbose=0), axis=1)
@@ -88,7 +100,7 @@ def test_missing_test_split_is_an_error_naming_the_file(tmp_path):
     assert during.returncode == 2
     assert "test_batch.bin" in during.stderr and "Accuracy" not in during.stdout
     assert not os.path.exists(os.path.join(train_dir, "checkpoint"))  # failed before training
-    cli(*common, f"--train_dir={train_dir}", "--num_batches=2")
+    train_in_process(data_dir=data_dir, batch_size=4, train_dir=train_dir, num_batches=2)
     evaluated = cli("--eval", *DEVICES, f"--data_dir={data_dir}",
                     f"--train_dir={train_dir}", check=False)
     assert evaluated.returncode == 2, evaluated.stdout
@@ -98,8 +110,7 @@ def test_missing_test_split_is_an_error_naming_the_file(tmp_path):
 
 def test_synthetic_eval_says_synthetic(tmp_path):
     train_dir = str(tmp_path / "train")
-    cli("--model=trivial", *DEVICES, f"--train_dir={train_dir}", "--num_batches=2",
-        "--batch_size=4")
+    train_in_process(train_dir=train_dir, num_batches=2, batch_size=4)
     out = cli("--eval", *DEVICES, f"--train_dir={train_dir}", "--eval_batch_size=3").stdout
     assert re.search(r"^Eval data:\s+synthetic \(60 examples, batches of 6\)", out, re.M), out
     assert re.search(r"^Accuracy @ 1 = .*\[60 examples, synthetic\]$", out, re.M), out
