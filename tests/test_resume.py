@@ -1,5 +1,7 @@
-"""Failing safely, end to end in subprocesses: SIGKILL + resume is exact,
-SIGTERM saves and exits 0, a NaN loss stops without saving."""
+"""Failing safely, end to end in subprocesses: SIGKILL + resume is exact, a
+NaN loss stops without saving. (SIGTERM through the CLI saves the last
+finished step and exits 0: test_trust_guards, in the same single CLI run that
+checks the step it names.)"""
 import os
 import random
 import re
@@ -90,30 +92,6 @@ def test_sigkill_at_random_steps_then_resume_is_exact(tmp_path):
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], atol=1e-6, rtol=0,
                                    err_msg=f"{name} (kill points {kill_points})")
-
-
-def test_sigterm_saves_the_last_finished_step_and_exits_zero(tmp_path):
-    train_dir = str(tmp_path)
-    proc = subprocess.Popen(command(train_dir, "--num_batches=100000"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=environment())
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if re.match(r"^5\t", line):
-            break
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    lines.extend(out.splitlines(keepends=True))
-    assert proc.returncode == 0, err
-    stopped = re.search(r"Received SIGTERM: saved checkpoint at step (\d+) to (\S+)",
-                        "".join(lines))
-    assert stopped, "".join(lines)
-    step = int(stopped.group(1))
-    last_logged = max(int(m.group(1)) for m in re.finditer(r"^(\d+)\timages/sec",
-                                                            "".join(lines), re.M))
-    assert step == last_logged >= 5
-    assert stopped.group(2).endswith(f"ckpt-{step}")
-    assert int(saved_tensors(train_dir)["step/.ATTRIBUTES/VARIABLE_VALUE"]) == step
 
 
 def test_nan_loss_stops_without_saving_and_previous_checkpoint_restores(tmp_path):

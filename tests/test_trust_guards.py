@@ -402,7 +402,9 @@ def test_sigterm_through_the_cli_saves_the_step_it_names_and_exits_zero(tmp_path
                         re.M)
     assert stopped, text
     step = int(stopped.group(1))
-    assert step >= 3
+    # The step saved is the last one finished, and its step line was printed.
+    last_logged = max(int(m.group(1)) for m in re.finditer(r"^(\d+)\timages/sec", text, re.M))
+    assert step == last_logged >= 3
     assert stopped.group(2).endswith(f"ckpt-{step}")
     assert tf.train.latest_checkpoint(train_dir).endswith(f"ckpt-{step}")
     reader = tf.train.load_checkpoint(train_dir)
