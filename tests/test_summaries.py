@@ -123,6 +123,56 @@ def test_histograms_of_gradients_at_2_and_weights_at_3(tmp_path, verbosity):
         assert buckets[-1, 1] == pytest.approx(float(np.max(trained)), rel=1e-6)
 
 
+def _dense_model(policy=None):
+    """No batch norm: a tower's gradient on its slice sums to the global batch's."""
+    previous = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(policy or "float32")
+    try:
+        keras.utils.set_random_seed(3)
+        return keras.Sequential([keras.Input((16,)), keras.layers.Dense(12, name="h"),
+                                 keras.layers.Activation("relu"),
+                                 keras.layers.Dense(10, name="out")], name="norm_net")
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous)
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16_compact"])
+def test_gradient_norm_and_histograms_are_the_true_unscaled_gradient(tmp_path, fp16):
+    # With --use_fp16 --compact_gradient_transfer the towers hand over gradients
+    # still multiplied by the loss scale (128): the summaries must divide it out.
+    rng = np.random.default_rng(5)
+    images = rng.standard_normal((8, 16)).astype(np.float32)
+    labels = rng.integers(0, 10, 8).astype(np.int32)
+    extra = dict(use_fp16=True, compact_gradient_transfer=True) if fp16 else {}
+    params = Params(device="cpu", num_gpus=2, variable_update="replicated",
+                    num_warmup_batches=0, num_batches=1, display_every=100,
+                    init_learning_rate=0.1, train_dir=str(tmp_path), summary_verbosity=2,
+                    save_summaries_steps=1, **extra)
+    trainer = Trainer(params, model=_dense_model("mixed_float16" if fp16 else None),
+                      input_source=from_arrays(images, labels, 8))
+    weights = [v.numpy() for v in trainer.variables.primary_variables()[0]]
+    trainer.train(write=lambda _: None)
+    trainer.close()
+    # The independent reference: stock Keras in float32 at the step's weights,
+    # the mean loss over the whole global batch.
+    reference = _dense_model()
+    for variable, value in zip(reference.trainable_variables, weights):
+        variable.assign(value)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+            labels, reference(images, training=True), from_logits=True))
+    grads = [g.numpy() for g in tape.gradient(loss, reference.trainable_variables)]
+    norm = float(np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in grads)))
+    rel = 1e-2 if fp16 else 1e-5  # float16 compute rounds the gradients (~1e-3)
+    tags = by_tag(tmp_path)
+    assert tags["gradient_norm"][1] == pytest.approx(norm, rel=rel), norm
+    for variable, grad in zip(trainer.model.trainable_variables, grads):
+        buckets = tags[f"gradients/{variable.path}"][1]
+        scale = float(np.max(np.abs(grad)))
+        assert buckets[0, 0] == pytest.approx(float(grad.min()), abs=rel * scale), variable.path
+        assert buckets[-1, 1] == pytest.approx(float(grad.max()), abs=rel * scale), variable.path
+
+
 def _steps_in_file_order(directory):
     return [step for _, values in read_events(directory) for step in
             sorted({s for s, tag, _ in values if tag == "loss"})]

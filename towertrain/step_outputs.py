@@ -5,6 +5,9 @@ until its batch was there, plus any time the staging put ran past the
 compute), 'top1' (training accuracy of the step, classifiers only) and
 'loss_scale' (with --use_fp16). On request: 'grad_norm' (global norm of the
 all-reduced gradient) and 'gradients' (the summed gradients, for histograms).
+Both are true gradients: with a loss-scaled transfer (--use_fp16
+--compact_gradient_transfer) the towers hand over gradients still multiplied
+by the loss scale, and they are divided by the step's scale here first.
 """
 import tensorflow as tf
 
@@ -20,8 +23,12 @@ def levels(params):
     return (SCALARS,)
 
 
-def extras(results, loss_scale, all_finite, level):
-    """In the step, on the CPU: the extra tensors, by name."""
+def extras(results, loss_scale, all_finite, level, grad_scale=None):
+    """In the step, on the CPU: the extra tensors, by name.
+
+    grad_scale: the loss scale the towers' gradients are still multiplied by
+    (the step's scale, read before the update changes it), or None when the
+    towers unscaled them."""
     out = {}
     live = [r for r in results if r is not None]
     if live and live[0].correct is not None:
@@ -32,6 +39,8 @@ def extras(results, loss_scale, all_finite, level):
         # The towers' gradients summed as the exchange sums them; on the CPU, so
         # the norm is the same whatever the variable-update mode.
         summed = [tf.add_n([r.grads[i] for r in live]) for i in range(len(live[0].grads))]
+        if grad_scale is not None:
+            summed = [g / tf.cast(grad_scale, g.dtype) for g in summed]
         out["grad_norm"] = tf.linalg.global_norm(summed)
         if level >= GRADIENTS:
             out["gradients"] = summed

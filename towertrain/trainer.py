@@ -241,7 +241,9 @@ class Trainer:
         clock["computed"], applied = tf.cond(
             all_finite, update, lambda: (now(), tf.constant(False)))
         with tf.device("/cpu:0"):
-            extras = step_outputs.extras(results, self.loss_scale, applied, outputs)
+            extras = step_outputs.extras(
+                results, self.loss_scale, applied, outputs,
+                grad_scale=loss_scale if self._scaled_transfer else None)
             with tf.control_dependencies([clock["computed"]]):
                 clock["end"] = now()
             if timed:
