@@ -5,6 +5,8 @@ import glob
 import os
 import re
 import struct
+import subprocess
+import sys
 import time
 
 import keras
@@ -121,6 +123,29 @@ def test_histograms_of_gradients_at_2_and_weights_at_3(tmp_path, verbosity):
         buckets = tags[f"weights/{kernel.path}"][4]
         assert buckets[0, 0] == pytest.approx(float(np.min(trained)), rel=1e-6)
         assert buckets[-1, 1] == pytest.approx(float(np.max(trained)), rel=1e-6)
+
+
+def cli(*args):
+    done = subprocess.run([sys.executable, "-m", "towertrain", *args], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step(tmp_path):
+    trainer = Trainer(Params(model="trivial", device="cpu", num_gpus=2, batch_size=4,
+                             num_warmup_batches=0, num_batches=3, train_dir=str(tmp_path)))
+    trainer.train(write=lambda _: None)
+    trainer.close()
+    out = cli("--eval", "--device=cpu", "--num_gpus=2", f"--train_dir={tmp_path}",
+              "--summary_verbosity=1")
+    line = re.search(r"^Accuracy @ 1 = ([\d.]+) Accuracy @ 5 = ([\d.]+) \(step 3\)", out, re.M)
+    assert line, out
+    evals = by_tag(tmp_path / "eval")  # the tags and folder eval during training uses
+    assert evals == {"accuracy/top1": {3: pytest.approx(float(line.group(1)), abs=1e-4)},
+                     "accuracy/top5": {3: pytest.approx(float(line.group(2)), abs=1e-4)}}
+    assert not glob.glob(str(tmp_path / "events.*"))  # nothing for training's curves
+    assert re.search(rf"^Summaries:\s+{re.escape(str(tmp_path / 'eval'))} ", out, re.M), out
 
 
 def _dense_model(policy=None):

@@ -135,8 +135,11 @@ def format_result(result, step=None):
 def run_eval(trainer, write=print, eval_data=None):
     """--eval: restores the given or latest checkpoint into the trainer's devices
     (any mode, device count or data format) and evaluates it once on the eval
-    split of the trainer's input."""
+    split of the trainer's input. With --summary_verbosity>=1 the result also
+    goes to TensorBoard: accuracy/top1 and accuracy/top5 in the eval/ subfolder
+    of --summary_dir (else --train_dir), at the checkpoint's global step."""
     from towertrain import benchmark_log, checkpoint as ckpt_lib  # deferred: avoids a cycle
+    from towertrain.callbacks import summaries
     p = trainer.params
     data = eval_data or eval_data_for(trainer)  # before the restore: fail fast
     path = ckpt_lib.resolve(p.train_dir, p.checkpoint)
@@ -151,11 +154,18 @@ def run_eval(trainer, write=print, eval_data=None):
                              "Learning rate", "Gradient clip", "Loss scale")]
     info[2:2] = [("Dataset", trainer.dataset_name), ("Mode", "evaluation")]
     info.append(("Eval data", describe(data, evaluator)))
-    info.append(("Checkpoint", f"{path} (step {state.global_step()})"))
+    step = state.global_step()
+    info.append(("Checkpoint", f"{path} (step {step})"))
+    logdir = p.summary_dir or p.train_dir
+    if p.summary_verbosity:
+        info.append(("Summaries", f"{summaries.eval_folder(logdir)} (accuracy/top1, "
+                                  f"accuracy/top5 at step {step})"))
     for line in benchmark_log.header_lines(info):
         write(line)
     result = evaluator.evaluate(data)
-    write(format_result(result, state.global_step()))
+    write(format_result(result, step))
+    if p.summary_verbosity:  # where eval during training writes, at the checkpoint's step
+        summaries.write_eval_result(logdir, step, result)
     return result
 
 

@@ -10,6 +10,8 @@ Tags, at the global step (so a resumed run continues the same curves):
     --summary_verbosity=3  + weights/<variable path> histograms
     eval during training   accuracy/top1, accuracy/top5 in the eval/ subfolder,
                            so TensorBoard draws train and eval top-1 in one chart
+    --eval (standalone)    the same two eval/ tags at the checkpoint's global
+                           step (write_eval_result), with --summary_verbosity>=1
 
 images_per_sec and input_wait_share cover the timed steps since the previous
 summary (the warm-up steps are left out, as on the step lines).
@@ -75,6 +77,29 @@ def histogram_buckets(values, bucket_count=HISTOGRAM_BUCKETS):
 def write_histogram(tag, values):
     """tf.summary.histogram's event, into the default writer at its step."""
     tf.summary.write(tag, tf.constant(histogram_buckets(values)), metadata=HISTOGRAM_METADATA)
+
+
+def eval_folder(logdir):
+    """Where eval results go: the eval/ subfolder of the summary folder."""
+    return os.path.join(logdir, EVAL_SUBDIR)
+
+
+def write_eval_scalars(result):
+    """An EvalResult's top-1 and top-5, into the default writer at its step."""
+    write_scalar("accuracy/top1", result.top1)
+    write_scalar("accuracy/top5", result.top5)
+
+
+def write_eval_result(logdir, step, result):
+    """A standalone --eval's result: the tags eval during training writes, in
+    logdir/eval at the checkpoint's global step, so it lands on the run's chart."""
+    writer = tf.summary.create_file_writer(eval_folder(logdir))
+    try:
+        with writer.as_default(step=step):
+            write_eval_scalars(result)
+        writer.flush()
+    finally:
+        writer.close()
 
 
 def last_written_step(directory):
@@ -201,8 +226,7 @@ class Summaries(Callback):
         if step <= self._last["eval"]:
             return
         with self._writer("eval").as_default(step=step):
-            write_scalar("accuracy/top1", result.top1)
-            write_scalar("accuracy/top5", result.top5)
+            write_eval_scalars(result)
         self._writer("eval").flush()
         self._last["eval"] = step
 
