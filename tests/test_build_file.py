@@ -1,5 +1,6 @@
 """BUILD stays in step with the tree (Bazel cannot build offline here, so the
 file is evaluated with stand-ins for its rules)."""
+import ast
 import glob as globlib
 import os
 import shutil
@@ -9,7 +10,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def evaluate_build():
+def evaluate_build(with_namespace=False):
     targets = {}
 
     def rule(kind):
@@ -17,19 +18,64 @@ def evaluate_build():
             targets[kwargs["name"]] = dict(kwargs, kind=kind)
         return record
 
-    def glob(patterns):
+    def glob(patterns, exclude=()):
         found = []
         for pattern in patterns:
             found += sorted(os.path.relpath(p, ROOT)
                             for p in globlib.glob(os.path.join(ROOT, pattern), recursive=True))
-        return found
+        excluded = set(glob(list(exclude))) if exclude else set()
+        return [path for path in found if path not in excluded]
 
     namespace = {"load": lambda *args: None, "glob": glob, "package": lambda **kw: None,
                  "py_library": rule("py_library"), "py_binary": rule("py_binary"),
                  "py_test": rule("py_test")}
     with open(os.path.join(ROOT, "BUILD"), encoding="utf-8") as build:
         exec(compile(build.read(), "BUILD", "exec"), namespace)  # Starlark is Python syntax
-    return targets
+    return (targets, namespace) if with_namespace else targets
+
+
+def closure(targets, name):
+    """The target `name` and every target it depends on, transitively."""
+    seen, todo = {}, [name]
+    while todo:
+        current = todo.pop().lstrip(":")
+        if current not in seen:
+            seen[current] = targets[current]
+            todo += targets[current].get("deps", [])
+    return seen
+
+
+def importable(targets, name):
+    """{module name: file} that a Python target can import by a plain top-level
+    name: its own and its deps' srcs that sit directly in a directory one of
+    those targets names in `imports` (Bazel puts each on sys.path)."""
+    reachable = closure(targets, name).values()
+    roots = {os.path.normpath(root) for target in reachable
+             for root in target.get("imports", [])}
+    modules = {}
+    for target in reachable:
+        for src in target.get("srcs", []):
+            directory, filename = os.path.split(src)
+            if os.path.normpath(directory or ".") in roots and filename.endswith(".py"):
+                modules[filename[:-3]] = src
+    return modules
+
+
+def local_test_imports(path, local):
+    """The names in `local` (the tests/ modules) that the file imports anywhere
+    in it (module level or inside a function)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found |= {n.split(".")[0] for n in names if n.split(".")[0] in local}
+    return found
 
 
 def test_every_source_file_belongs_to_a_target_and_exists():
@@ -42,6 +88,53 @@ def test_every_source_file_belongs_to_a_target_and_exists():
     for package in ("towertrain", "models", "input_pipeline", "examples"):
         for path in globlib.glob(os.path.join(ROOT, package, "**", "*.py"), recursive=True):
             assert os.path.relpath(path, ROOT) in listed, path
+
+
+def test_every_python_file_is_in_a_target_or_excluded_with_a_reason():
+    """tests/*.py and bench/*.py (and everything else) are accounted for: in a
+    target's srcs, or in BUILD's NOT_BAZEL_TARGETS with the reason."""
+    targets, namespace = evaluate_build(with_namespace=True)
+    excluded = namespace.get("NOT_BAZEL_TARGETS", {})
+    listed = {src for t in targets.values() for src in t.get("srcs", [])}
+    for path, reason in excluded.items():
+        assert os.path.exists(os.path.join(ROOT, path)), f"{path}: excluded but absent"
+        assert path not in listed, f"{path}: both excluded and in a target"
+        assert reason.strip(), f"{path}: excluded without a reason"
+    for path in globlib.glob(os.path.join(ROOT, "**", "*.py"), recursive=True):
+        relative = os.path.relpath(path, ROOT)
+        if relative.split(os.sep)[0] in ("build", "dist") or ".egg-info" in relative:
+            continue
+        if relative == "setup.py":  # pip's, not Bazel's
+            continue
+        assert relative in listed or relative in excluded, (
+            f"{relative}: in no BUILD target and not in NOT_BAZEL_TARGETS")
+
+
+def test_every_test_target_can_import_the_test_modules_it_uses():
+    """A test file's `import test_checkpoint` / `from test_equivalence import ...`
+    / `import cifar_files` (and theirs, transitively) resolve under Bazel only if
+    those files are in the target's runfiles on an `imports` root."""
+    targets = evaluate_build()
+    local = {os.path.basename(p)[:-3]: os.path.relpath(p, ROOT)
+             for p in globlib.glob(os.path.join(ROOT, "tests", "*.py"))}
+    checked = 0
+    for name, target in targets.items():
+        if target["kind"] != "py_test":
+            continue
+        modules = importable(targets, name)
+        for src in target["srcs"]:
+            needed, todo = set(), [src]
+            while todo:  # what the test file imports, and what those import
+                for module in local_test_imports(os.path.join(ROOT, todo.pop()), local):
+                    if module not in needed:
+                        needed.add(module)
+                        todo.append(local[module])
+            for module in sorted(needed):
+                assert modules.get(module) == local[module], (
+                    f"{name}: {src} imports {module}, which the target cannot import "
+                    f"(not in its or its deps' srcs under an `imports` root)")
+                checked += 1
+    assert checked, "no test imports a local test module: the check checks nothing"
 
 
 def test_deps_resolve_and_every_test_file_has_a_target():
