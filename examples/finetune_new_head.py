@@ -4,9 +4,9 @@
 
 1. Pretrain a 10-class network with Params(train_dir=...): train() saves a
    checkpoint at the end (and resumes if run again).
-2. Read the checkpoint into a fresh copy of the network: towertrain's
-   checkpoint keys are the variables' paths in the model, so a
-   tf.train.Checkpoint over the same {path: variable} dictionary reads it.
+2. Read the checkpoint into a fresh copy of the network with
+   Trainer.restore: its keys are the variables' paths in the model, so any
+   copy of the same layers reads it (any mode or device count).
 3. Build a new model from its feature layers (frozen) plus a new 3-class
    head, and train that with towertrain.
 """
@@ -31,13 +31,13 @@ def backbone_model(num_classes):
                        name="pretrain_net")
 
 
-def read_checkpoint(model, train_dir):
-    """Reads towertrain's latest checkpoint in train_dir into `model` (same layers)."""
+def read_checkpoint(model, train_dir, params, input_source):
+    """Reads the latest checkpoint in train_dir into `model` (the same layers):
+    Trainer.restore fills the trainer's copies and then the Keras model."""
     import tensorflow as tf
-    from towertrain import checkpoint as ckpt_lib  # the key scheme: paths in the model
-    variables = ckpt_lib.model_variable_dict(model)
-    tf.train.Checkpoint(model=variables).read(
-        tf.train.latest_checkpoint(train_dir)).expect_partial()
+    trainer = towertrain.Trainer(params, model=model, input_source=input_source)
+    trainer.restore(tf.train.latest_checkpoint(train_dir))
+    trainer.close()
 
 
 def main(argv):
@@ -54,14 +54,15 @@ def main(argv):
                                  init_learning_rate=0.05, num_warmup_batches=0,
                                  num_batches=steps, display_every=steps, train_dir=train_dir)
     pretrained = backbone_model(10)
-    trainer = towertrain.Trainer(pretrain, model=pretrained, input_source=(
-        towertrain.from_arrays(images, rng.integers(0, 10, 64), 32)))
+    pretrain_input = towertrain.from_arrays(images, rng.integers(0, 10, 64), 32)
+    trainer = towertrain.Trainer(pretrain, model=pretrained, input_source=pretrain_input)
     trainer.train()
     trainer.close()
 
-    # 2. A fresh copy of the network, read from the checkpoint.
+    # 2. A fresh copy of the network, read from the checkpoint (no train_dir:
+    # this trainer only reads; it never trains or saves).
     restored = backbone_model(10)
-    read_checkpoint(restored, train_dir)
+    read_checkpoint(restored, train_dir, pretrain.replace(train_dir=None), pretrain_input)
     print("restored equals pretrained:", all(
         np.array_equal(a, b) for a, b in zip(restored.get_weights(), pretrained.get_weights())))
     backbone_before = restored.get_layer("conv1").kernel.numpy().copy()

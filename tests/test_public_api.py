@@ -10,9 +10,12 @@ import towertrain
 
 PUBLIC = {"Params", "Trainer", "Callback", "register_model", "from_arrays", "from_dataset",
           "from_generator", "Input", "EvalData", "use_logical_cpus", "ParamsError",
-          "ModelError", "TrainingDivergedError", "StepResult", "TrainResult"}
+          "ModelError", "DeviceError", "TrainingDivergedError", "StepResult", "TrainResult"}
+TRAINER_METHODS = ("train", "step", "evaluate", "sync_model", "export", "save", "restore",
+                   "close")
 
 STEPS, BATCH, LR = 4, 10, 0.1
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def user_model():
@@ -32,13 +35,22 @@ def data():
 
 
 def test_public_names_resolve_and_are_documented():
-    assert PUBLIC <= set(towertrain.__all__)
+    # Exactly: a name added to __all__ must be added here, documented in the
+    # package docstring and in docs/library.md's table.
+    assert set(towertrain.__all__) == PUBLIC
+    with open(os.path.join(ROOT, "docs", "library.md"), encoding="utf-8") as f:
+        guide = f.read()
+    table = guide[:guide.index("\n## ")]
     for name in PUBLIC:
         obj = getattr(towertrain, name)
         assert obj.__doc__, name
         assert name in towertrain.__doc__, name
-    for method in ("train", "step", "evaluate", "sync_model", "export", "close"):
+        assert f"`{name}" in table, f"{name}: not in docs/library.md's table"
+    for method in TRAINER_METHODS:
         assert getattr(towertrain.Trainer, method).__doc__, method
+        assert f"{method}()" in towertrain.__doc__, f"Trainer.{method}: not in the docstring"
+        assert f"{method}(" in table, f"Trainer.{method}: not in docs/library.md's table"
+    assert issubclass(towertrain.DeviceError, RuntimeError)
 
 
 def test_user_model_on_two_devices_equals_serial_keras_and_predicts():
@@ -112,20 +124,25 @@ def test_devices_configured_too_late_fail_naming_the_fix():
     import subprocess
     import sys
     body = (
-        "import keras, numpy as np, towertrain\n"
+        "import sys, keras, numpy as np, towertrain\n"
         "{first}"
         "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, name='d')])\n"
-        "t = towertrain.Trainer(towertrain.Params(device='cpu', num_gpus=2), model=m,\n"
-        "    input_source=towertrain.from_arrays(np.zeros((8, 4), 'float32'),\n"
-        "                                        np.zeros(8, 'int64'), 4))\n"
+        "try:\n"
+        "    t = towertrain.Trainer(towertrain.Params(device='cpu', num_gpus=2), model=m,\n"
+        "        input_source=towertrain.from_arrays(np.zeros((8, 4), 'float32'),\n"
+        "                                            np.zeros(8, 'int64'), 4))\n"
+        "except towertrain.DeviceError as err:\n"
+        "    print('DeviceError:', err)\n"
+        "    sys.exit(3)\n"
         "print('trained', float(t.step()))\n")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     late = subprocess.run([sys.executable, "-c", body.format(first="")], env=env,
                           capture_output=True, text=True, timeout=120)
-    assert late.returncode != 0
-    last = late.stderr.strip().splitlines()[-1]
-    assert "DeviceError" in last and "before any op runs" in last, last
-    assert "logical_cpus(2)" in last, last
+    # Caught as the public towertrain.DeviceError, naming the whole fix.
+    assert late.returncode == 3, late.stderr[-2000:]
+    message = late.stdout.strip().splitlines()[-1]
+    assert "before any op runs" in message, message
+    assert "(towertrain.use_logical_cpus(2) first thing)" in message, message
     early = subprocess.run(
         [sys.executable, "-c", body.format(first="towertrain.use_logical_cpus(2)\n")],
         env=env, capture_output=True, text=True, timeout=120)

@@ -4,8 +4,11 @@ The public surface (everything else is private to towertrain and may change):
 
     Params                 the run's settings (a frozen dataclass; CLI flag names)
     Trainer                train(), step(), evaluate(), sync_model(), export(),
-                           close(); checkpoints: Params(train_dir=...) makes
-                           train() save and resume (docs/library.md)
+                           save(), restore(), close(); save(path)/restore(path)
+                           write and read a portable checkpoint (model,
+                           optimizer slots, step); Params(train_dir=...) makes
+                           train() save and resume with the input position too
+                           (docs/library.md)
     Callback               base class of your own training-loop callbacks
     register_model         make --model=NAME build your Keras model
     from_arrays            input from in-memory numpy arrays
@@ -13,7 +16,12 @@ The public surface (everything else is private to towertrain and may change):
     from_generator         input from a Python generator of examples
     Input, EvalData        base class of your own input; an eval split
     use_logical_cpus       N logical CPU devices; call before any TensorFlow op
-    ParamsError, ModelError, TrainingDivergedError, StepResult, TrainResult
+    ParamsError, ModelError, DeviceError, TrainingDivergedError
+                           what goes wrong: bad settings, a model or data that
+                           does not fit, devices that cannot be had, a loss
+                           that diverged
+    StepResult, TrainResult
+                           what step() and train() return
 
 On a CPU, a run over N devices needs N logical CPU devices, which TensorFlow
 only allows configuring before any op runs:
@@ -58,13 +66,13 @@ _EXPORTS = {
     "StepResult": "towertrain.trainer",
     "Callback": "towertrain.callbacks",
     "register_model": "towertrain.models",
-    "build_model": ("towertrain.models", "build"),
     "from_arrays": "towertrain.input_pipeline",
     "from_dataset": "towertrain.input_pipeline",
     "from_generator": "towertrain.input_pipeline",
     "Input": ("towertrain.input_pipeline.base", "Input"),
     "EvalData": ("towertrain.input_pipeline.base", "EvalData"),
     "ModelError": "towertrain.model_checks",
+    "DeviceError": "towertrain.devices",
 }
 
 __all__ = sorted(set(_EXPORTS) | {"use_logical_cpus"})
@@ -76,8 +84,8 @@ def use_logical_cpus(count):
 
     Call it first: TensorFlow allows it only before any op runs (building or
     calling a Keras model runs ops). Later it still succeeds if the process
-    already has that many; otherwise it raises towertrain.devices.DeviceError
-    saying so. The CLI does this itself from --num_gpus.
+    already has that many; otherwise it raises towertrain.DeviceError saying
+    so. The CLI does this itself from --num_gpus.
     """
     from towertrain import devices
     devices.ensure_logical_cpus(count)

@@ -456,8 +456,9 @@ class Trainer:
             write(evaluation.format_result(result, self.global_step()))
         return result
 
-    # --- Library API (towertrain/__init__.py): export. Saving and resuming is
-    # train() with Params(train_dir=...); see docs/concepts.md. ---
+    # --- Library API (towertrain/__init__.py): export, save, restore. save()
+    # and restore() are a portable checkpoint without the input position; an
+    # exact resume is train() with Params(train_dir=...) (docs/library.md). ---
     def export(self, path):
         """Writes the trained model as a stock-Keras `.keras` file (loads with
         keras.saving.load_model without towertrain); returns that model. A model
