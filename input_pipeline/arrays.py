@@ -29,6 +29,12 @@ class DatasetInput(Input):
     # (lowest, highest) label, where the data is in memory (from_arrays): lets
     # towertrain.model_checks say "label 12 outside the model's 10 classes" up front.
     label_range = None
+    # Data not seen up front: `door` names the entry point (from_dataset,
+    # from_generator) for errors; towertrain.model_checks sets label_classes
+    # (the model's classes, default loss) and each global batch's labels are
+    # then checked on the CPU in the step: one min and one max.
+    door = None
+    label_classes = None
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
                  eval_fn=None):
@@ -47,6 +53,8 @@ class DatasetInput(Input):
     def tower_batches(self, devices):
         with tf.device("/cpu:0"):
             batch = next(self._iterator)
+            if self.label_classes is not None:
+                batch = (batch[0], checked_labels(batch[1], self.label_classes, self.door))
         return split_to_devices(batch, devices)
 
     def eval_data(self, batch_size):
@@ -56,6 +64,22 @@ class DatasetInput(Input):
 
     def checkpoint_state(self):
         return self._iterator
+
+
+LABEL_CHECK = "towertrain label check:"  # towertrain.model_checks.error_from reads it
+
+
+def checked_labels(labels, num_classes, door):
+    """`labels`, after an assertion that they lie in 0 .. num_classes - 1."""
+    if not (labels.dtype.is_integer or labels.dtype.is_floating):
+        return labels
+    low = tf.cast(tf.reduce_min(labels), tf.float64)
+    high = tf.cast(tf.reduce_max(labels), tf.float64)
+    in_range = tf.logical_and(low >= 0, high < num_classes)
+    check = tf.debugging.Assert(in_range, [LABEL_CHECK, door or "input", low, high,
+                                           num_classes])
+    with tf.control_dependencies([check]):
+        return tf.identity(labels)
 
 
 def to_data_format(images, data_format):
@@ -191,7 +215,9 @@ def from_generator(generator_fn, output_signature, global_batch, num_examples=No
     """
     dataset = tf.data.Dataset.from_generator(generator_fn, output_signature=output_signature)
     batches = epoch_batches(dataset, global_batch, num_epochs)
-    return DatasetInput(batches, global_batch, num_examples=num_examples)
+    result = DatasetInput(batches, global_batch, num_examples=num_examples)
+    result.door = "from_generator"
+    return result
 
 
 def from_dataset(dataset, global_batch=None, batched=False, num_examples=None,
@@ -220,9 +246,12 @@ def from_dataset(dataset, global_batch=None, batched=False, num_examples=None,
             raise InputError("from_dataset: a dataset of single examples needs "
                              "global_batch (examples per step); pass batched=True if "
                              "its elements are already batches")
-        batches = epoch_batches(dataset, global_batch, num_epochs)
-        return DatasetInput(batches, global_batch, num_examples=num_examples)
-    if global_batch is None:
-        global_batch = spec[0].shape[0] if spec[0].shape.rank else None
-    return DatasetInput(dataset.repeat(num_epochs).prefetch(tf.data.AUTOTUNE), global_batch,
-                        num_examples=num_examples)
+        result = DatasetInput(epoch_batches(dataset, global_batch, num_epochs), global_batch,
+                              num_examples=num_examples)
+    else:
+        if global_batch is None:
+            global_batch = spec[0].shape[0] if spec[0].shape.rank else None
+        result = DatasetInput(dataset.repeat(num_epochs).prefetch(tf.data.AUTOTUNE),
+                              global_batch, num_examples=num_examples)
+    result.door = "from_dataset"
+    return result

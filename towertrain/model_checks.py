@@ -6,15 +6,21 @@ the step function. Each check names the problem and the fix:
 
 - images whose shape differs from the model's input (and, when they are its
   transpose, data in the other layout than --data_format);
-- labels outside the model's classes, or one-hot labels, with the default loss;
+- labels outside the model's classes, or one-hot labels, with the default loss
+  (from_arrays: up front; from_dataset, from_generator: each batch in the step,
+  see watch_labels and error_from);
+- a custom loss_fn that does not return one loss per example (per_example_losses);
 - a model that does not emit logits of rank 2 (batch, classes) with the
   default loss (a custom loss_fn may take any outputs);
 - a model that is not built, or a layer that creates variables when called
   (the engine owns every variable before the first step).
 """
+import re
+
 import keras
 import tensorflow as tf
 
+from towertrain.input_pipeline.arrays import LABEL_CHECK
 from towertrain.params import ParamsError
 
 
@@ -25,7 +31,7 @@ class ModelError(ParamsError):
 def check(trainer, user_model=True, default_loss=True):
     """Checks trainer.model against trainer.input (before staging wraps it)."""
     model = trainer.model
-    check_built(model)
+    check_built(model, trainer.input)
     spec = element_spec(trainer.input)
     if spec is not None:
         check_images(model, spec[0], trainer.data_format)
@@ -36,7 +42,10 @@ def check(trainer, user_model=True, default_loss=True):
         num_classes = check_logits(model, traced)
         if spec is not None:
             check_label_shape(spec[1], num_classes)
-        check_label_range(getattr(trainer.input, "label_range", None), num_classes)
+        label_range = getattr(trainer.input, "label_range", None)
+        check_label_range(label_range, num_classes)
+        if label_range is None:
+            watch_labels(trainer.input, num_classes)
 
 
 def element_spec(input_source):
@@ -66,13 +75,19 @@ def model_input_shape(model):
     return _shape(inputs[0].shape[1:])
 
 
-def check_built(model):
+def check_built(model, input_source=None):
+    """input_source: the Trainer's input, whose images give the shape to build for."""
     if not isinstance(model, keras.Model):
         raise ModelError(f"model: {type(model).__name__} is not a keras.Model")
     if not model.built or not model.weights:
+        spec = element_spec(input_source)
+        shape = (None,) + _shape(spec[0].shape[1:]) if spec is not None else None
+        example = (f"model.build({shape})" if shape is not None and None not in shape[1:]
+                   else "model.build((None, height, width, channels))")
         raise ModelError(
             f"model '{model.name}' is not built (it has no variables yet); start it with "
-            "keras.Input(shape) or call it once on a batch before passing it to the Trainer")
+            f"keras.Input(shape), or call {example} (or the model on one batch) before "
+            "passing it to the Trainer")
 
 
 def check_images(model, image_spec, data_format):
@@ -153,11 +168,94 @@ def check_label_range(label_range, num_classes):
         return
     low, high = label_range
     if low < 0 or high >= num_classes:
-        bad = low if low < 0 else high
-        raise ModelError(
-            f"label {bad:g} is outside the model's {num_classes} classes (0 .. "
+        raise ModelError(label_range_message(low, high, num_classes))
+
+
+def label_range_message(low, high, num_classes, where=None):
+    """The error for labels from `low` to `high` and a model of `num_classes`;
+    where: the input they came from, e.g. 'towertrain.from_dataset'."""
+    prefix = f"{where} input: " if where else ""
+    if low < 0:
+        return (f"{prefix}label {low:g} is outside the model's {num_classes} classes (0 .. "
+                f"{num_classes - 1}); labels are class indices: fix the labels")
+    return (f"{prefix}label {high:g} is outside the model's {num_classes} classes (0 .. "
             f"{num_classes - 1}); give the last Dense layer {int(high) + 1} units or fix "
             "the labels")
+
+
+def watch_labels(input_source, num_classes):
+    """Data not seen up front (from_dataset, from_generator): has the input
+    check each global batch's labels against the model's classes in the step."""
+    while input_source is not None:
+        if hasattr(input_source, "label_classes"):
+            if getattr(input_source, "door", None) and num_classes:
+                input_source.label_classes = num_classes
+            return
+        input_source = getattr(input_source, "inner", None)  # staging, a worker's shard
+
+
+def per_example_losses(losses, images, loss_fn):
+    """`losses` (what loss_fn returned for a tower's slice), checked to hold one
+    value per example: at trace time where the shapes are static, else with one
+    cheap assertion in the step (turned into a ModelError by error_from)."""
+    batch = tf.nest.flatten(images)[0]
+    shape, size = losses.shape, batch.shape[0]
+    if shape.rank is not None:
+        got = _shape(shape)
+        if len(got) != 1 or (None not in (got[0], size) and got[0] != size):
+            error = ModelError(_loss_shape_message(_name(loss_fn), got, size))
+            error.ag_pass_through = True  # raised while tracing: autograph keeps it as is
+            raise error
+        if got[0] is not None and size is not None:
+            return losses
+    ok = tf.logical_and(tf.equal(tf.rank(losses), 1),
+                        tf.equal(tf.size(losses), tf.shape(batch)[0]))
+    name = _name(loss_fn).replace("[", "(").replace("]", ")")
+    check = tf.debugging.Assert(ok, [LOSS_CHECK, name, tf.shape(losses), tf.shape(batch)[0]])
+    with tf.control_dependencies([check]):
+        return tf.identity(losses)
+
+
+LOSS_CHECK = "towertrain loss check:"
+
+
+def _name(loss_fn):
+    name = getattr(loss_fn, "__name__", None)
+    return name if isinstance(name, str) else type(loss_fn).__name__
+
+
+def _loss_shape_message(name, got, size):
+    what = "a single value, shape ()" if not got else f"shape {got}"
+    where = f"a slice of {size} examples" if size is not None else "a tower's slice"
+    want = f"({size},)" if size is not None else "(examples,)"
+    return (f"loss_fn '{name}' returned {what} for {where}; towertrain needs one loss per "
+            f"example, shape {want}, which it sums and divides by the global batch: return "
+            "per-example losses, e.g. keras.losses.SparseCategoricalCrossentropy("
+            "from_logits=True, reduction=None) or "
+            "keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)")
+
+
+_LABEL_FAILED = re.compile(r"assertion failed: \[" + re.escape(LABEL_CHECK)
+                           + r"\] \[([^\]]*)\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
+_LOSS_FAILED = re.compile(r"assertion failed: \[" + re.escape(LOSS_CHECK)
+                          + r"\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
+
+
+def error_from(err):
+    """The ModelError for a step that failed one of the in-graph checks above
+    (labels, per-example losses), or None for any other error."""
+    text = getattr(err, "message", None) or str(err)
+    found = _LABEL_FAILED.search(text)
+    if found:
+        door, low, high, classes = found.groups()
+        return ModelError(label_range_message(float(low), float(high), int(classes),
+                                              f"towertrain.{door}"))
+    found = _LOSS_FAILED.search(text)
+    if found:
+        name, shape, size = found.groups()
+        got = tuple(int(d) for d in shape.split())
+        return ModelError(_loss_shape_message(name, got, int(size)))
+    return None
 
 
 def check_no_variables_on_call(model, image_spec=None):

@@ -9,6 +9,8 @@ import collections
 import keras
 import tensorflow as tf
 
+from towertrain import model_checks
+
 # correct: how many examples the logits classify right (None: not a classifier).
 TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable correct",
                                      defaults=(None,))
@@ -59,6 +61,8 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
         trainable, non_trainable, images, training=True)
     outputs = tf.nest.map_structure(_as_float32, outputs)
     per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
+    if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
+        per_example = model_checks.per_example_losses(per_example, images, loss_fn)
     denominator = tf.cast(denominator, tf.float32)
     loss = tf.reduce_sum(per_example) / denominator
     decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]

@@ -73,6 +73,9 @@ class Trainer:
         self.dataset_name = params.data_name or spec.default_dataset
         keras.utils.set_random_seed(params.tf_random_seed)
         self.model = model or self._build_model(spec)
+        from towertrain import model_checks  # (towertrain/model_checks.py)
+        if model is not None:  # before anything reads its inputs or outputs
+            model_checks.check_built(model, input_source)
         precision.check_model(self.model, params)
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
         # Which variables get L2 decay: the registered model's rule, or the
@@ -103,7 +106,6 @@ class Trainer:
         self.input = input_factory.shard_for_worker(self.input, self.cluster)
         # --- end multi-worker
         # The model and the input fit each other, or an error in the user's terms.
-        from towertrain import model_checks  # (towertrain/model_checks.py)
         model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
         self.num_warmup_batches, self.num_batches = self._plan_steps()
         # The learning rate by global step (a keras LearningRateSchedule): the
@@ -379,6 +381,10 @@ class Trainer:
                 # A queue input whose feeder thread failed closes its queue: say why.
                 self.input.raise_pending_error()
             elif isinstance(err, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
+                from towertrain import model_checks  # an in-step label or loss check
+                found = model_checks.error_from(err)
+                if found is not None:
+                    raise found from err
                 if self.input.description:
                     raise InputError(f"bad input data in {self.input.description}: "
                                      f"{err.message}") from err
