@@ -99,9 +99,77 @@ def test_a_layer_that_creates_variables_on_call():
 
 
 def test_a_model_that_is_not_built():
-    # Checked directly: the Trainer reads model.outputs (tower.is_classifier)
-    # before its model_checks call, so an unbuilt model fails there first.
-    from towertrain import model_checks
-    model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(5)], name="no_input")
-    with pytest.raises(ModelError, match=r"model 'no_input' is not built.*keras.Input"):
-        model_checks.check_built(model)
+    # Through the Trainer, with the user's data (the fix names its shape) and
+    # without (the Trainer would otherwise read the unbuilt model's input shape).
+    def unbuilt():
+        return keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(5)],
+                                name="no_input")
+    with pytest.raises(ModelError) as failed:
+        make(unbuilt(), *arrays())
+    assert str(failed.value) == (
+        "model 'no_input' is not built (it has no variables yet); start it with "
+        "keras.Input(shape), or call model.build((None, 8, 8, 3)) (or the model on one "
+        "batch) before passing it to the Trainer")
+    params = towertrain.Params(device="cpu", num_gpus=2)
+    with pytest.raises(ModelError, match=r"model 'no_input' is not built.*keras.Input\(shape\)"
+                                         r", or call model.build\(\(None, height, width, "
+                                         r"channels\)\)"):
+        towertrain.Trainer(params, model=unbuilt())
+
+
+def scalar_loss(labels, logits):  # Keras' default reduction: the mean over the slice
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)(labels, logits)
+
+
+def mean_kept_as_a_vector(labels, logits):  # shape (1,): static rank 1, wrong length
+    return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+        labels, logits, from_logits=True), keepdims=True)
+
+
+def test_a_custom_loss_that_does_not_return_one_loss_per_example():
+    images, labels = arrays()
+    params = towertrain.Params(device="cpu", num_gpus=2)
+    fix = ("towertrain needs one loss per example, shape (2,), which it sums and divides "
+           "by the global batch: return per-example losses, e.g. "
+           "keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None) or "
+           "keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)")
+    # Static slices (from_arrays, batches of 4 over 2 devices): found while tracing.
+    for loss_fn, name, got in [(scalar_loss, "scalar_loss", "a single value, shape ()"),
+                               (keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                                "SparseCategoricalCrossentropy", "a single value, shape ()"),
+                               (mean_kept_as_a_vector, "mean_kept_as_a_vector",
+                                "shape (1,)")]:
+        model = conv_net()
+        with pytest.raises(ModelError) as failed:
+            trainer = towertrain.Trainer(params, model=model, loss_fn=loss_fn,
+                                         input_source=towertrain.from_arrays(images, labels, 4))
+            trainer.step()
+        assert str(failed.value) == (f"loss_fn '{name}' returned {got} for a slice of 2 "
+                                     f"examples; {fix}")
+    # Per-example losses (reduction=None) train.
+    trainer = towertrain.Trainer(
+        params, model=conv_net(), input_source=towertrain.from_arrays(images, labels, 4),
+        loss_fn=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
+    assert np.isfinite(float(trainer.step()))
+    trainer.close()
+
+
+def test_a_custom_loss_of_the_wrong_length_on_dynamic_slices():
+    # from_dataset's batches have no static size: the step checks the length.
+    images, labels = arrays()
+    model = conv_net()
+    before = model.get_weights()
+    source = towertrain.from_dataset(tf.data.Dataset.from_tensor_slices((images, labels)),
+                                     global_batch=4)
+    trainer = towertrain.Trainer(towertrain.Params(device="cpu", num_gpus=2), model=model,
+                                 loss_fn=mean_kept_as_a_vector, input_source=source)
+    with pytest.raises(ModelError) as failed:
+        trainer.step()
+    assert str(failed.value).startswith("loss_fn 'mean_kept_as_a_vector' returned shape (1,) "
+                                        "for a slice of 2 examples; towertrain needs one loss "
+                                        "per example, shape (2,)")
+    assert trainer.global_step() == 0
+    trainer.sync_model()
+    for got, want in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(got, want)
+    trainer.close()
