@@ -49,6 +49,8 @@ from towertrain import devices
       "compact_gradient_transfer": True}, r"NCCL cannot carry"),
     ({"summary_verbosity": 1}, r"--summary_verbosity=1: needs --train_dir or --summary_dir"),
     ({"trace_file": "t.txt"}, r"--trace_file=t.txt: must end in .json"),
+    ({"trace_file": "t.json", "trace_step": 3, "num_warmup_batches": 3},
+     r"--trace_step=3: is inside the warm-up \(--num_warmup_batches=3: steps 1..3\)"),
     ({"profile_steps": "5,2", "train_dir": "d"}, r"--profile_steps=5,2: needs 1 <= A <= B"),
     ({"eval": True, "train_dir": "runs/a", "checkpoint": "runs/b/ckpt-3"},
      r"--train_dir=runs/a: --eval reads --checkpoint=runs/b/ckpt-3, which is not in it"),
@@ -112,3 +114,9 @@ def test_more_logical_cpus_than_configured_after_init_fails_clearly():
     with pytest.raises(devices.DeviceError, match=r"--num_gpus=9: .*already initialized"):
         devices.tower_devices("cpu", 9)
     assert devices.tower_devices("cpu", 3) == ["/cpu:0", "/cpu:1", "/cpu:2"]
+
+
+def test_trace_step_right_after_the_warm_up_is_fine():
+    # The first timed step (and any without warm-up) may be traced.
+    assert Params(trace_file="t.json", trace_step=4, num_warmup_batches=3).trace_step == 4
+    assert Params(trace_file="t.json", trace_step=1, num_warmup_batches=0).trace_step == 1

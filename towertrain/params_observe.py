@@ -30,6 +30,13 @@ def validate_observe(p, fail):
             fail("trace_step", p.trace_step, "must be >= 1")
         if not p.trace_file:
             fail("trace_step", p.trace_step, "needs --trace_file to write the trace into")
+        if p.trace_step <= p.num_warmup_batches:
+            # A warm-up step traces the step function and fills the pipeline:
+            # its trace would show that, not a training step.
+            fail("trace_step", p.trace_step,
+                 f"is inside the warm-up (--num_warmup_batches={p.num_warmup_batches}: "
+                 f"steps 1..{p.num_warmup_batches}); choose a step after it, or leave "
+                 f"--trace_step out to trace the first timed step")
     if p.trace_file and not p.trace_file.endswith(".json"):
         fail("trace_file", p.trace_file, "must end in .json (a Chrome/Perfetto trace)")
     if p.profile_steps is not None:
