@@ -100,6 +100,28 @@ def test_verbosity_1_writes_every_scalar_on_the_grid_and_eval_under_eval(tmp_pat
         assert evals["accuracy/top5"][step] == pytest.approx(top5, abs=1e-4)
 
 
+def _event_files(directory):
+    return glob.glob(os.path.join(str(directory), "**", "events.out.tfevents.*"),
+                     recursive=True)
+
+
+def test_summary_dir_gets_the_events_and_without_fp16_there_is_no_loss_scale(tmp_path):
+    summary_dir, train_dir = tmp_path / "summaries", tmp_path / "train"
+    train(train_dir, eval_data=test_checkpoint.eval_data("NHWC"), summary_verbosity=1,
+          summary_dir=str(summary_dir), num_batches=4, eval_during_training_every_n_steps=4)
+    assert set(by_tag(summary_dir)) == SCALARS  # no loss_scale: nothing scales the loss
+    assert set(by_tag(summary_dir / "eval")) == {"accuracy/top1", "accuracy/top5"}
+    assert not _event_files(train_dir), os.listdir(train_dir)  # checkpoints only
+    assert glob.glob(str(train_dir / "ckpt-4.index"))
+
+
+def test_verbosity_0_writes_no_event_files(tmp_path):
+    train(tmp_path, eval_data=test_checkpoint.eval_data("NHWC"), num_batches=4,
+          eval_during_training_every_n_steps=2)
+    assert Params().summary_verbosity == 0  # the default: off
+    assert glob.glob(str(tmp_path / "ckpt-4.index")) and not _event_files(tmp_path)
+
+
 @pytest.mark.parametrize("verbosity", [2, 3])
 def test_histograms_of_gradients_at_2_and_weights_at_3(tmp_path, verbosity):
     trainer, _ = train(tmp_path, summary_verbosity=verbosity, num_batches=4)

@@ -5,6 +5,8 @@ import collections
 import glob
 import json
 import os
+import subprocess
+import sys
 
 import tensorflow as tf
 
@@ -79,9 +81,12 @@ def test_trace_of_a_chosen_step(tmp_path):
 
 def test_profile_steps_write_a_tensorboard_profile_under_the_summary_dir(tmp_path):
     lines = []
-    train(lines, train_dir=str(tmp_path), profile_steps="2,3")
-    found = glob.glob(str(tmp_path / "plugins" / "profile" / "*" / "*.xplane.pb"))
+    summary_dir, train_dir = tmp_path / "summaries", tmp_path / "train"
+    train(lines, train_dir=str(train_dir), summary_dir=str(summary_dir), summary_verbosity=1,
+          profile_steps="2,3")
+    found = glob.glob(str(summary_dir / "plugins" / "profile" / "*" / "*.xplane.pb"))
     assert len(found) == 1 and os.path.getsize(found[0]) > 0, found
+    assert not os.path.exists(train_dir / "plugins"), os.listdir(train_dir)
     assert any(line.startswith("Profiled steps 2..3 into") for line in lines), lines
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
     space = xplane_pb2.XSpace()
@@ -92,3 +97,22 @@ def test_profile_steps_write_a_tensorboard_profile_under_the_summary_dir(tmp_pat
     # The profiler was stopped: a new session starts.
     tf.profiler.experimental.start(str(tmp_path / "again"))
     tf.profiler.experimental.stop()
+
+
+def test_the_cli_writes_summaries_and_the_trace(tmp_path):
+    train_dir, path = tmp_path / "run", tmp_path / "traces" / "step.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "towertrain", "--model=trivial", "--device=cpu", "--num_gpus=2",
+         "--variable_update=replicated", "--batch_size=4", "--num_warmup_batches=1",
+         "--num_batches=2", f"--train_dir={train_dir}", "--summary_verbosity=1",
+         "--save_summaries_steps=1", f"--trace_file={path}"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"Wrote a trace of step 2 to {path}" in done.stdout, done.stdout
+    names, ops = load(str(path))
+    assert DEVICES <= set(names.values()) and ops
+    events = glob.glob(str(train_dir / "events.out.tfevents.*"))
+    assert len(events) == 1, os.listdir(train_dir)
+    steps = {event.step for event in tf.compat.v1.train.summary_iterator(events[0])
+             for value in event.summary.value if value.tag == "loss"}
+    assert steps == {1, 2, 3}, steps
