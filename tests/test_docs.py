@@ -291,6 +291,12 @@ def test_docs_have_the_promised_pages_and_blocks():
     for topic in ("parameter_server", "replicated", "independent", "Staging", "Slicing",
                   "Portable checkpoints"):
         assert topic in concepts, topic
+    # Every variable-update mode has its bullet saying when to pick it.
+    from towertrain import params
+    for mode in params.VARIABLE_UPDATES:
+        bullet = re.search(rf"^- \*\*`{mode}`\*\*.*?(?=^- |^#|\Z)", concepts, re.S | re.M)
+        assert bullet and "Pick it" in " ".join(bullet.group(0).split()), (
+            f"docs/concepts.md: when to pick {mode}?")
 
 
 def test_every_fenced_block_language_is_handled():
