@@ -245,7 +245,9 @@ def flag_errors(module, argvs):
                                  builds_params=module != "towertrain.export")
     done = subprocess.run([sys.executable, "-c", script, json.dumps(argvs)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                                   PYTHONPATH=ROOT + os.pathsep +
+                                   os.environ.get("PYTHONPATH", "")))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

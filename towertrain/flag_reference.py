@@ -10,6 +10,7 @@ their tables is read in a fresh process that defines only that command's flags.
 tests/test_docs.py fails when docs/flags.md differs from this output.
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -63,8 +64,13 @@ def command_section(module):
     """The Markdown section of `python -m MODULE`, read in a fresh process."""
     code = ("import json, sys; from towertrain import flag_reference; "
             f"sys.stdout.write(json.dumps(flag_reference.command_flags({module!r})))")
+    # The child imports this towertrain: the directory holding the package
+    # goes first on its path (a checkout, Bazel's runfiles or site-packages).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=120, check=False, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"reading the flags of {module} failed:\n{done.stderr[-2000:]}")
     found = json.loads(done.stdout)
