@@ -53,6 +53,8 @@ IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_ca
 Mutation = collections.namedtuple("Mutation", "name file old new tests")
 
 T = "tests/"
+DOORS = T + "test_input_doors.py::"
+CHECKS = T + "test_model_checks.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -314,6 +316,61 @@ MUTATIONS = [
         "        self._batches = self._all_batches(skip=step)",
         "        self._batches = self._all_batches(skip=0)",
         [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
+    # Library door (issue 13): labels and losses checked in the user's terms.
+    Mutation(
+        "door_dataset_unchecked", "input_pipeline/arrays.py",
+        '    result.door = "from_dataset"\n', "",
+        [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them",
+         DOORS + "test_a_bad_label_in_the_first_batch_with_staging_on"]),
+    Mutation(
+        "door_generator_unchecked", "input_pipeline/arrays.py",
+        '    result.door = "from_generator"\n', "",
+        [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them"]),
+    Mutation(
+        "label_check_upper_bound_dropped", "input_pipeline/arrays.py",
+        "    in_range = tf.logical_and(low >= 0, high < num_classes)", "    in_range = low >= 0",
+        [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them"]),
+    Mutation(
+        "label_check_error_not_converted", "towertrain/trainer.py",
+        "                if found is not None:\n                    raise found from err\n", "",
+        [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them",
+         CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
+    Mutation(
+        "generator_one_epoch_only", "input_pipeline/arrays.py",
+        "    batches = epoch_batches(dataset, global_batch, num_epochs)\n    result = DatasetInput(",
+        "    batches = epoch_batches(dataset, global_batch, 1)\n    result = DatasetInput(",
+        [DOORS + "test_from_generator_trains_as_from_arrays"]),
+    Mutation(
+        "loss_check_skipped", "towertrain/tower.py",
+        "    if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?",
+        "    if False:  # a user's loss: one value per example?",
+        [CHECKS + "test_a_custom_loss_that_does_not_return_one_loss_per_example",
+         CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
+    Mutation(
+        "loss_check_length_ignored", "towertrain/model_checks.py",
+        "        if len(got) != 1 or (None not in (got[0], size) and got[0] != size):",
+        "        if len(got) != 1:",
+        [CHECKS + "test_a_custom_loss_that_does_not_return_one_loss_per_example"]),
+    Mutation(
+        "loss_dynamic_check_rank_only", "towertrain/model_checks.py",
+        "    ok = tf.logical_and(tf.equal(tf.rank(losses), 1),\n"
+        "                        tf.equal(tf.size(losses), tf.shape(batch)[0]))",
+        "    ok = tf.equal(tf.rank(losses), 1)",
+        [CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
+    Mutation(
+        "unbuilt_model_not_checked_early", "towertrain/trainer.py",
+        "            model_checks.check_built(model, input_source)", "            pass",
+        [CHECKS + "test_a_model_that_is_not_built"]),
+    Mutation(
+        "tower_loss_over_its_own_slice", "towertrain/trainer.py",
+        "            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]",
+        "            denominator = tf.shape(images)[0]",
+        [DOORS + "test_multi_output_custom_loss_on_two_devices_equals_serial_keras"]),
+    Mutation(
+        "eval_in_training_mode", "towertrain/evaluation.py",
+        "tower_images,\n                                                   training=False)",
+        "tower_images,\n                                                   training=True)",
+        [DOORS + "test_evaluate_a_user_model_on_user_data"]),
 ]
 
 
