@@ -371,6 +371,39 @@ MUTATIONS = [
         "tower_images,\n                                                   training=False)",
         "tower_images,\n                                                   training=True)",
         [DOORS + "test_evaluate_a_user_model_on_user_data"]),
+    # Library door (issue 13): BUILD, docs and examples kept honest.
+    Mutation(
+        "bazel_tests_without_their_helpers", "BUILD",
+        '    deps = [":test_support"],', '    deps = [":towertrain"],',
+        [T + "test_build_file.py::test_every_test_target_can_import_the_test_modules_it_uses"]),
+    Mutation(
+        "readme_quickstart_flag_misspelled", "README.md",
+        "--device=cpu --num_gpus=2 --variable_update=replicated --num_batches=20",
+        "--device=cpu --num_gpu=2 --variable_update=replicated --num_batches=20",
+        [T + "test_docs.py::test_every_shell_command_is_known_and_its_flags_parse"]),
+    Mutation(
+        "readme_block_forgets_logical_cpus", "README.md",
+        "towertrain.use_logical_cpus(2)     # on CPU", "# towertrain.use_logical_cpus(2)  # on CPU",
+        [T + "test_docs.py::test_every_multi_device_cpu_example_and_block_configures_its_devices"]),
+    Mutation(
+        "readme_callback_never_runs", "README.md",
+        "for _ in range(10):                  # your own loop: steps 1..10",
+        "for _ in range(100):                  # your own loop",
+        [T + "test_docs.py::test_code_block_runs[README.md#0]"]),
+    Mutation(
+        "private_name_made_public", "towertrain/__init__.py",
+        '_EXPORTS = {\n', '_EXPORTS = {\n    "build_model": "towertrain.models",\n',
+        [T + "test_public_api.py::test_public_names_resolve_and_are_documented"]),
+    Mutation(
+        "late_devices_error_names_a_private_helper", "towertrain/devices.py",
+        "(towertrain.use_logical_cpus({count}) first thing)",
+        "(towertrain.devices.ensure_logical_cpus({count}) first thing)",
+        [T + "test_public_api.py::test_devices_configured_too_late_fail_naming_the_fix"]),
+    Mutation(
+        "example_callback_never_stops", "examples/custom_callback.py",
+        '            self.loop.request_stop(f"loss {result.loss:.3f} < {self.target}")',
+        "            pass",
+        [T + "test_examples.py::test_example_runs_at_tiny_size[custom_callback.py]"]),
 ]
 
 
