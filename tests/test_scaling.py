@@ -11,7 +11,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPU_MODES = ["parameter_server", "replicated/pscpu", "replicated/ring", "independent",
-             "keras_mirrored"]
+             "collective_all_reduce", "keras_mirrored"]
 EXPECTED = {(mode, n) for mode in CPU_MODES for n in (1, 2)}  # cpu, --max_devices=2
 TINY = ["--model=trivial", "--device=cpu", "--batch_size=4", "--num_batches=2",
         "--num_warmup_batches=1"]
@@ -120,10 +120,6 @@ def test_without_matplotlib_the_table_and_data_come_with_a_note(tmp_path):
     ("--num_gpus=2", "--num_gpus=2: set per configuration by the scaling benchmark; "
      "use --max_devices"),
     ("--modes=mirrored", "--modes=mirrored: unknown mode 'mirrored'"),
-    # Multi-worker: cannot share the benchmark's one process across device counts.
-    ("--modes=replicated/ring,collective_all_reduce", "--modes=replicated/ring,"
-     "collective_all_reduce: collective_all_reduce is not timed by the scaling benchmark: "
-     "multi-worker; its collective group is fixed per process"),
 ])
 def test_bad_flags_exit_2_with_one_line(tmp_path, flag, message):
     done = run_scaling("--device=cpu", flag, cwd=tmp_path, timeout=120)
@@ -139,5 +135,3 @@ def test_help_lists_the_scaling_flags(tmp_path):
     for flag in ("--max_devices", "--rounds=3", "--output_dir=scaling", "--modes",
                  "--batch_size", "--num_batches", "--data_format"):
         assert flag in done.stdout
-    # The one mode left out is named with the reason.
-    assert re.search(r"Not\s+collective_all_reduce: a multi-worker mode", done.stdout), done.stdout

@@ -6,9 +6,10 @@
 
 Trains on synthetic data in every configuration: each mode (parameter_server;
 replicated with each all-reduce valid for the device type: pscpu and ring on
-cpu, nccl, pscpu, psgpu and ring on gpu; independent; and Keras `fit` under
-MirroredStrategy as the peer) on 1, 2, ..., N devices; not the multi-worker
-collective_all_reduce (see EXCLUDED_MODES). The batch per device
+cpu, nccl, pscpu, psgpu and ring on gpu; independent; collective_all_reduce;
+and Keras `fit` under
+MirroredStrategy as the peer) on 1, 2, ..., N devices; collective_all_reduce
+runs as one worker with N local devices. The batch per device
 stays fixed (weak scaling, as tf_cnn_benchmarks reports): the global batch is
 batch x devices. Every configuration is built and warmed up once, in this one
 process, then timed in interleaved rounds (round r runs --num_batches steps of
@@ -42,23 +43,13 @@ NOT_USED = ("train_dir", "eval", "checkpoint", "eval_batch_size",
             "display_every", "summary_verbosity", "save_summaries_steps", "summary_dir",
             "print_training_accuracy", "trace_file", "trace_step", "profile_steps")
 OWN_FLAGS = ("max_devices", "rounds", "output_dir", "modes", "keras_batch_norm")
-# Modes the benchmark cannot time, and why (the --modes error and help say so).
-# collective_all_reduce (multi-worker) keys its collectives with one constant
-# group key per process, so 1..N devices cannot share the one process every
-# configuration runs in: TensorFlow aborts the process's collective runtime
-# ("joining a group with size 2, but that group has size 1"), for good.
-EXCLUDED_MODES = {
-    "collective_all_reduce": "multi-worker; its collective group is fixed per process, so "
-                             "configurations of 1..N devices cannot run in the one process "
-                             "the benchmark times them all in (time it with python -m "
-                             "towertrain, one process per worker)"}
-
-
 def modes(device):
     """(name, variable_update, all_reduce_spec) of every mode timed on `device`."""
     return ([("parameter_server", "parameter_server", None)] +
             [(f"replicated/{spec}", "replicated", spec) for spec in ALL_REDUCE_SPECS[device]] +
-            [("independent", "independent", None), (KERAS_MODE, None, None)])
+            [("independent", "independent", None),
+             ("collective_all_reduce", "collective_all_reduce", None),
+             (KERAS_MODE, None, None)])
 
 
 class TowertrainRunner:
@@ -245,9 +236,6 @@ def main(argv):
         names = [name for name, _, _ in modes(device)]
         selected = fl.modes.split(",") if fl.modes else None
         for name in selected or ():
-            if name in EXCLUDED_MODES:
-                raise params_lib.ParamsError(f"--modes={fl.modes}: {name} is not timed by "
-                                             f"the scaling benchmark: {EXCLUDED_MODES[name]}")
             if name not in names:
                 raise params_lib.ParamsError(f"--modes={fl.modes}: unknown mode {name!r}; "
                                              f"on {device}: {', '.join(names)}")
@@ -294,10 +282,8 @@ def define_flags():
                         "numbers (JSON, CSV) go.")
     flags.DEFINE_string("modes", None, "Comma-separated modes to time (default: all): "
                         "parameter_server, replicated/SPEC (SPEC: pscpu, ring; on gpu also "
-                        f"nccl, psgpu), independent, {KERAS_MODE}. Not "
-                        "collective_all_reduce: a multi-worker mode, whose collective group "
-                        "is fixed per process, while every configuration is timed in one "
-                        "process.")
+                        f"nccl, psgpu), independent, collective_all_reduce (one worker), "
+                        f"{KERAS_MODE}.")
     flags.DEFINE_enum("keras_batch_norm", "stock", ["stock", "fused"], f"{KERAS_MODE}: the "
                       "network as a Keras user writes it (keras.layers.BatchNormalization), "
                       "or with towertrain's fused batch-norm layer.")

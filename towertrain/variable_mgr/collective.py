@@ -31,8 +31,8 @@ from towertrain import cluster as cluster_lib, gradients
 from .base import register, stats_tower
 from .replicated import ReplicatedManager
 
-# Group keys: every device of the cluster / one CPU member per worker.
-ALL_DEVICES_GROUP = 1
+# Group keys: every device of the cluster (one per size) / one CPU member per worker.
+ALL_DEVICES_GROUP_BASE = 1000  # + the group size (see CollectiveManager.__init__)
 WORKERS_GROUP = 2
 # Instance keys per call site; packs add their index.
 KEYS = {"count": 1, "finite": 2, "loss": 3, "grads": 100, "stats": 200, "broadcast": 300}
@@ -47,6 +47,10 @@ class CollectiveManager(ReplicatedManager):
         self.num_workers = self.cluster.num_workers
         self.task = self.cluster.task_index
         self.group_size = self.num_workers * len(self.devices)
+        # One group per size: TensorFlow fixes a group key's size for the life of
+        # the process, so trainers of different device counts (the scaling
+        # benchmark's 1..N) need their own keys; every worker computes the same.
+        self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
         self.timeout = cluster_lib.collective_timeout()
 
     def create(self, model, make_optimizer):
@@ -67,7 +71,7 @@ class CollectiveManager(ReplicatedManager):
         for i, (device, tensor) in enumerate(zip(self.devices, per_device)):
             with tf.device(device):
                 out.append(collective_ops.all_reduce_v2(
-                    tensor, self.group_size, ALL_DEVICES_GROUP, key, merge_op="Add",
+                    tensor, self.group_size, self.all_devices_group, key, merge_op="Add",
                     final_op="Id", timeout=self.timeout,
                     ordering_token=self._tokens[i].handle))
         return out
