@@ -306,10 +306,15 @@ MUTATIONS = [
     # Epoch seeds: the shuffle reshuffles from a generator carried across epochs.
     Mutation(
         "epoch_shuffle_not_seeded_by_epoch", "input_pipeline/arrays.py",
-        "            data = data.shuffle(buffer_size, seed=epoch_seed(seed, epoch, SHUFFLE),\n"
-        "                                reshuffle_each_iteration=False)",
+        "            data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))",
         "            data = data.shuffle(buffer_size)",
         [T + "test_input_readers.py"]),
+    # The epoch shuffle under a graph seed of 0 (--tf_random_seed=0).
+    Mutation(
+        "epoch_shuffle_uses_the_graph_seed", "input_pipeline/arrays.py",
+        "    graph_seed, graph.seed = graph.seed, None\n", "    graph_seed = graph.seed\n",
+        [T + "test_input_readers.py::"
+         "test_shuffled_order_is_set_by_the_input_seed_alone_even_under_graph_seed_0"]),
     # Queue input: a resumed run's feeders start again at the first batch.
     Mutation(
         "queue_input_resumes_from_the_first_batch", "input_pipeline/queue_input.py",

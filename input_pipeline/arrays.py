@@ -109,8 +109,7 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     def one_epoch(epoch):
         data = examples(epoch) if callable(examples) else examples
         if shuffle:
-            data = data.shuffle(buffer_size, seed=epoch_seed(seed, epoch, SHUFFLE),
-                                reshuffle_each_iteration=False)
+            data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))
         if map_fn is not None:
             # Example i of the epoch gets the seed pair (epoch key, i).
             augment_key = epoch_seed(seed, epoch, AUGMENT)
@@ -122,6 +121,19 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     batches = epoch_indices(num_epochs).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
     return with_epoch_seeded_shuffle(batches.prefetch(tf.data.AUTOTUNE))
+
+
+def seeded_shuffle(data, buffer_size, seed):
+    """data.shuffle in an order set by the `seed` tensor alone, the same in every
+    pass. The graph-level seed is left out while the shuffle is built: TF
+    combines the two in Python, and with a graph seed of 0 (tf.random.set_seed(0),
+    --tf_random_seed=0) that asks a symbolic tensor for a bool and fails."""
+    graph = tf.compat.v1.get_default_graph()
+    graph_seed, graph.seed = graph.seed, None
+    try:
+        return data.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=False)
+    finally:
+        graph.seed = graph_seed
 
 
 def with_epoch_seeded_shuffle(dataset):
@@ -193,8 +205,8 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
             # function of (seed, epoch), so resume is exact anywhere.
             examples = dataset
             dataset = epoch_indices().flat_map(
-                lambda epoch: (examples.shuffle(len(images), seed=epoch_seed(seed, epoch, SHUFFLE),
-                                                reshuffle_each_iteration=False)
+                lambda epoch: (seeded_shuffle(examples, len(images),
+                                              epoch_seed(seed, epoch, SHUFFLE))
                                if shuffle else examples))
         elif shuffle:
             dataset = dataset.shuffle(len(images), seed=seed)

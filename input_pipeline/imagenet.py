@@ -18,7 +18,8 @@ import struct
 import tensorflow as tf
 
 from . import preprocessing
-from .arrays import SHARDS, InputError, epoch_seed, eval_records, records_input
+from .arrays import (SHARDS, InputError, epoch_seed, eval_records, records_input,
+                     seeded_shuffle)
 
 _CRC_TABLE = []
 for _n in range(256):
@@ -132,7 +133,7 @@ def _records(files, shuffle_seed=None):
     file order unless a shuffle seed is given."""
     records = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_seed is not None:
-        records = records.shuffle(len(files), seed=shuffle_seed, reshuffle_each_iteration=False)
+        records = seeded_shuffle(records, len(files), shuffle_seed)
     # cycle_length=1 keeps file order for eval; training interleaves shards.
     cycle = min(len(files), 8) if shuffle_seed is not None else 1
     return records.interleave(lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),

@@ -106,7 +106,8 @@ def test_cli_truncated_cifar_exits_nonzero_naming_the_file(tmp_path):
 def test_trainer_on_cifar_files_nchw_two_devices(cifar_dir):
     params = Params(model="trivial", data_dir=str(cifar_dir[0]), data_name="cifar10",
                     device="cpu", num_gpus=2, batch_size=4, data_format="NCHW",
-                    num_epochs=2, num_warmup_batches=1, display_every=100)
+                    num_epochs=2, num_warmup_batches=1, display_every=100,
+                    tf_random_seed=0)  # a graph seed of 0 once broke the epoch shuffle
     trainer = Trainer(params)
     assert trainer.num_warmup_batches + trainer.num_batches == 2 * 3  # ceil(20 / 8) * 2
     result = trainer.train(write=lambda line: None)
@@ -250,3 +251,29 @@ def test_shuffled_arrays_resume_exactly_across_epoch_ends(tmp_path):
         _assert_resume_exact_at_every_batch(
             lambda: from_arrays(images, labels, 4, shuffle=True, seed=4,
                                 num_epochs=num_epochs).dataset, 7, tmp_path)
+
+
+@pytest.mark.parametrize("reader", ["cifar", "imagenet", "arrays"])
+def test_shuffled_order_is_set_by_the_input_seed_alone_even_under_graph_seed_0(
+        reader, cifar_dir, imagenet_dir):
+    """tf.random.set_seed(0) (what --tf_random_seed=0 does) must neither break
+    the per-epoch shuffle nor change its order: only the input's own seed does."""
+    from towertrain.input_pipeline import from_arrays
+    images = np.arange(10 * 2, dtype=np.float32).reshape(10, 2, 1, 1)
+    build = {
+        "cifar": lambda: cifar10.dataset_input(str(cifar_dir[0]), global_batch=8, seed=4),
+        "imagenet": lambda: imagenet.dataset_input(str(imagenet_dir), global_batch=4,
+                                                   image_size=16, num_classes=4, seed=4),
+        "arrays": lambda: from_arrays(images, np.arange(10), 4, shuffle=True, seed=4,
+                                      num_epochs=3),
+    }[reader]
+    orders = {}
+    try:
+        for graph_seed in (0, 1234):
+            tf.random.set_seed(graph_seed)
+            orders[graph_seed] = [labels.numpy().tolist()
+                                  for _, labels in build().dataset.take(6)]
+    finally:
+        tf.random.set_seed(None)
+    assert orders[0] == orders[1234]
+    assert len({tuple(batch) for batch in orders[0]}) > 1
