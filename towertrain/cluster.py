@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 import socket
+import time
 from typing import Optional, Tuple
 
 JOB = "worker"
@@ -171,6 +172,9 @@ def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
     return cluster
 
 
+HEALTH_CHECK_RETRIES, HEALTH_CHECK_PAUSE_S = 4, 0.5
+
+
 def unreachable_tasks(cluster: Cluster, timeout: float = 2.0):
     """Health check: the other tasks whose server does not accept a TCP
     connection within `timeout` seconds (dead, or not reachable)."""
@@ -191,6 +195,13 @@ def failure_message(cluster: Cluster, err) -> str:
     """One line for a collective that failed or timed out: names the tasks that
     no longer answer (health check), else says none could be singled out."""
     dead = unreachable_tasks(cluster)
+    # A peer killed a moment ago can still be closing its sockets (its listening
+    # one can outlive the connection whose reset failed this step): look again.
+    for _ in range(HEALTH_CHECK_RETRIES):
+        if dead:
+            break
+        time.sleep(HEALTH_CHECK_PAUSE_S)
+        dead = unreachable_tasks(cluster)
     what = type(err).__name__
     lines = [line.strip() for line in (getattr(err, "message", None) or str(err)).splitlines()]
     useful = [line for line in lines if line and not line.startswith(
