@@ -31,7 +31,7 @@ setup(
     extras_require={
         "cpu": ["tensorflow-cpu==2.21.0"],
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
-        "test": ["pytest"],
+        "test": ["pytest", "pytest-xdist"],  # the suite runs on 2 workers (README)
         "plot": ["matplotlib"],  # the PNG of python -m towertrain.scaling
     },
     entry_points={"console_scripts": ["towertrain=towertrain.cli:run"]},

@@ -321,6 +321,16 @@ def test_readme_shell_blocks_are_found():
     assert any(line.startswith("pip install") for line in flat), flat
 
 
+def test_ci_runs_exactly_the_readmes_test_command():
+    """.ci/run's command is the README's second fresh-machine line."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme_test_line = [line.strip() for line in f.read().splitlines()[:12]
+                            if "pytest" in line][0]
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        ci_lines = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert ci_lines[-1] == readme_test_line
+
+
 # Commands that must fail the same check, parsed alongside the documented ones
 # (one process per module: Params' checks import TensorFlow): a misspelled
 # flag, a bad enum value, a combination Params refuses.

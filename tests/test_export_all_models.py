@@ -134,11 +134,27 @@ def test_cheap_models_export_and_load_without_towertrain(tmp_path):
     _export_and_load_all(FAST, tmp_path)
 
 
+def _slow_groups():
+    """The remaining models in three groups of similar cost, so a parallel run
+    (pytest -n 2) can spread them: the ImageNet ResNets, the other ImageNet
+    models, the deeper CIFAR ResNets."""
+    names = _slow_names()
+    imagenet_resnets = [n for n in names if n.startswith("resnet") and
+                        n.split("_")[0] in ("resnet50", "resnet101", "resnet152")]
+    cifar_resnets = [n for n in names if n.startswith("resnet") and n not in imagenet_resnets]
+    others = [n for n in names if not n.startswith("resnet")]
+    return {"imagenet_resnets": imagenet_resnets, "other_imagenet": others,
+            "cifar_resnets": cifar_resnets}
+
+
 @pytest.mark.slow
-def test_remaining_models_export_and_load_without_towertrain(tmp_path):
-    _export_and_load_all(_slow_names(), tmp_path)
+@pytest.mark.parametrize("group", sorted(_slow_groups()))
+def test_remaining_models_export_and_load_without_towertrain(tmp_path, group):
+    _export_and_load_all(_slow_groups()[group], tmp_path)
 
 
 def test_every_model_is_covered():
     assert set(FAST) <= set(models.registered_names())
     assert sorted(FAST + _slow_names()) == models.registered_names()
+    grouped = [name for group in _slow_groups().values() for name in group]
+    assert sorted(grouped) == sorted(_slow_names())
