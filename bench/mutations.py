@@ -321,6 +321,25 @@ MUTATIONS = [
         "        self._batches = self._all_batches(skip=step)",
         "        self._batches = self._all_batches(skip=0)",
         [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
+    # Seeing the run (issue 11).
+    Mutation(
+        "gradient_norm_left_loss_scaled", "towertrain/step_outputs.py",
+        "            summed = [g / tf.cast(grad_scale, g.dtype) for g in summed]\n", "",
+        [T + "test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
+    Mutation(
+        "standalone_eval_writes_no_summaries", "towertrain/evaluation.py",
+        "        summaries.write_eval_result(logdir, step, result)\n", "        pass\n",
+        [T + "test_summaries.py::"
+         "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),
+    Mutation(
+        "input_wait_counts_only_the_staging_overrun", "towertrain/step_outputs.py",
+        '    return (clock["ready"] - clock["start"]) + overrun', "    return overrun",
+        [T + "test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
+         T + "test_input_wait.py::test_a_balanced_run_reports_about_half"]),
+    Mutation(
+        "scaling_skips_collective_all_reduce", "towertrain/scaling.py",
+        '             ("collective_all_reduce", "collective_all_reduce", None),\n', "",
+        [T + "test_scaling.py::test_table_has_exactly_a_row_per_configuration"]),
     # Library door (issue 13): labels and losses checked in the user's terms.
     Mutation(
         "door_dataset_unchecked", "input_pipeline/arrays.py",
