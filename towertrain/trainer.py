@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
-from towertrain import devices as devices_lib, models, tower, variable_mgr
+from towertrain import devices as devices_lib, model_checks, models, tower, variable_mgr
 from towertrain import loop as loop_lib, precision, staging, step_outputs
 from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
 from towertrain.input_pipeline import factory as input_factory
@@ -73,7 +73,6 @@ class Trainer:
         self.dataset_name = params.data_name or spec.default_dataset
         keras.utils.set_random_seed(params.tf_random_seed)
         self.model = model or self._build_model(spec)
-        from towertrain import model_checks  # (towertrain/model_checks.py)
         if model is not None:  # before anything reads its inputs or outputs
             model_checks.check_built(model, input_source)
         precision.check_model(self.model, params)
@@ -381,7 +380,6 @@ class Trainer:
                 # A queue input whose feeder thread failed closes its queue: say why.
                 self.input.raise_pending_error()
             elif isinstance(err, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
-                from towertrain import model_checks  # an in-step label or loss check
                 found = model_checks.error_from(err)
                 if found is not None:
                     raise found from err
