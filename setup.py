@@ -4,7 +4,7 @@
 `towertrain.input_pipeline` so no generic top-level package lands in a user's
 site-packages.
 """
-from setuptools import setup
+from setuptools import find_packages, setup
 
 setup(
     name="towertrain",
@@ -13,13 +13,11 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=[
-        "towertrain",
-        "towertrain.variable_mgr",
-        "towertrain.allreduce",
-        "towertrain.models",
-        "towertrain.input_pipeline",
-    ],
+    # Every package under towertrain/ (its wings), found rather than listed: a
+    # hand-written list once left towertrain.callbacks out of the wheel.
+    packages=(["towertrain"]
+              + [f"towertrain.{name}" for name in find_packages("towertrain")]
+              + ["towertrain.models", "towertrain.input_pipeline"]),
     package_dir={
         "towertrain": "towertrain",
         "towertrain.models": "models",
@@ -34,5 +32,5 @@ setup(
         "test": ["pytest", "pytest-xdist"],  # the suite runs on 2 workers (README)
         "plot": ["matplotlib"],  # the PNG of python -m towertrain.scaling
     },
-    entry_points={"console_scripts": ["towertrain=towertrain.cli:run"]},
+    entry_points={"console_scripts": ["towertrain=towertrain.commands.train:run"]},
 )

@@ -6,7 +6,7 @@ For resnet20 and cifar_cnn on 2 logical CPU devices (replicated, 2 x 32,
 synthetic data): float32, --use_bf16, --xla_compile,
 --compact_gradient_transfer and --sync_batch_norm (batch-norm models), each
 built once, then timed in interleaved rounds
-(towertrain.scaling.time_rounds: the order rotates every round, so this
+(towertrain.commands.scaling.time_rounds: the order rotates every round, so this
 machine's +-20% drift hits every contender alike). Prints medians and each
 switch's median per-round ratio to float32 of the same model.
 """
@@ -18,7 +18,9 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import towertrain  # noqa: E402,F401 - sets TF_ENABLE_ONEDNN_OPTS before TensorFlow loads
-from towertrain import devices, params as params_lib, scaling  # noqa: E402
+from towertrain.engine import devices  # noqa: E402
+from towertrain.config import params as params_lib
+from towertrain.commands import scaling
 
 SWITCHES = {
     "float32": {},

@@ -23,7 +23,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from towertrain import Params, Trainer, devices  # noqa: E402
+from towertrain import Params, Trainer  # noqa: E402
+from towertrain.engine import devices
 from towertrain.input_pipeline import split_to_devices  # noqa: E402
 from towertrain.input_pipeline.base import Input  # noqa: E402
 

@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 
 def towertrain_runner(num_devices, batch_size):
     from towertrain import Params
-    from towertrain.scaling import TowertrainRunner
+    from towertrain.commands.scaling import TowertrainRunner
     update = FLAGS.variable_update if num_devices > 1 else "parameter_server"
     params = Params(model=FLAGS.model, device="cpu", num_gpus=num_devices,
                     batch_size=batch_size, variable_update=update,
@@ -42,7 +42,7 @@ def towertrain_runner(num_devices, batch_size):
 
 def mirrored_runner(num_devices, batch_size, stock_batch_norm):
     from towertrain import Params
-    from towertrain.scaling import MirroredRunner
+    from towertrain.commands.scaling import MirroredRunner
     params = Params(model=FLAGS.model, device="cpu", batch_size=batch_size,
                     data_format="NHWC", xla_compile=FLAGS.keras_jit)
     return MirroredRunner(params, [f"/cpu:{i}" for i in range(num_devices)],
@@ -51,7 +51,7 @@ def mirrored_runner(num_devices, batch_size, stock_batch_norm):
 
 def main(argv):
     del argv
-    from towertrain import devices
+    from towertrain.engine import devices
     devices.ensure_logical_cpus(FLAGS.num_devices)
     n, b = FLAGS.num_devices, FLAGS.batch_size
     contenders = {
@@ -61,7 +61,7 @@ def main(argv):
         f"towertrain 1x{n * b}": towertrain_runner(1, n * b),
     }
     for run in contenders.values():  # untimed: a first call after others traced is slow
-        run(1)                        # (see towertrain.scaling.time_rounds)
+        run(1)                        # (see towertrain.commands.scaling.time_rounds)
     results = {name: [] for name in contenders}
     for round_index in range(FLAGS.rounds):
         for name, run in contenders.items():

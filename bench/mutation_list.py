@@ -11,7 +11,7 @@ CHECKS = T + "test_model_checks.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
-        "staging_put_before_get", "towertrain/staging.py",
+        "staging_put_before_get", "towertrain/engine/staging.py",
         "        batches = self._get_all()\n        if after_get is not None:\n"
         "            after_get(batches)\n        if put:\n            self._put_all()\n",
         "        if put:\n            self._put_all()\n        batches = self._get_all()\n"
@@ -165,13 +165,13 @@ MUTATIONS = [
         [T + "test_bite_preprocessing.py"]),
     # 8a. Optimizer slot discovery disabled: checkpoints hold no slots.
     Mutation(
-        "checkpoint_optimizer_slots_empty", "towertrain/checkpoint.py",
+        "checkpoint_optimizer_slots_empty", "towertrain/state/checkpoint.py",
         "    slots = {id(v): {} for _, v in prefixes}\n",
         "    slots = {id(v): {} for _, v in prefixes}\n    return slots\n",
         [T + "test_bite_checkpoint.py"]),
     # 8b. A restore does not copy the slots to the other replicas.
     Mutation(
-        "restore_does_not_sync_slots", "towertrain/checkpoint.py",
+        "restore_does_not_sync_slots", "towertrain/state/checkpoint.py",
         "                    if name in source and slot is not source[name]:\n"
         "                        slot.assign(source[name])",
         "                    if name in source and slot is not source[name]:\n"
@@ -179,7 +179,7 @@ MUTATIONS = [
         [T + "test_bite_checkpoint.py"]),
     # 8c. A failed restore writes the fresh state over the damaged checkpoint.
     Mutation(
-        "failed_restore_rewrites_checkpoint", "towertrain/checkpoint.py",
+        "failed_restore_rewrites_checkpoint", "towertrain/state/checkpoint.py",
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n",
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
@@ -192,7 +192,7 @@ MUTATIONS = [
         [T + "test_bite_cli.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
     # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
     Mutation(
-        "eval_checkpoint_flag_ignored", "towertrain/evaluation.py",
+        "eval_checkpoint_flag_ignored", "towertrain/engine/evaluation.py",
         "    path = ckpt_lib.resolve(p.train_dir, p.checkpoint)",
         "    path = ckpt_lib.resolve(p.train_dir, None)",
         [T + "test_bite_cli.py::test_eval_checkpoint_flag_evaluates_that_older_checkpoint"]),
@@ -218,33 +218,33 @@ MUTATIONS = [
         [T + "test_trust_eval.py"]),
     # 9b. An input without an eval split silently scores something else.
     Mutation(
-        "eval_missing_split_not_an_error", "towertrain/evaluation.py",
+        "eval_missing_split_not_an_error", "towertrain/engine/evaluation.py",
         '        raise InputError(f"cannot evaluate: {err}") from err',
         "        return None",
         [T + "test_trust_eval.py::test_missing_test_split_is_an_error_naming_the_file",
          T + "test_trust_eval.py::test_an_input_without_an_eval_split_is_an_error_not_a_stand_in"]),
     # Exact resume with staging: checkpoints taken with batches still staged.
     Mutation(
-        "staging_ignores_save_fences", "towertrain/staging.py",
+        "staging_ignores_save_fences", "towertrain/engine/staging.py",
         "        ahead = [f for f in self._fences if f > self.consumed]",
         "        ahead = []",
         [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
     # Non-finite gradients applied anyway.
     Mutation(
-        "nonfinite_step_applied", "towertrain/tower.py",
+        "nonfinite_step_applied", "towertrain/engine/tower.py",
         "    return tf.reduce_all(tf.stack(checks))",
         "    return tf.constant(True)",
         [T + "test_trust_guards.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
     # Every tower draws tower 0's dropout masks.
     Mutation(
-        "towers_share_dropout_masks", "towertrain/tower.py",
+        "towers_share_dropout_masks", "towertrain/engine/tower.py",
         "    if tower == 0 or not indices:",
         "    if True:",
         [T + "test_trust_guards.py::test_towers_draw_independent_dropout_masks"]),
     # Sync batch norm: each tower differentiates only its own loss (misses
     # what its slice contributed to the other towers' statistics).
     Mutation(
-        "sync_bn_gradient_of_own_loss_only", "towertrain/tower.py",
+        "sync_bn_gradient_of_own_loss_only", "towertrain/engine/tower.py",
         "    grads = tf.gradients([result.scaled for _, _, result in traced], flat,\n"
         "                         unconnected_gradients=tf.UnconnectedGradients.ZERO)",
         "    grads = [g for trainable, _, result in traced for g in tf.gradients(\n"
@@ -252,7 +252,7 @@ MUTATIONS = [
         [T + "test_sync_batch_norm.py"]),
     # Sync batch norm: the cross-tower sum hands each tower its own values back.
     Mutation(
-        "sync_bn_no_cross_tower_sum", "towertrain/lockstep.py",
+        "sync_bn_no_cross_tower_sum", "towertrain/engine/lockstep.py",
         "            return list(self._result)",
         "            return list(tensors)",
         [T + "test_sync_batch_norm.py"]),
@@ -276,21 +276,21 @@ MUTATIONS = [
         [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
     # Seeing the run (issue 11).
     Mutation(
-        "gradient_norm_left_loss_scaled", "towertrain/step_outputs.py",
+        "gradient_norm_left_loss_scaled", "towertrain/engine/step_outputs.py",
         "            summed = [g / tf.cast(grad_scale, g.dtype) for g in summed]\n", "",
         [T + "test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
     Mutation(
-        "standalone_eval_writes_no_summaries", "towertrain/evaluation.py",
+        "standalone_eval_writes_no_summaries", "towertrain/engine/evaluation.py",
         "        summaries.write_eval_result(logdir, step, result)\n", "        pass\n",
         [T + "test_summaries.py::"
          "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),
     Mutation(
-        "input_wait_counts_only_the_staging_overrun", "towertrain/step_outputs.py",
+        "input_wait_counts_only_the_staging_overrun", "towertrain/engine/step_outputs.py",
         '    return (clock["ready"] - clock["start"]) + overrun', "    return overrun",
         [T + "test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
          T + "test_input_wait.py::test_a_balanced_run_reports_about_half"]),
     Mutation(
-        "scaling_skips_collective_all_reduce", "towertrain/scaling.py",
+        "scaling_skips_collective_all_reduce", "towertrain/commands/scaling.py",
         '             ("collective_all_reduce", "collective_all_reduce", None),\n', "",
         [T + "test_scaling.py::test_table_has_exactly_a_row_per_configuration"]),
     # Library door (issue 13): labels and losses checked in the user's terms.
@@ -318,18 +318,18 @@ MUTATIONS = [
         "    batches = epoch_batches(dataset, global_batch, 1)\n    result = DatasetInput(",
         [DOORS + "test_from_generator_trains_as_from_arrays"]),
     Mutation(
-        "loss_check_skipped", "towertrain/tower.py",
+        "loss_check_skipped", "towertrain/engine/tower.py",
         "    if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?",
         "    if False:  # a user's loss: one value per example?",
         [CHECKS + "test_a_custom_loss_that_does_not_return_one_loss_per_example",
          CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
     Mutation(
-        "loss_check_length_ignored", "towertrain/model_checks.py",
+        "loss_check_length_ignored", "towertrain/engine/model_checks.py",
         "        if len(got) != 1 or (None not in (got[0], size) and got[0] != size):",
         "        if len(got) != 1:",
         [CHECKS + "test_a_custom_loss_that_does_not_return_one_loss_per_example"]),
     Mutation(
-        "loss_dynamic_check_rank_only", "towertrain/model_checks.py",
+        "loss_dynamic_check_rank_only", "towertrain/engine/model_checks.py",
         "    ok = tf.logical_and(tf.equal(tf.rank(losses), 1),\n"
         "                        tf.equal(tf.size(losses), tf.shape(batch)[0]))",
         "    ok = tf.equal(tf.rank(losses), 1)",
@@ -344,7 +344,7 @@ MUTATIONS = [
         "            denominator = tf.shape(images)[0]",
         [DOORS + "test_multi_output_custom_loss_on_two_devices_equals_serial_keras"]),
     Mutation(
-        "eval_in_training_mode", "towertrain/evaluation.py",
+        "eval_in_training_mode", "towertrain/engine/evaluation.py",
         "tower_images,\n                                                   training=False)",
         "tower_images,\n                                                   training=True)",
         [DOORS + "test_evaluate_a_user_model_on_user_data"]),
@@ -372,9 +372,9 @@ MUTATIONS = [
         '_EXPORTS = {\n', '_EXPORTS = {\n    "build_model": "towertrain.models",\n',
         [T + "test_public_api.py::test_public_names_resolve_and_are_documented"]),
     Mutation(
-        "late_devices_error_names_a_private_helper", "towertrain/devices.py",
+        "late_devices_error_names_a_private_helper", "towertrain/engine/devices.py",
         "(towertrain.use_logical_cpus({count}) first thing)",
-        "(towertrain.devices.ensure_logical_cpus({count}) first thing)",
+        "(towertrain.engine.devices.ensure_logical_cpus({count}) first thing)",
         [T + "test_public_api.py::test_devices_configured_too_late_fail_naming_the_fix"]),
     Mutation(
         "example_callback_never_stops", "examples/custom_callback.py",

@@ -7,7 +7,7 @@ the in-memory, generator and file readers alike.
 import numpy as np
 import tensorflow as tf
 
-from towertrain.params import ParamsError
+from towertrain.config.params import ParamsError
 
 from .base import EvalData, Input
 from .slicing import split_to_devices
@@ -27,10 +27,10 @@ class DatasetInput(Input):
 
     name = "dataset"
     # (lowest, highest) label, where the data is in memory (from_arrays): lets
-    # towertrain.model_checks say "label 12 outside the model's 10 classes" up front.
+    # towertrain.engine.model_checks say "label 12 outside the model's 10 classes" up front.
     label_range = None
     # Data not seen up front: `door` names the entry point (from_dataset,
-    # from_generator) for errors; towertrain.model_checks sets label_classes
+    # from_generator) for errors; towertrain.engine.model_checks sets label_classes
     # (the model's classes, default loss) and each global batch's labels are
     # then checked on the CPU in the step: one min and one max.
     door = None
@@ -66,7 +66,7 @@ class DatasetInput(Input):
         return self._iterator
 
 
-LABEL_CHECK = "towertrain label check:"  # towertrain.model_checks.error_from reads it
+LABEL_CHECK = "towertrain label check:"  # towertrain.engine.model_checks.error_from reads it
 
 
 def checked_labels(labels, num_classes, door):

@@ -59,7 +59,7 @@ class FusedBatchNormalization(keras.layers.Layer):
     def call(self, inputs, training=False):
         gamma, beta = self._scale_offset()
         if training:
-            from towertrain import lockstep  # deferred: the engine imports the models
+            from towertrain.engine import lockstep  # deferred: the engine imports the models
             member = lockstep.current()
             if member is not None:  # --sync_batch_norm: statistics of the global batch
                 return self._call_synchronized(member, inputs, gamma, beta)
@@ -88,9 +88,9 @@ class FusedBatchNormalization(keras.layers.Layer):
 
     def _call_synchronized(self, member, inputs, gamma, beta):
         """Normalizes with the mean and biased variance over every tower's slice
-        (towertrain.sync_batch_norm), in float32, and averages those into the
+        (towertrain.engine.sync_batch_norm), in float32, and averages those into the
         moving statistics exactly as the fused path does for one batch."""
-        from towertrain import sync_batch_norm
+        from towertrain.engine import sync_batch_norm
         axes = [a for a in range(4) if a != self._channel_axis]
         mean, variance = sync_batch_norm.moments(member, inputs, axes)
         shape = [1, -1, 1, 1] if self._channel_axis == 1 else [1, 1, 1, -1]

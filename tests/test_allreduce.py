@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import allreduce
-from towertrain.allreduce.packing import pack, unpack
-from towertrain.variable_mgr.parameter_server import spread_greedy
+from towertrain.engine import allreduce
+from towertrain.engine.allreduce.packing import pack, unpack
+from towertrain.engine.variable_mgr.parameter_server import spread_greedy
 
 SHAPES = [(3, 4), (5,), (), (2, 1, 3), (7,)]
 

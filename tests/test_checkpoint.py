@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer, checkpoint as ckpt_lib, evaluation, models
+from towertrain import Params, Trainer, models
+from towertrain.state import checkpoint as ckpt_lib
+from towertrain.engine import evaluation
 from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization

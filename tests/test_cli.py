@@ -44,7 +44,8 @@ def test_train_prints_header_step_lines_and_total():
 def command_line():
     """Parses a command line in this process as the CLI does; undone after."""
     from absl import flags
-    from towertrain import cli, flags as flags_lib
+    from towertrain.commands import train as cli
+    from towertrain.config import flags as flags_lib
     flags_lib.define_flags()
 
     def parse(*args):
@@ -97,7 +98,7 @@ def test_flag_syntax_errors_are_one_line_and_exit_2(command_line, capsys, args, 
     (["--num_batches=5", "--num_epochs=2"], "--num_batches=5: conflicts with --num_epochs=2"),
 ])
 def test_ignored_flags_are_errors(command_line, args, message):
-    from towertrain import flags as flags_lib
+    from towertrain.config import flags as flags_lib
     command_line("--device=cpu", *args)
     with pytest.raises(ParamsError) as err:
         flags_lib.params_from_flags()
@@ -105,7 +106,7 @@ def test_ignored_flags_are_errors(command_line, args, message):
 
 
 def test_flags_that_do_apply_are_accepted(command_line):
-    from towertrain import flags as flags_lib
+    from towertrain.config import flags as flags_lib
     command_line("--device=cpu", "--staging_depth=0", "--optimizer=momentum",
                  "--momentum=0.5", "--train_dir=d", "--max_ckpts_to_keep=2")
     params = flags_lib.params_from_flags()

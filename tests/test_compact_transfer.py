@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer, allreduce
-from towertrain.graph_ops import all_operations
+from towertrain import Params, Trainer
+from towertrain.engine import allreduce
+from towertrain.engine.graph_ops import all_operations
 from towertrain.input_pipeline import from_arrays
 
 SHAPES = [(3, 4), (5,), (), (2, 1, 3), (300,)]

@@ -141,9 +141,9 @@ def harness(block):
 COMMAND_START = re.compile(r"^(\w+=\S*\s+)*(python3?|pip3?|towertrain|bazel|\.ci/run)\b")
 # The CLI modules whose flags a command may use: module -> how to define them.
 FLAG_MODULES = {
-    "towertrain": "from towertrain import flags as f; f.define_flags()",
-    "towertrain.export": "from towertrain import export; export._define_flags()",
-    "towertrain.scaling": "from towertrain import scaling; scaling.define_flags()",
+    "towertrain": "from towertrain.config import flags as f; f.define_flags()",
+    "towertrain.export": "from towertrain.commands import export; export.define_flags()",
+    "towertrain.scaling": "from towertrain.commands import scaling; scaling.define_flags()",
 }
 # Parses each argv of one module in a fresh process (the modules' flags share
 # absl's global flag set and clash): absl's parser, then Params and the
@@ -152,7 +152,8 @@ PARSE_SCRIPT = '''
 import json, sys
 from absl import flags
 {define}
-from towertrain import flags as flags_lib, params as params_lib
+from towertrain.config import flags as flags_lib
+from towertrain.config import params as params_lib
 results = []
 for argv in json.loads(sys.argv[1]):
     flags.FLAGS.unparse_flags()
@@ -253,23 +254,23 @@ def flag_errors(module, argvs):
 
 
 def test_flag_reference_is_current():
-    done = subprocess.run([sys.executable, "-m", "towertrain.flag_reference"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "towertrain.commands.flag_reference"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(os.path.join(ROOT, "docs", "flags.md"), encoding="utf-8") as f:
         assert f.read() == done.stdout, ("docs/flags.md is stale: run python -m "
-                                         "towertrain.flag_reference > docs/flags.md")
+                                         "towertrain.commands.flag_reference > docs/flags.md")
 
 
 def test_flag_reference_documents_export_and_scaling_flags():
     """python -m towertrain.export and towertrain.scaling have sections listing
     each of their own flags."""
-    from towertrain import export, scaling
+    from towertrain.commands import export, scaling
     with open(os.path.join(ROOT, "docs", "flags.md"), encoding="utf-8") as f:
         text = f.read()
     sections = {title: body for title, body in
                 re.findall(r"^## (.+?)\n(.*?)(?=^## |\Z)", text, re.S | re.M)}
-    for module, names in (("towertrain.export", export._FLAG_NAMES),
+    for module, names in (("towertrain.export", export.FLAG_NAMES),
                           ("towertrain.scaling", scaling.OWN_FLAGS)):
         body = sections.get(f"`python -m {module}`")
         assert body is not None, f"docs/flags.md has no section for python -m {module}"
@@ -278,7 +279,9 @@ def test_flag_reference_documents_export_and_scaling_flags():
 
 
 def test_flag_reference_lists_every_params_field_that_is_a_flag():
-    from towertrain import flag_reference, flags, params
+    from towertrain.commands import flag_reference
+    from towertrain.config import flags
+    from towertrain.config import params
     text = flag_reference.markdown()
     for name in params.Params.__dataclass_fields__:
         if name in flags.FLAGS:
@@ -294,7 +297,7 @@ def test_docs_have_the_promised_pages_and_blocks():
                   "Portable checkpoints"):
         assert topic in concepts, topic
     # Every variable-update mode has its bullet saying when to pick it.
-    from towertrain import params
+    from towertrain.config import params
     for mode in params.VARIABLE_UPDATES:
         bullet = re.search(rf"^- \*\*`{mode}`\*\*.*?(?=^- |^#|\Z)", concepts, re.S | re.M)
         assert bullet and "Pick it" in " ".join(bullet.group(0).split()), (

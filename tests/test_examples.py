@@ -72,5 +72,5 @@ def test_examples_use_only_the_public_api():
         assert not private_uses(source), (os.path.basename(path), private_uses(source))
     # The check is live.
     assert private_uses("from towertrain import checkpoint as c\n")
-    assert private_uses("import towertrain.checkpoint\n")
+    assert private_uses("import towertrain.state.checkpoint\n")
     assert private_uses("import towertrain\ntowertrain.devices.ensure_logical_cpus(2)\n")

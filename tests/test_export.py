@@ -18,7 +18,7 @@ EXPORT_DRIVER = f"""
 import sys
 sys.path.insert(0, {TESTS_DIR!r})
 import test_checkpoint  # registers ckpt_tiny
-from towertrain import export
+from towertrain.commands import export
 export.run()
 """
 # Runs without towertrain importable in spirit: it must not be imported at all.
@@ -73,7 +73,8 @@ def test_exported_keras_and_saved_model_match_engine_eval(tmp_path):
 
 
 def test_export_errors_are_one_line(tmp_path):
-    from towertrain import checkpoint as ckpt_lib, export
+    from towertrain.state import checkpoint as ckpt_lib
+    from towertrain.state import export
     with pytest.raises(ckpt_lib.CheckpointError, match="no checkpoint in"):
         export.export(train_dir=str(tmp_path), output=str(tmp_path / "m.keras"))
     with pytest.raises(ckpt_lib.CheckpointError, match="must end in .keras"):
@@ -115,7 +116,7 @@ def test_cli_bad_arguments_fail_in_one_line(args, message):
 
 def test_model_flag_contradicting_the_run_record_fails_naming_both(tmp_path):
     import test_export_all_models
-    from towertrain import export
+    from towertrain.state import export
     train_dir = str(tmp_path / "train")
     test_export_all_models.write_checkpoint("trivial", train_dir, np.random.RandomState(0))
     done = _cli(f"--train_dir={train_dir}", f"--output={tmp_path / 'm.keras'}",
@@ -135,7 +136,7 @@ def test_stock_lrn_matches_the_layer(data_format):
     # Inputs large enough that the normalization is far from the identity (at
     # activations ~1, alpha=1e-4 would hide a wrong window or axis).
     import keras
-    from towertrain import export
+    from towertrain.state import export
     from towertrain.models import LocalResponseNormalization
     shape = (12, 5, 5) if data_format == "channels_first" else (5, 5, 12)
     inputs = keras.Input(shape)

@@ -2,7 +2,7 @@
 
 Each model is built small, its variables perturbed (so a batch norm whose
 statistics were mapped wrongly would show), checkpointed with a run record as
-training writes them, exported through towertrain.export, then loaded in ONE
+training writes them, exported through towertrain.state.export, then loaded in ONE
 fresh process where towertrain cannot be imported; logits must match the
 towertrain model's. One cheap model per builder runs in the default suite;
 deeper variants of the same builders and the ImageNet models (up to 58M
@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import checkpoint as ckpt_lib, export, models
+from towertrain import models
+from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import export
 
 NUM_CLASSES = 10
 # Keras' own .keras writer trips NumPy 2's __array__(copy=) deprecation per weight.

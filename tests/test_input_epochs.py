@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
-from towertrain.staging import StagedInput
+from towertrain.engine.staging import StagedInput
 
 NUM_EXAMPLES = 103
 GLOBAL_BATCH = 16

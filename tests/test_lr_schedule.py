@@ -1,4 +1,4 @@
-"""The learning rate by global step (towertrain.lr_schedule).
+"""The learning rate by global step (towertrain.recipe.lr_schedule).
 
 Values at chosen steps for a given global batch (warmup start, middle and
 end, every piecewise boundary, decay steps, cosine end), the wiring into the
@@ -18,10 +18,11 @@ import tensorflow as tf
 
 import cifar_files
 from test_equivalence import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
-from towertrain import Callback, Params, Trainer, lr_schedule
+from towertrain import Callback, Params, Trainer
+from towertrain.recipe import lr_schedule
 from towertrain.callbacks import default_callbacks
 from towertrain.input_pipeline import from_arrays
-from towertrain.params import ParamsError
+from towertrain.config.params import ParamsError
 
 
 def build(global_batch=128, steps_per_epoch=10, total_steps=None, base=0.1, **flags):

@@ -29,7 +29,7 @@ def _data():
 
 
 def _params(**changes):
-    from towertrain.params import Params
+    from towertrain.config.params import Params
     base = dict(model="cifar_cnn", device="cpu", batch_size=PER_DEVICE, num_epochs=1,
                 num_warmup_batches=0, optimizer="momentum", init_learning_rate=0.05,
                 data_format="NHWC")
@@ -78,7 +78,7 @@ def _wait_all(procs, timeout):
 def _run_worker(hosts, task, out_path):
     """Worker process: joins the cluster (2 logical CPUs), trains one epoch of
     the arrays (3 steps, the last uneven), saves every copy of the weights."""
-    from towertrain import cluster
+    from towertrain.engine.distributed import cluster
     params = _params(num_gpus=2, variable_update="collective_all_reduce",
                      worker_hosts=hosts, task_index=task, collective_timeout_secs=60)
     cluster.setup(cluster.from_params(params), params)
@@ -210,8 +210,8 @@ def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
 def test_cluster_from_flags_and_tf_config():
     import json
     import pytest
-    from towertrain import cluster
-    from towertrain.params import ParamsError
+    from towertrain.engine.distributed import cluster
+    from towertrain.config.params import ParamsError
     p = _params(variable_update="collective_all_reduce", worker_hosts="10.0.0.1:2222,"
                 "10.0.0.2:2222", task_index=1)
     c = cluster.from_params(p)
@@ -238,7 +238,8 @@ def test_cluster_from_flags_and_tf_config():
 
 
 def test_worker_shard_takes_contiguous_global_towers():
-    from towertrain.input_pipeline import factory, from_arrays
+    from towertrain.engine import input_factory as factory
+    from towertrain.input_pipeline import from_arrays
     images = np.arange(10, dtype=np.float32).reshape(10, 1)
     labels = np.arange(10, dtype=np.int32)
     seen = []

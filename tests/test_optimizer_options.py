@@ -14,7 +14,8 @@ import tensorflow as tf
 from test_bite_placement import (all_ops, data_ancestors, gpu_trainer, place, ps_input,
                                  ps_model, updates_by_variable)
 from test_equivalence import STEPS, assert_close, data, tiny_model
-from towertrain import Params, Trainer, gradients
+from towertrain import Params, Trainer
+from towertrain.recipe import gradients
 from towertrain.input_pipeline import from_arrays
 
 LEARNING_RATE = 0.05

@@ -30,7 +30,7 @@ import tensorflow as tf
 tf.config.experimental.enable_op_determinism()
 sys.path.insert(0, {TESTS_DIR!r})
 import test_checkpoint  # registers ckpt_tiny
-from towertrain import cli
+from towertrain.commands import train as cli
 cli.run()
 """
 COMMON = ["--model=ckpt_tiny", "--device=cpu", "--num_gpus=2", "--variable_update=replicated",

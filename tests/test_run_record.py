@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from towertrain import Params, ParamsError, run_record
-from towertrain.checkpoint import RUN_INFO_FILE, CheckpointError
+from towertrain import Params, ParamsError
+from towertrain.state import run_record
+from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
 
 RECORD = {"model": "cifar_cnn", "data_name": "cifar10", "num_classes": 10,
           "data_format": "NCHW", "input_shape": [3, 32, 32]}

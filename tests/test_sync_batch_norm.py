@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, ParamsError, Trainer, lockstep
+from towertrain import Params, ParamsError, Trainer
+from towertrain.engine import lockstep
 from towertrain.input_pipeline import from_arrays
 from towertrain.models import FusedBatchNormalization
 

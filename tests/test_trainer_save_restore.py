@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import towertrain
-from towertrain import checkpoint as ckpt_lib
+from towertrain.state import checkpoint as ckpt_lib
 
 import test_checkpoint  # registers the tiny model ckpt_tiny
 

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer, evaluation, export
+from towertrain import Params, Trainer
+from towertrain.engine import evaluation
+from towertrain.state import export
 from towertrain.input_pipeline import cifar10, imagenet, queue_input
 from towertrain.input_pipeline.arrays import InputError
 
@@ -68,7 +70,7 @@ def test_cli_eval_scores_the_test_file_like_stock_keras_on_numpy_records(trained
     reported = float(line.group(1))
 
     exported = str(tmp_path / "model.keras")
-    # The stock-Keras side: towertrain.export as a library call (its command line
+    # The stock-Keras side: towertrain.state.export as a library call (its command line
     # is test_export's subject), then Keras alone loads and predicts.
     export.export(train_dir=train_dir, output=exported)
     model = keras.saving.load_model(exported)

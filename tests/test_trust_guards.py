@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer, checkpoint as ckpt_lib, export as export_lib
-from towertrain import loop as loop_lib
+from towertrain import Params, Trainer
+from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import export as export_lib
+from towertrain.engine import loop as loop_lib
 from towertrain.callbacks import Callback, Checkpointer, StopOnSignal
-from towertrain.checkpoint import CheckpointError
+from towertrain.state.checkpoint import CheckpointError
 from towertrain.errors import TrainingDivergedError
 from towertrain.input_pipeline import from_arrays
 

@@ -28,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import towertrain  # sets TF_ENABLE_ONEDNN_OPTS before TensorFlow loads
 import tensorflow as tf
 tf.config.experimental.enable_op_determinism()
-from towertrain import cli
+from towertrain.commands import train as cli
 cli.run()
 """
 

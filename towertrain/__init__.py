@@ -58,8 +58,8 @@ if (not os.path.isdir(os.path.join(_here, "models"))
     __path__.append(_root)  # noqa: F821 - a package's __path__
 
 _EXPORTS = {
-    "Params": "towertrain.params",
-    "ParamsError": "towertrain.params",
+    "Params": "towertrain.config.params",
+    "ParamsError": "towertrain.config.params",
     "Trainer": "towertrain.trainer",
     "TrainingDivergedError": "towertrain.trainer",
     "TrainResult": "towertrain.trainer",
@@ -71,8 +71,8 @@ _EXPORTS = {
     "from_generator": "towertrain.input_pipeline",
     "Input": ("towertrain.input_pipeline.base", "Input"),
     "EvalData": ("towertrain.input_pipeline.base", "EvalData"),
-    "ModelError": "towertrain.model_checks",
-    "DeviceError": "towertrain.devices",
+    "ModelError": "towertrain.engine.model_checks",
+    "DeviceError": "towertrain.engine.devices",
 }
 
 __all__ = sorted(set(_EXPORTS) | {"use_logical_cpus"})
@@ -87,7 +87,7 @@ def use_logical_cpus(count):
     already has that many; otherwise it raises towertrain.DeviceError saying
     so. The CLI does this itself from --num_gpus.
     """
-    from towertrain import devices
+    from towertrain.engine import devices
     devices.ensure_logical_cpus(count)
 
 

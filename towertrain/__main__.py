@@ -1,3 +1,3 @@
-from towertrain.cli import run
+from towertrain.commands.train import run
 
 run()

@@ -7,7 +7,7 @@
 The step is one tf.function: every tower runs under its device on its slice,
 then, if every loss and gradient is finite, the variable manager exchanges
 gradients and applies one update. The loop around it lives in
-towertrain.loop; features (logging, checkpoints, eval) are callbacks.
+towertrain.engine.loop; features (logging, checkpoints, eval) are callbacks.
 """
 import collections
 import contextlib
@@ -18,16 +18,26 @@ import keras
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
-from towertrain import devices as devices_lib, model_checks, models, tower, variable_mgr
-from towertrain import loop as loop_lib, precision, staging, step_outputs
+from towertrain import models
+from towertrain.engine import devices as devices_lib
+from towertrain.engine import model_checks
+from towertrain.engine import tower
+from towertrain.engine import variable_mgr
+from towertrain.engine import loop as loop_lib
+from towertrain.recipe import precision
+from towertrain.engine import staging
+from towertrain.engine import step_outputs
 from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
-from towertrain.input_pipeline import factory as input_factory
+from towertrain.engine import input_factory
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import Input
-from towertrain.loop import TrainResult  # noqa: F401 - re-exported
-from towertrain import gradients, lr_schedule, optimizers, sync_batch_norm
-from towertrain import cluster as cluster_lib  # multi-worker
-from towertrain.params import ParamsError
+from towertrain.engine.loop import TrainResult  # noqa: F401 - re-exported
+from towertrain.recipe import gradients
+from towertrain.recipe import lr_schedule
+from towertrain.recipe import optimizers
+from towertrain.engine import sync_batch_norm
+from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
+from towertrain.config.params import ParamsError
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
@@ -99,7 +109,7 @@ class Trainer:
             num_classes=self.model.output_shape[-1],
             global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
             dataset_name=self.dataset_name)
-        # --- multi-worker (towertrain.cluster): this worker's share of each global batch
+        # --- multi-worker (towertrain.engine.distributed.cluster): this worker's share of each global batch
         self.cluster = cluster_lib.for_params(params)
         self.num_workers = self.cluster.num_workers
         self.input = input_factory.shard_for_worker(self.input, self.cluster)
@@ -453,7 +463,7 @@ class Trainer:
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the
         input's eval split); prints the result line when `write` is given."""
-        from towertrain import evaluation
+        from towertrain.engine import evaluation
         data = eval_data or evaluation.eval_data_for(self)
         result = evaluation.Evaluator(self).evaluate(data)
         if write is not None:
@@ -467,7 +477,7 @@ class Trainer:
         """Writes the trained model as a stock-Keras `.keras` file (loads with
         keras.saving.load_model without towertrain); returns that model. A model
         with layers of your own is saved as it is (load it with your classes)."""
-        from towertrain import export as export_lib
+        from towertrain.state import export as export_lib
         self.sync_model()
         try:
             stock = export_lib.to_stock_keras(self.model)
@@ -481,7 +491,7 @@ class Trainer:
         checkpoint prefix `path` (portable: restores into any mode, device count
         or data format). The input position is not saved: for exact resume of the
         data use Params(train_dir=...) with train(). Returns the written path."""
-        from towertrain import checkpoint as ckpt_lib
+        from towertrain.state import checkpoint as ckpt_lib
         state = ckpt_lib.EngineState(self.model, self.variables,
                                      engine_variables=self.engine_variables())
         return state.checkpoint(with_input=False).write(path)
@@ -490,7 +500,7 @@ class Trainer:
         """Reads a checkpoint (a prefix written by save() or a train_dir's
         ckpt-N) into every copy and the Keras model; a checkpoint of another
         model fails naming the missing and unexpected variables."""
-        from towertrain import checkpoint as ckpt_lib
+        from towertrain.state import checkpoint as ckpt_lib
         state = ckpt_lib.EngineState(self.model, self.variables,
                                      engine_variables=self.engine_variables())
         ckpt_lib.restore(state.checkpoint(with_input=False), path, state.variables)

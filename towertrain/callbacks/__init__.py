@@ -1,4 +1,4 @@
-"""Callbacks of the training loop: one concern each (see towertrain.loop).
+"""Callbacks of the training loop: one concern each (see towertrain.engine.loop).
 
 Write your own by subclassing `Callback` and pass it as
 `Trainer.train(callbacks=[...])`.
@@ -22,7 +22,9 @@ def default_callbacks(trainer, write=print, eval_data=None):
     """The callbacks the CLI runs, from the trainer's Params. With --train_dir this
     restores the latest checkpoint (so the loop starts at its step) and only then
     records the run, so a failed resume leaves the train_dir's record as it was."""
-    from towertrain import checkpoint as ckpt_lib, evaluation, run_record
+    from towertrain.state import checkpoint as ckpt_lib
+    from towertrain.engine import evaluation
+    from towertrain.state import run_record
     p = trainer.params
     cluster = getattr(trainer, "cluster", None)
     if cluster is not None and not cluster.is_chief:
@@ -55,7 +57,7 @@ def default_callbacks(trainer, write=print, eval_data=None):
 def _observers(trainer, summaries, logdir, write):
     """TensorBoard summaries, the step trace and the profile, after the restore
     (they start at the resumed step; the summaries read it at the header)."""
-    from towertrain.params_observe import parse_profile_steps
+    from towertrain.config.observe_checks import parse_profile_steps
     p = trainer.params
     observers = [summaries] if summaries else []
     if p.trace_file:

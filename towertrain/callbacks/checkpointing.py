@@ -1,7 +1,7 @@
 """Checkpoints: restore at start, save every N steps or seconds, and at the end.
 
 Saves happen only where the staging areas are empty (a fence, see
-towertrain.staging), so the input position in a checkpoint is exactly the
+towertrain.engine.staging), so the input position in a checkpoint is exactly the
 trained step: a resumed run neither skips nor repeats a batch. A state with
 any non-finite value is never written.
 """
@@ -11,7 +11,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from towertrain import checkpoint as ckpt_lib
+from towertrain.state import checkpoint as ckpt_lib
 from towertrain.errors import TrainingDivergedError
 
 from .base import Callback

@@ -1,7 +1,7 @@
 """Stops the run at the first step whose loss or gradients were not finite."""
 import math
 
-from towertrain import precision
+from towertrain.recipe import precision
 from towertrain.errors import TrainingDivergedError
 
 from .base import Callback
@@ -12,7 +12,7 @@ class DivergenceGuard(Callback):
     before any callback could save, with the step and a hint."""
 
     def __init__(self, learning_rate, dynamic_loss_scale=False):
-        # A float, or a towertrain.lr_schedule.Schedule: the hint quotes its first rate.
+        # A float, or a towertrain.recipe.lr_schedule.Schedule: the hint quotes its first rate.
         self.learning_rate = getattr(learning_rate, "initial_value", learning_rate)
         # With a dynamic fp16 loss scale an overflowing step is routine: the
         # step applied nothing and halved the scale. Only a non-finite loss, or

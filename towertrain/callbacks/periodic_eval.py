@@ -1,5 +1,5 @@
 """Eval during training: top-1/top-5 on the eval split every N steps."""
-from towertrain import evaluation
+from towertrain.engine import evaluation
 
 from .base import Callback
 

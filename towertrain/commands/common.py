@@ -1,0 +1,135 @@
+"""What every command line shares: quiet TensorFlow import, one-line errors, help.
+
+Each command (train and --eval, export, scaling) parses absl flags through
+`flags_parser`, so --help exits 0 with the command's own text and a bad flag is
+one line `<command>: error: ...` with exit status 2, never absl's FATAL log.
+"""
+import os
+import re
+import sys
+import textwrap
+
+HELP_ARGS = ("-h", "-help", "--help", "-?", "-helpshort", "--helpshort")
+FULL_HELP_ARGS = ("-helpfull", "--helpfull")
+
+
+def fail(message, command="towertrain"):
+    """Prints `<command>: error: <message>` on stderr; returns the exit status 2."""
+    print(f"{command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def import_tensorflow_quietly():
+    """Imports TensorFlow with stderr muted when TF_CPP_MIN_LOG_LEVEL >= 2.
+
+    TF 2.21 prints its oneDNN banner from C++ before absl logging is set up, so
+    TF_CPP_MIN_LOG_LEVEL does not hide it; it would bury the one-line errors
+    and the benchmark output. --verbose or TF_CPP_MIN_LOG_LEVEL=0 shows it.
+    """
+    if "tensorflow" in sys.modules or int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0) < 2:
+        import tensorflow  # noqa: F401
+        return
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _own_args(argv):
+    return argv[1:argv.index("--")] if "--" in argv else argv[1:]
+
+
+def flags_parser(help_text, command="towertrain", full_help=False, friendly_errors=True):
+    """An absl `flags_parser` for app.run: --help prints help_text() and exits 0;
+    a parse error is one line and exit 2 (rewritten to start with the flag when
+    friendly_errors, else absl's first line); then logging is configured."""
+    def parse(argv):
+        from absl import flags
+        args = _own_args(argv)
+        if any(arg.split("=")[0] in HELP_ARGS for arg in args):
+            sys.stdout.write(help_text())
+            sys.exit(0)
+        if any(arg in FULL_HELP_ARGS for arg in args):
+            text = help_text()
+            if full_help:
+                text += "\nAll flags:\n\n" + flags.FLAGS.get_help() + "\n"
+            sys.stdout.write(text)
+            sys.exit(0)
+        try:
+            rest = flags.FLAGS(argv)
+        except (flags.Error, ValueError) as err:  # ValueError: '--noeval=1'
+            message = flag_error_message(err) if friendly_errors else str(err)
+            sys.exit(fail(message, command))
+        configure_logging(flags.FLAGS)
+        return rest
+    return parse
+
+
+def flag_error_message(err):
+    """absl's parse errors, rewritten to start with the flag like Params' own."""
+    from absl import flags
+    text = str(err).strip().splitlines()[0]
+    if isinstance(err, flags.UnrecognizedFlagError):
+        suggestion = re.search(r"Did you mean: (.+?) ?\?", text)
+        hint = f"did you mean --{suggestion.group(1)}? " if suggestion else ""
+        return f"--{err.flagname}: unknown flag; {hint}see --help for the flags"
+    bad_value = re.match(r"flag --(\w+)=(.*?): ", text)
+    if bad_value and bad_value.group(1) in flags.FLAGS:
+        flag = flags.FLAGS[bad_value.group(1)]
+        choices = getattr(flag.parser, "enum_values", None)
+        reason = {"int": "must be an integer", "float": "must be a number",
+                  "bool": f"is on/off: use --{flag.name} or --no{flag.name}"}.get(
+                      flag.flag_type(), text[bad_value.end():])
+        if choices:
+            reason = f"must be one of {', '.join(choices)}"
+        return f"--{flag.name}={bad_value.group(2)}: {reason}"
+    missing = re.match(r"Missing value for flag (--\w+)", text)
+    if missing:
+        return f"{missing.group(1)}: needs a value ({missing.group(1)}=VALUE)"
+    no_value = re.match(r"(--\S+) does not take an argument", text)
+    if no_value:
+        return f"{no_value.group(1)}: takes no value (an on/off flag)"
+    return text
+
+
+def configure_logging(flag_values):
+    """Hides TensorFlow's C++ and absl INFO logging unless --verbose.
+
+    Runs before TensorFlow is imported (TF_CPP_MIN_LOG_LEVEL is read then) and
+    before absl.app raises its default --verbosity to INFO, which prints a
+    'Sharding callback duration' line for every checkpoint save.
+    """
+    verbose = "verbose" in flag_values and flag_values.verbose
+    if verbose:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    else:
+        # 3, not 2: TensorFlow logs harmless fallbacks at ERROR level (e.g.
+        # "oneDNN supports DT_UINT8 only on platforms with AVX-512"); real
+        # failures reach towertrain as exceptions and are reported as such.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "verbosity" in flag_values and flag_values["verbosity"].using_default_value:
+        flag_values.verbosity = 0 if verbose else -1  # INFO / WARNING
+
+
+def flag_help(flag, width=80):
+    """A flag's --help entry: `--name=default` then its wrapped help text."""
+    text = flag.help
+    choices = getattr(flag.parser, "enum_values", None)
+    if choices:  # absl prefixes an enum's help with "<a|b>: "
+        text = text.split(": ", 1)[-1] + f" One of: {', '.join(choices)}."
+    if flag.flag_type() == "bool":
+        head = f"  --[no]{flag.name}"
+        text += f" (default: {'on' if flag.default else 'off'})"
+    elif flag.default is None:
+        head = f"  --{flag.name}"
+        if "default" not in text:
+            text += " (default: none)"
+    else:
+        head = f"  --{flag.name}={flag.default}"
+    return [head] + textwrap.wrap(text, width, initial_indent=" " * 6,
+                                  subsequent_indent=" " * 6)

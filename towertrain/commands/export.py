@@ -1,0 +1,78 @@
+"""Export a checkpoint as a stock Keras model (.keras) and/or a SavedModel.
+
+    python -m towertrain.export --train_dir=D --output=model.keras [--data_format=NHWC]
+                                [--saved_model=DIR] [--checkpoint=PATH] [--model=NAME]
+
+The model is rebuilt from the registry (name and classes recorded in the
+train_dir), in the requested data format, and the checkpoint's variables are
+read into it by path; the file loads with keras.saving.load_model in a process
+that never imports towertrain. This is the command line of
+towertrain.state.export, which does the work.
+"""
+import os
+import sys
+
+from towertrain.commands import common
+
+COMMAND = "towertrain.export"
+
+
+def main(argv):
+    from absl import flags
+    FLAGS = flags.FLAGS
+    if len(argv) > 1:  # before importing TensorFlow: a typo should fail at once
+        return common.fail(f"unexpected arguments {argv[1:]}", COMMAND)
+    common.import_tensorflow_quietly()  # TensorFlow's oneDNN banner would precede our output
+    from towertrain.state import checkpoint as ckpt_lib
+    from towertrain.state.export import export
+    from absl import logging
+    logging.set_verbosity(logging.WARNING)  # SavedModel writing logs a page of INFO
+    try:
+        export(FLAGS.train_dir, FLAGS.output, FLAGS.saved_model, FLAGS.data_format,
+               FLAGS.checkpoint, FLAGS.model)
+    except (ckpt_lib.CheckpointError, ValueError) as err:
+        return common.fail(str(err), COMMAND)
+    for target in (FLAGS.output, FLAGS.saved_model):
+        if target:
+            print(f"Exported {target}")
+    return 0
+
+
+FLAG_NAMES = ("train_dir", "checkpoint", "output", "saved_model", "data_format", "model")
+
+
+def define_flags():
+    from absl import flags
+    flags.DEFINE_string("train_dir", None, "Training directory (latest checkpoint).")
+    flags.DEFINE_string("checkpoint", None, "A checkpoint path instead of the latest.")
+    flags.DEFINE_string("output", None, "The .keras file to write.")
+    flags.DEFINE_string("saved_model", None, "A directory to write a SavedModel into.")
+    flags.DEFINE_enum("data_format", None, ["NCHW", "NHWC"],
+                      "Image layout of the exported model (default: the training one).")
+    flags.DEFINE_string("model", None, "Model name (default: recorded in --train_dir); "
+                        "must match the one the checkpoint was trained with.")
+
+
+def usage():
+    from absl import flags
+    import textwrap
+    lines = [__doc__.split("\n")[0], "", "usage:",
+             textwrap.indent(textwrap.dedent(__doc__.split("\n\n")[1]).rstrip(), "  "),
+             "", "flags:"]
+    for name in FLAG_NAMES:
+        flag = flags.FLAGS[name]
+        lines.append(f"  --{name}: {flag.help}")
+    return "\n".join(lines)
+
+
+def run():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from absl import app
+    define_flags()
+    app.run(lambda argv: sys.exit(main(argv)),
+            flags_parser=common.flags_parser(lambda: usage() + "\n", COMMAND,
+                                             friendly_errors=False))
+
+
+if __name__ == "__main__":
+    run()

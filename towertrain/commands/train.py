@@ -1,0 +1,104 @@
+"""`python -m towertrain` / `towertrain`: parse flags, check them, train.
+
+Every failure before training is one line `towertrain: error: --flag=value: ...`
+and exit status 2; --help lists towertrain's flags and exits 0. TensorFlow's
+own logging stays off the output unless --verbose asks for it.
+"""
+import os
+import sys
+
+from towertrain.commands import common
+
+
+def main(argv):
+    if len(argv) > 1:
+        return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
+    common.import_tensorflow_quietly()
+    from towertrain.engine import devices
+    from towertrain.config import flags as flags_lib
+    from towertrain.config import params as params_lib
+    from towertrain import trainer as trainer_lib
+    from towertrain.state import checkpoint as ckpt_lib
+    from towertrain.engine import evaluation
+    from towertrain.state import run_record
+    from towertrain.engine.distributed import cluster as cluster_lib
+    cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
+    try:
+        params = flags_lib.params_from_flags()
+        # Multi-worker: join the cluster before TensorFlow runs any op.
+        cluster = cluster_lib.setup(cluster_lib.from_params(params), params)
+        if params.eval:
+            # --model/--data_name default to the run's own; given ones must agree.
+            where = run_record.directory(params)
+            record = run_record.read(where)
+            params = run_record.fill_params(params, flags_lib.explicit_flags(), record)
+            run_record.check(record, params, where if params.checkpoint
+                             else f"--train_dir={where}")
+        if params.train_dir and not params.eval:
+            ckpt_lib.ensure_writable(params.train_dir)  # fail before building anything
+        trainer = trainer_lib.Trainer(params)
+    except (params_lib.ParamsError, devices.DeviceError, ckpt_lib.CheckpointError) as err:
+        return common.fail(str(err))
+    except cluster_errors as err:
+        _cluster_failure(cluster, err)
+    try:
+        if params.eval:
+            evaluation.run_eval(trainer)
+        else:
+            trainer.train()
+    except (trainer_lib.TrainingDivergedError, ckpt_lib.CheckpointError,
+            params_lib.ParamsError) as err:  # ParamsError covers InputError (bad data)
+        return common.fail(str(err))
+    except cluster_errors as err:
+        _cluster_failure(cluster, err)
+    finally:
+        trainer.close()  # clears staging areas, whichever way the run ended
+    return 0
+
+
+def _cluster_failure(cluster, err):
+    """A dead or unreachable worker: say which, and exit 1 without waiting on
+    TensorFlow's teardown (its gRPC server can block on the dead peer)."""
+    from towertrain.engine.distributed import cluster as cluster_lib
+    if cluster.num_workers == 1:
+        raise err
+    common.fail(cluster_lib.failure_message(cluster, err))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def _cluster_errors():
+    import tensorflow as tf
+    return (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
+            tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
+
+
+def help_text(width=80):
+    """--help: towertrain's own flags, grouped, each with its default."""
+    from absl import flags
+    from towertrain.config import flags as flags_lib
+    lines = ["usage: python -m towertrain [--flag=value ...]", "",
+             "towertrain's flags (--helpfull also lists absl's logging and debugging "
+             "flags):"]
+    for title, names in flags_lib.GROUPS:
+        lines += ["", f"{title}:"]
+        for name in names:
+            lines += common.flag_help(flags.FLAGS[name], width)
+    return "\n".join(lines) + "\n"
+
+
+# absl's own parser prints a FATAL line and exits 1, and its --help lists only
+# the main module's flags (none: they live in towertrain.config.flags).
+parse_flags = common.flags_parser(help_text, full_help=True)
+
+
+def run():
+    from absl import app
+    from towertrain.config import flags as flags_lib
+    flags_lib.define_flags()
+    app.run(main, flags_parser=parse_flags)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,30 @@
+"""Checks of the multi-worker flags (--worker_hosts, --task_index,
+--collective_timeout_secs), kept apart from params.py so each file stays
+small. Every message starts with the flag at fault."""
+
+
+def validate_cluster(p, fail):
+    from towertrain.engine.distributed import cluster as cluster_lib
+    if p.collective_timeout_secs is not None and not p.collective_timeout_secs > 0:
+        fail("collective_timeout_secs", p.collective_timeout_secs, "must be > 0 seconds")
+    if p.task_index < 0:
+        fail("task_index", p.task_index, "must be >= 0 (0 is the chief)")
+    if p.worker_hosts is None:
+        if p.task_index:
+            fail("task_index", p.task_index, "needs --worker_hosts (or TF_CONFIG)")
+        return
+    try:
+        hosts = cluster_lib.parse_worker_hosts(p.worker_hosts)
+    except cluster_lib.ClusterError as err:
+        fail("worker_hosts", p.worker_hosts, str(err).split(": ", 1)[1])
+    if p.task_index >= len(hosts):
+        fail("task_index", p.task_index, f"must be in 0..{len(hosts) - 1} "
+             f"(--worker_hosts lists {len(hosts)} workers)")
+    if p.variable_update != "collective_all_reduce":
+        fail("worker_hosts", p.worker_hosts, "needs --variable_update=collective_all_reduce "
+             f"(got {p.variable_update})")
+    if p.compact_gradient_transfer:
+        fail("compact_gradient_transfer", True, "is not supported with "
+             "--variable_update=collective_all_reduce")
+    if p.sync_batch_norm:
+        fail("sync_batch_norm", True, "is not supported across workers yet")

@@ -1,0 +1,262 @@
+"""Params: the one frozen description of a run.
+
+The CLI builds it from absl flags; library users build it directly. Every
+check lives here so both paths report the same message, which always starts
+with the flag at fault (`--num_gpus=8: ...`).
+"""
+import dataclasses
+import os
+from typing import Optional
+
+from towertrain.config import cluster_checks as params_cluster
+from towertrain.config import observe_checks as params_observe
+from towertrain.config import recipe_checks as params_recipe
+
+VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
+ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
+OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
+DEVICES = ("cpu", "gpu")
+DATA_FORMATS = ("NCHW", "NHWC")
+DATA_NAMES = ("cifar10", "imagenet")
+INPUTS = ("dataset", "queue")
+DEFAULT_NUM_BATCHES = 100
+
+
+class ParamsError(ValueError):
+    """A bad flag value or combination; the message names the flag."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    model: str = "trivial"
+    batch_size: Optional[int] = None  # per device; None -> the model's default
+    num_batches: Optional[int] = None  # timed steps; None -> 100 (resolved_num_batches)
+    num_warmup_batches: int = 10  # untimed steps run before the num_batches timed ones
+    display_every: int = 10
+    device: Optional[str] = None  # None -> gpu when one is present, else cpu
+    num_gpus: int = 1  # number of towers, GPUs or logical CPU devices
+    data_format: Optional[str] = None  # None -> NCHW on gpu, NHWC on cpu
+    variable_update: str = "parameter_server"
+    local_parameter_device: Optional[str] = None  # None -> same as device
+    all_reduce_spec: Optional[str] = None  # None -> nccl on gpu, pscpu on cpu
+    optimizer: str = "sgd"
+    momentum: float = 0.9
+    weight_decay: float = 0.0  # L2 on the variables the model marks (not BN, not biases)
+    init_learning_rate: Optional[float] = None  # None -> the model's default
+    tf_random_seed: int = 1234
+    data_name: Optional[str] = None  # None -> the model's default dataset
+    # Checkpoints, resume and eval (towertrain.run_loop, towertrain.state.checkpoint).
+    train_dir: Optional[str] = None  # None -> no checkpoints
+    save_model_steps: Optional[int] = None  # save every N steps (and always at the end)
+    save_model_secs: Optional[float] = None  # save every N seconds
+    max_ckpts_to_keep: int = 5
+    eval: bool = False  # evaluate a checkpoint instead of training
+    checkpoint: Optional[str] = None  # for --eval: a checkpoint path; None -> latest in train_dir
+    eval_during_training_every_n_steps: Optional[int] = None
+    eval_batch_size: Optional[int] = None  # per device; None -> the training batch per device
+    data_dir: Optional[str] = None  # None -> synthetic data
+    input: str = "dataset"  # dataset (tf.data) or queue (threads fill a FIFOQueue)
+    staging_depth: int = 1  # batches staged per device ahead of compute; 0 = off
+    num_epochs: Optional[int] = None  # set: run this many epochs instead of num_batches
+    # Training recipe (checked in towertrain.config.recipe_checks): learning rate by
+    # the global step, optimizer options, precision, gradient exchange.
+    piecewise_learning_rate_schedule: Optional[str] = None  # "LR0;E1;LR1;...;En;LRn"
+    num_epochs_per_decay: Optional[float] = None  # staircase decay every this many epochs
+    learning_rate_decay_factor: Optional[float] = None
+    minimum_learning_rate: float = 0.0
+    learning_rate_schedule: Optional[str] = None  # None (constant or decay) or "cosine"
+    num_learning_rate_warmup_epochs: Optional[float] = None  # linear ramp from 0
+    scale_learning_rate: Optional[str] = None  # "linear": x global batch / base_batch_size
+    base_batch_size: Optional[int] = None
+    num_examples_per_epoch: Optional[int] = None  # epoch length for synthetic data
+    nesterov: bool = False
+    rmsprop_decay: float = 0.9
+    rmsprop_momentum: float = 0.9
+    rmsprop_epsilon: float = 1.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    gradient_clip: Optional[float] = None  # per element, to [-c, c]
+    global_norm_clip: Optional[float] = None  # over the all-reduced gradient
+    use_fp16: bool = False  # float16 compute, float32 variables, loss scaling
+    fp16_loss_scale: Optional[float] = None  # fixed scale (default 128 without auto)
+    fp16_enable_auto_loss_scale: bool = False
+    fp16_inc_loss_scale_every_n: int = 1000
+    use_bf16: bool = False  # bfloat16 compute, float32 variables, no loss scaling
+    compact_gradient_transfer: bool = False  # all-reduce in float16 (bfloat16 with use_bf16)
+    xla_compile: bool = False  # each tower's forward and backward compiled with XLA
+    sync_batch_norm: bool = False  # batch-norm statistics over the whole global batch
+    # Seeing the run (checked in towertrain.config.observe_checks).
+    summary_verbosity: int = 0  # 0 off, 1 scalars, 2 + gradient, 3 + weight histograms
+    save_summaries_steps: int = 100
+    summary_dir: Optional[str] = None  # None -> --train_dir
+    print_training_accuracy: bool = False  # training top-1 on the step lines
+    trace_file: Optional[str] = None  # a Chrome/Perfetto trace of one step
+    trace_step: Optional[int] = None  # the global step traced (default: first after warmup)
+    profile_steps: Optional[str] = None  # "A,B": TensorBoard profile of steps A..B
+    # Multi-worker (towertrain.engine.distributed.cluster; checked in towertrain.config.cluster_checks).
+    worker_hosts: Optional[str] = None  # "h1:p1,h2:p2"; None -> TF_CONFIG or one process
+    task_index: int = 0  # this worker's index in worker_hosts; 0 is the chief
+    collective_timeout_secs: Optional[float] = None  # None -> 60 s
+
+    def __post_init__(self):
+        validate(self)
+
+    def replace(self, **changes) -> "Params":
+        return dataclasses.replace(self, **changes)
+
+    # Resolved values: defaults that depend on other fields or on the machine.
+
+    @property
+    def resolved_num_batches(self) -> int:
+        # None (not 100) as the field's default tells "not given" apart, so
+        # --num_batches with --num_epochs is an error rather than ignored.
+        return DEFAULT_NUM_BATCHES if self.num_batches is None else self.num_batches
+
+    @property
+    def resolved_device(self) -> str:
+        if self.device is not None:
+            return self.device
+        from towertrain.engine import devices  # deferred: imports TensorFlow
+        return "gpu" if devices.num_physical_gpus() > 0 else "cpu"
+
+    @property
+    def resolved_data_format(self) -> str:
+        if self.data_format is not None:
+            return self.data_format
+        return "NCHW" if self.resolved_device == "gpu" else "NHWC"
+
+    @property
+    def resolved_parameter_device(self) -> str:
+        return self.local_parameter_device or self.resolved_device
+
+    @property
+    def resolved_all_reduce_spec(self) -> Optional[str]:
+        if self.variable_update != "replicated":
+            return None
+        if self.all_reduce_spec is not None:
+            return self.all_reduce_spec
+        return "nccl" if self.resolved_device == "gpu" else "pscpu"
+
+
+def _fail(flag, value, message):
+    raise ParamsError(f"--{flag}={value}: {message}")
+
+
+def _check_choice(params, flag, choices):
+    value = getattr(params, flag)
+    if value is not None and value not in choices:
+        _fail(flag, value, f"must be one of {', '.join(choices)}")
+
+
+def validate(p: Params) -> None:
+    """Raises ParamsError naming the first bad flag; checks run before any work."""
+    from towertrain import models  # the registry; models never import the engine
+
+    if p.model not in models.registered_names():
+        _fail("model", p.model,
+              f"unknown model; known models: {', '.join(models.registered_names())}")
+    for flag in ("variable_update", "all_reduce_spec", "optimizer", "device",
+                 "local_parameter_device", "data_format", "data_name"):
+        _check_choice(p, flag, {
+            "variable_update": VARIABLE_UPDATES, "all_reduce_spec": ALL_REDUCE_SPECS,
+            "optimizer": OPTIMIZERS, "device": DEVICES,
+            "local_parameter_device": DEVICES, "data_format": DATA_FORMATS,
+            "data_name": DATA_NAMES}[flag])
+    if p.batch_size is not None and p.batch_size < 1:
+        _fail("batch_size", p.batch_size, "must be >= 1 (it is the batch per device)")
+    if p.num_batches is not None and p.num_batches < 1:
+        _fail("num_batches", p.num_batches, "must be >= 1")
+    if p.num_warmup_batches < 0:
+        _fail("num_warmup_batches", p.num_warmup_batches, "must be >= 0")
+    if p.display_every < 1:
+        _fail("display_every", p.display_every, "must be >= 1")
+    if p.num_gpus < 1:
+        _fail("num_gpus", p.num_gpus, "must be >= 1")
+    if p.init_learning_rate is not None and not p.init_learning_rate > 0:
+        _fail("init_learning_rate", p.init_learning_rate, "must be > 0")
+    if not 0 <= p.momentum < 1:
+        _fail("momentum", p.momentum, "must be in [0, 1)")
+    if not p.weight_decay >= 0:
+        _fail("weight_decay", p.weight_decay, "must be >= 0")
+    _validate_checkpointing(p)
+    _validate_input(p)
+    params_recipe.validate_recipe(p, _fail)
+    params_observe.validate_observe(p, _fail)
+    params_cluster.validate_cluster(p, _fail)
+
+    # Whether the GPUs exist is checked when devices are set up
+    # (towertrain.engine.devices.tower_devices), so a GPU graph can be traced anywhere.
+    device = p.resolved_device
+    if p.local_parameter_device == "gpu" and device == "cpu":
+        _fail("local_parameter_device", "gpu",
+              "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
+    if p.local_parameter_device is not None and p.variable_update != "parameter_server":
+        _fail("local_parameter_device", p.local_parameter_device,
+              f"only applies to --variable_update=parameter_server (got {p.variable_update})")
+    if p.all_reduce_spec is not None and p.variable_update != "replicated":
+        _fail("all_reduce_spec", p.all_reduce_spec,
+              f"only applies to --variable_update=replicated (got {p.variable_update})")
+    if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
+        _fail("all_reduce_spec", p.all_reduce_spec,
+              "needs --device=gpu; on CPU devices use pscpu or ring")
+
+
+def _validate_input(p: Params) -> None:
+    _check_choice(p, "input", INPUTS)
+    if p.staging_depth < 0:
+        _fail("staging_depth", p.staging_depth, "must be >= 0 (0 turns staging off)")
+    if p.num_epochs is not None and p.num_epochs < 1:
+        _fail("num_epochs", p.num_epochs, "must be >= 1")
+    if p.num_batches is not None and p.num_epochs is not None:
+        _fail("num_batches", p.num_batches, f"conflicts with --num_epochs={p.num_epochs}, "
+              "which sets the number of steps; drop one")
+    if p.data_dir is not None and not os.path.isdir(p.data_dir):
+        _fail("data_dir", p.data_dir, "no such directory")
+    if p.data_dir is None and p.input == "queue":
+        _fail("input", p.input, "needs --data_dir (synthetic data is generated on the devices)")
+
+
+def _validate_checkpointing(p: Params) -> None:
+    for flag in ("save_model_steps", "save_model_secs", "eval_during_training_every_n_steps"):
+        value = getattr(p, flag)
+        if value is not None and not value > 0:
+            _fail(flag, value, "must be > 0")
+    if p.max_ckpts_to_keep < 1:
+        _fail("max_ckpts_to_keep", p.max_ckpts_to_keep, "must be >= 1")
+    if (p.save_model_steps or p.save_model_secs) and not p.train_dir:
+        flag = "save_model_steps" if p.save_model_steps else "save_model_secs"
+        _fail(flag, getattr(p, flag), "needs --train_dir to save into")
+    if p.eval and not (p.train_dir or p.checkpoint):
+        _fail("eval", True, "needs --train_dir (latest checkpoint) or --checkpoint")
+    if p.checkpoint and not p.eval:
+        _fail("checkpoint", p.checkpoint, "only applies with --eval; training resumes "
+              "from the latest checkpoint in --train_dir")
+    if p.eval and p.checkpoint and p.train_dir:
+        # --checkpoint wins; --train_dir then only matters as the checkpoint's home.
+        home = p.checkpoint if os.path.isdir(p.checkpoint) else os.path.dirname(p.checkpoint)
+        if os.path.abspath(home) != os.path.abspath(p.train_dir):
+            _fail("train_dir", p.train_dir, f"--eval reads --checkpoint={p.checkpoint}, "
+                  "which is not in it; drop --train_dir")
+    if p.eval_batch_size is not None:
+        if p.eval_batch_size < 1:
+            _fail("eval_batch_size", p.eval_batch_size, "must be >= 1 (it is the batch "
+                  "per device)")
+    if p.eval:
+        # Evaluation restores a checkpoint and reads the eval set once: these
+        # would be ignored. (Training-only flags with non-None defaults are
+        # checked on the command line, towertrain.config.flags.)
+        for flag in ("num_batches", "num_epochs", "init_learning_rate", "save_model_steps",
+                     "save_model_secs", "eval_during_training_every_n_steps",
+                     "piecewise_learning_rate_schedule", "num_epochs_per_decay",
+                     "learning_rate_decay_factor", "learning_rate_schedule",
+                     "num_learning_rate_warmup_epochs", "scale_learning_rate",
+                     "base_batch_size", "num_examples_per_epoch", "gradient_clip",
+                     "global_norm_clip", "fp16_loss_scale"):
+            if getattr(p, flag) is not None:
+                _fail(flag, getattr(p, flag), "only applies to training; --eval ignores it")
+    every = p.eval_during_training_every_n_steps
+    if every and p.num_epochs is None and every > p.num_warmup_batches + p.resolved_num_batches:
+        _fail("eval_during_training_every_n_steps", every, "no evaluation would run: the run "
+              f"has {p.num_warmup_batches + p.resolved_num_batches} steps "
+              "(--num_warmup_batches + --num_batches)")

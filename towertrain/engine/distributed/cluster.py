@@ -1,0 +1,229 @@
+"""Multi-worker training on TensorFlow's distributed runtime (gRPC + collectives).
+
+The cluster comes from --worker_hosts=h1:p1,h2:p2 --task_index=K, or from the
+TF_CONFIG environment variable ({"cluster": {"worker": [...]}, "task":
+{"type": "worker", "index": K}}). Worker 0 is the chief.
+
+    cluster = cluster.from_params(params)      # pure Python, no TensorFlow op
+    cluster.setup(cluster, params)             # BEFORE any TensorFlow op runs
+
+setup() makes the local logical CPU devices (--device=cpu), then configures
+the collective runtime and starts this task's gRPC server with
+`context.enable_collective_ops(ServerDef)`: TensorFlow must not have run any
+op before (measured: afterwards the context cannot be reconfigured).
+
+Security: TensorFlow's gRPC runtime has no authentication and no encryption.
+Anyone who can reach a worker's port can run arbitrary ops in it. Run only on
+a trusted, private network. The server binds only the address given for its
+task in the cluster (not 0.0.0.0).
+"""
+import dataclasses
+import json
+import os
+import socket
+import time
+from typing import Optional, Tuple
+
+JOB = "worker"
+DEFAULT_COLLECTIVE_TIMEOUT_SECS = 60.0
+
+
+try:  # a ParamsError, so the CLI prints it as a one-line flag error
+    from towertrain.config.params import ParamsError as _Base
+except ImportError:  # pragma: no cover
+    _Base = ValueError
+
+
+class ClusterError(_Base):
+    """A bad cluster description; the message names the flag or TF_CONFIG."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    workers: Tuple[str, ...]  # "host:port" per task, task 0 is the chief
+    task_index: int = 0
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.workers)
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task_index == 0
+
+    @property
+    def address(self) -> str:
+        return self.workers[self.task_index]
+
+    def task_name(self, index: Optional[int] = None) -> str:
+        index = self.task_index if index is None else index
+        return f"/job:{JOB}/replica:0/task:{index}"
+
+    def describe(self, index: int) -> str:
+        return f"worker task {index} ({self.workers[index]})"
+
+
+SINGLE = Cluster(workers=("local",), task_index=0)
+
+
+def parse_worker_hosts(text: str) -> Tuple[str, ...]:
+    hosts = tuple(h.strip() for h in str(text).split(",") if h.strip())
+    if not hosts:
+        raise ClusterError(f"--worker_hosts={text}: needs host:port[,host:port...]")
+    for host in hosts:
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ClusterError(f"--worker_hosts={text}: '{host}' is not host:port")
+    if len(set(hosts)) != len(hosts):
+        raise ClusterError(f"--worker_hosts={text}: an address is listed twice")
+    return hosts
+
+
+def from_tf_config(text: str) -> Cluster:
+    try:
+        config = json.loads(text)
+        workers = tuple(config["cluster"]["worker"])
+        task = config.get("task", {})
+        if task.get("type", JOB) != JOB:
+            raise ClusterError(f"TF_CONFIG: task type {task.get('type')!r}: only 'worker' "
+                               "tasks are supported (no parameter servers, no evaluator)")
+        index = int(task.get("index", 0))
+    except (ValueError, KeyError, TypeError) as err:
+        if isinstance(err, ClusterError):
+            raise
+        raise ClusterError(f"TF_CONFIG: not a cluster description ({err}); expected "
+                           '{"cluster": {"worker": ["h:p", ...]}, "task": {"type": '
+                           '"worker", "index": K}}') from None
+    hosts = parse_worker_hosts(",".join(workers))
+    if not 0 <= index < len(hosts):
+        raise ClusterError(f"TF_CONFIG: task index {index} is not in 0..{len(hosts) - 1}")
+    return Cluster(hosts, index)
+
+
+def from_params(params, environ=None) -> Cluster:
+    """The cluster of a run: --worker_hosts/--task_index, else TF_CONFIG, else
+    one local process (SINGLE). Runs no TensorFlow op."""
+    environ = os.environ if environ is None else environ
+    if params.worker_hosts:
+        hosts = parse_worker_hosts(params.worker_hosts)
+        if not 0 <= params.task_index < len(hosts):
+            raise ClusterError(f"--task_index={params.task_index}: must be in "
+                               f"0..{len(hosts) - 1} (--worker_hosts lists {len(hosts)})")
+        return Cluster(hosts, params.task_index)
+    if params.variable_update == "collective_all_reduce" and environ.get("TF_CONFIG"):
+        return from_tf_config(environ["TF_CONFIG"])
+    return SINGLE
+
+
+_ACTIVE = {"cluster": SINGLE, "timeout": DEFAULT_COLLECTIVE_TIMEOUT_SECS}
+
+
+def active() -> Cluster:
+    """The cluster this process joined with setup() (SINGLE before)."""
+    return _ACTIVE["cluster"]
+
+
+def collective_timeout() -> float:
+    return _ACTIVE["timeout"]
+
+
+def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
+          timeout_secs=None) -> Cluster:
+    """Joins the cluster: logical CPUs, collective runtime, this task's server.
+
+    Must run before TensorFlow runs any op. A single-process cluster only
+    records itself. Returns the cluster.
+    """
+    if params is not None:
+        num_local_devices = num_local_devices or params.num_gpus
+        device = params.resolved_device
+        timeout_secs = timeout_secs or params.collective_timeout_secs
+    if timeout_secs:
+        _ACTIVE["timeout"] = float(timeout_secs)
+    if cluster.num_workers == 1 and cluster is SINGLE:
+        return cluster
+    from tensorflow.core.protobuf import cluster_pb2, tensorflow_server_pb2
+    from tensorflow.python.eager import context
+
+    from towertrain.engine import devices as devices_lib
+    if device == "cpu" and num_local_devices:
+        devices_lib.ensure_logical_cpus(num_local_devices)
+    cluster_def = cluster_pb2.ClusterDef()
+    job = cluster_def.job.add(name=JOB)
+    for index, address in enumerate(cluster.workers):
+        job.tasks[index] = address
+    server_def = tensorflow_server_pb2.ServerDef(
+        cluster=cluster_def, job_name=JOB, task_index=cluster.task_index, protocol="grpc")
+    # Measured: configure_collective_ops' leader does not reach the server
+    # started from a ServerDef; without it every task leads its own group and
+    # the collectives time out. The ServerDef's session config carries it.
+    server_def.default_session_config.experimental.collective_group_leader = (
+        cluster.task_name(0))
+    if device == "cpu" and num_local_devices:
+        # The server makes the task's devices from its session config; the
+        # eager logical-device configuration alone leaves it one CPU.
+        server_def.default_session_config.device_count["CPU"] = num_local_devices
+    ctx = context.context()
+    ctx.configure_collective_ops(collective_leader=cluster.task_name(0),
+                                 scoped_allocator_enabled_ops=(),
+                                 use_nccl_communication=False)
+    ctx.enable_collective_ops(server_def)
+    _ACTIVE["cluster"] = cluster
+    return cluster
+
+
+HEALTH_CHECK_RETRIES, HEALTH_CHECK_PAUSE_S = 4, 0.5
+
+
+def unreachable_tasks(cluster: Cluster, timeout: float = 2.0):
+    """Health check: the other tasks whose server does not accept a TCP
+    connection within `timeout` seconds (dead, or not reachable)."""
+    dead = []
+    for index, address in enumerate(cluster.workers):
+        if index == cluster.task_index:
+            continue
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                pass
+        except OSError:
+            dead.append(index)
+    return dead
+
+
+def failure_message(cluster: Cluster, err) -> str:
+    """One line for a collective that failed or timed out: names the tasks that
+    no longer answer (health check), else says none could be singled out."""
+    dead = unreachable_tasks(cluster)
+    # A peer killed a moment ago can still be closing its sockets (its listening
+    # one can outlive the connection whose reset failed this step): look again.
+    for _ in range(HEALTH_CHECK_RETRIES):
+        if dead:
+            break
+        time.sleep(HEALTH_CHECK_PAUSE_S)
+        dead = unreachable_tasks(cluster)
+    what = type(err).__name__
+    lines = [line.strip() for line in (getattr(err, "message", None) or str(err)).splitlines()]
+    useful = [line for line in lines if line and not line.startswith(
+        ("Graph execution error", "Detected at node", "File ", "[[", "The error could be"))]
+    detail = (useful or lines or [""])[0][:200]
+    if dead:
+        names = ", ".join(cluster.describe(i) for i in dead)
+        return (f"multi-worker run stopped on {cluster.describe(cluster.task_index)}: "
+                f"{names} unreachable ({what}: {detail})")
+    return (f"multi-worker run stopped on {cluster.describe(cluster.task_index)}: a "
+            f"collective failed or timed out after {collective_timeout():g}s, every "
+            f"peer still accepts connections ({what}: {detail})")
+
+
+def for_params(params) -> Cluster:
+    """The cluster a Trainer for `params` runs in: the one setup() joined.
+    A multi-worker Params in a process that did not join raises ClusterError."""
+    current = active()
+    wanted = from_params(params)
+    if wanted.num_workers > 1 and wanted != current:
+        raise ClusterError(f"--worker_hosts={params.worker_hosts}: this process has not "
+                           "joined the cluster; call towertrain.engine.distributed.cluster.setup("
+                           "towertrain.engine.distributed.cluster.from_params(params), params) before "
+                           "TensorFlow runs any op")
+    return current if wanted.num_workers > 1 else SINGLE

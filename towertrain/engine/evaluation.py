@@ -1,0 +1,174 @@
+"""Top-1/top-5 accuracy over a whole eval split, on any number of devices.
+
+Each batch of a finite eval set (input_pipeline EvalData) is split on the CPU
+over the towers (uneven splits and an uneven last batch included); each tower
+runs the model in inference mode, and the counts are summed on the CPU. Every
+example is counted exactly once: a count that differs from the split's size is
+an error. The split is always named in the output ('synthetic' for random data,
+which is only used when no --data_dir was given).
+"""
+import collections
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from towertrain.input_pipeline import split_to_devices
+from towertrain.input_pipeline.arrays import InputError
+from towertrain.input_pipeline.base import EvalData, NoEvalSplitError
+
+EvalResult = collections.namedtuple(
+    "EvalResult", "top1 top5 num_examples images_per_sec description logits")
+
+
+class Evaluator:
+    """Evaluates a trainer's variables with its model on its devices.
+
+    Synchronous modes evaluate every tower's (identical) copy where it lives;
+    `independent` copies differ, so every tower reads tower 0's copy.
+    """
+
+    def __init__(self, trainer):
+        self.model = trainer.model
+        self.manager = trainer.variables
+        self.devices = list(trainer.devices)
+        self.tower0_only = not self.manager.synchronous
+        self._batch_fn = tf.function(self._eval_batch)
+
+    def _tower_variables(self, tower):
+        if self.tower0_only:
+            trainable, non_trainable = self.manager.primary_variables()
+            return [tf.identity(v.value) for v in trainable], [
+                tf.identity(v.value) for v in non_trainable]
+        return self.manager.tower_inputs(tower)
+
+    def _eval_batch(self, images, labels):
+        logits = []
+        for i, (device, (tower_images, _)) in enumerate(
+                zip(self.devices, split_to_devices((images, labels), self.devices))):
+            if tower_images.shape[0] == 0:  # statically empty slice
+                continue
+            with tf.device(device), tf.name_scope(f"eval_tower_{i}"):
+                trainable, non_trainable = self._tower_variables(i)
+                out, _ = self.model.stateless_call(trainable, non_trainable, tower_images,
+                                                   training=False)
+                logits.append(tf.cast(out, tf.float32))
+        with tf.device("/cpu:0"):
+            logits = tf.concat(logits, axis=0) if len(logits) > 1 else tf.identity(logits[0])
+            labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
+            k5 = min(5, logits.shape[-1])
+            top1 = tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1), tf.int64))
+            top5 = tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, k5), tf.int64))
+            return logits, top1, top5
+
+    def evaluate(self, eval_data, keep_logits=False):
+        """eval_data: EvalData (a finite dataset of (images, labels) batches)."""
+        correct1 = correct5 = count = 0
+        kept = []
+        timed_examples, timed_seconds = 0, 0.0
+        began = time.perf_counter()
+        iterator = iter(eval_data.dataset)
+        while True:
+            started = time.perf_counter()
+            traces = self._batch_fn.experimental_get_tracing_count()
+            batch = next(iterator, None)
+            if batch is None:
+                break
+            images, labels = batch
+            logits, top1, top5 = self._batch_fn(images, labels)
+            correct1 += int(top1)
+            correct5 += int(top5)
+            size = int(labels.shape[0])
+            count += size
+            if self._batch_fn.experimental_get_tracing_count() == traces:
+                # Batches that traced the function (first, last partial) are not speed.
+                timed_examples += size
+                timed_seconds += time.perf_counter() - started
+            if keep_logits:
+                kept.append(logits.numpy())
+        if count == 0:
+            raise InputError(f"the eval set ({eval_data.description}) is empty")
+        if eval_data.num_examples is not None and count != eval_data.num_examples:
+            raise InputError(f"the eval set ({eval_data.description}) gave {count} examples, "
+                             f"expected {eval_data.num_examples}")
+        if not timed_examples:  # every batch traced (a small set): time them all
+            timed_examples, timed_seconds = count, time.perf_counter() - began
+        speed = timed_examples / timed_seconds if timed_seconds > 0 else 0.0
+        return EvalResult(correct1 / count, correct5 / count, count, speed,
+                          eval_data.description,
+                          np.concatenate(kept) if keep_logits else None)
+
+
+def eval_batch_size(trainer):
+    """Examples per eval batch: --eval_batch_size (default: the training batch
+    per device) times the number of devices."""
+    per_device = trainer.params.eval_batch_size or trainer.batch_size
+    return per_device * len(trainer.devices)
+
+
+def eval_data_for(trainer):
+    """The trainer input's eval split; an error naming what is missing if it has none."""
+    try:
+        return trainer.input.eval_data(eval_batch_size(trainer))
+    except NoEvalSplitError as err:
+        raise InputError(f"cannot evaluate: {err}") from err
+
+
+def describe(eval_data, evaluator=None):
+    """The header value for an eval set: its split and size (and whose copy)."""
+    text = f"{eval_data.description} ({eval_data.num_examples} examples"
+    batch = eval_data.batch_size
+    text += f", batches of {batch})" if batch else ")"
+    if evaluator is not None and evaluator.tower0_only:
+        text += "; independent mode: scores tower 0's copy"
+    return text
+
+
+def format_result(result, step=None):
+    """One line, ending with the example count and the split it came from."""
+    where = f" (step {step})" if step is not None else ""
+    return (f"Accuracy @ 1 = {result.top1:.4f} Accuracy @ 5 = {result.top5:.4f}{where} "
+            f"images/sec: {result.images_per_sec:.1f} "
+            f"[{result.num_examples} examples, {result.description}]")
+
+
+def run_eval(trainer, write=print, eval_data=None):
+    """--eval: restores the given or latest checkpoint into the trainer's devices
+    (any mode, device count or data format) and evaluates it once on the eval
+    split of the trainer's input. With --summary_verbosity>=1 the result also
+    goes to TensorBoard: accuracy/top1 and accuracy/top5 in the eval/ subfolder
+    of --summary_dir (else --train_dir), at the checkpoint's global step."""
+    from towertrain.engine import benchmark_log  # deferred: avoids a cycle
+    from towertrain.state import checkpoint as ckpt_lib
+    from towertrain.callbacks import summaries
+    p = trainer.params
+    data = eval_data or eval_data_for(trainer)  # before the restore: fail fast
+    path = ckpt_lib.resolve(p.train_dir, p.checkpoint)
+    state = ckpt_lib.EngineState(trainer.model, trainer.variables)
+    ckpt_lib.restore(state.checkpoint(with_input=False), path, state.variables)
+    state.sync_copies()
+    trainer.sync_model()
+    evaluator = Evaluator(trainer)
+    # The training facts that do not apply to an eval run are left out.
+    info = [(label, value) for label, value in trainer.header_info()
+            if label not in ("Dataset", "Mode", "Batch size", "Num batches", "Optimizer",
+                             "Learning rate", "Gradient clip", "Loss scale")]
+    info[2:2] = [("Dataset", trainer.dataset_name), ("Mode", "evaluation")]
+    info.append(("Eval data", describe(data, evaluator)))
+    step = state.global_step()
+    info.append(("Checkpoint", f"{path} (step {step})"))
+    logdir = p.summary_dir or p.train_dir
+    if p.summary_verbosity:
+        info.append(("Summaries", f"{summaries.eval_folder(logdir)} (accuracy/top1, "
+                                  f"accuracy/top5 at step {step})"))
+    for line in benchmark_log.header_lines(info):
+        write(line)
+    result = evaluator.evaluate(data)
+    write(format_result(result, step))
+    if p.summary_verbosity:  # where eval during training writes, at the checkpoint's step
+        summaries.write_eval_result(logdir, step, result)
+    return result
+
+
+__all__ = ["EvalData", "EvalResult", "Evaluator", "eval_data_for", "format_result",
+           "run_eval"]

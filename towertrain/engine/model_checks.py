@@ -1,0 +1,302 @@
+"""Checks that a model and its input fit each other, with errors in a user's terms.
+
+Run once by the Trainer after the model and input exist, before any step is
+traced: a mistake here would otherwise surface as a shape error deep inside
+the step function. Each check names the problem and the fix:
+
+- images whose shape differs from the model's input (and, when they are its
+  transpose, data in the other layout than --data_format);
+- labels outside the model's classes, or one-hot labels, with the default loss
+  (from_arrays: up front; from_dataset, from_generator: each batch in the step,
+  see watch_labels and error_from);
+- a custom loss_fn that does not return one loss per example (per_example_losses);
+- a model that does not emit logits of rank 2 (batch, classes) with the
+  default loss (a custom loss_fn may take any outputs);
+- a model that is not built, or a layer that creates variables when called
+  (the engine owns every variable before the first step).
+"""
+import re
+
+import keras
+import tensorflow as tf
+
+from towertrain.input_pipeline.arrays import LABEL_CHECK
+from towertrain.config.params import ParamsError
+
+
+class ModelError(ParamsError):
+    """The model or the input does not fit; the message says what and how to fix it."""
+
+
+def check(trainer, user_model=True, default_loss=True):
+    """Checks trainer.model against trainer.input (before staging wraps it)."""
+    model = trainer.model
+    check_built(model, trainer.input)
+    spec = element_spec(trainer.input)
+    if spec is not None:
+        check_images(model, spec[0], trainer.data_format)
+    traced = None
+    if user_model:
+        traced = check_no_variables_on_call(model, spec[0] if spec is not None else None)
+    if default_loss:
+        num_classes = check_logits(model, traced)
+        if spec is not None:
+            check_label_shape(spec[1], num_classes)
+        label_range = getattr(trainer.input, "label_range", None)
+        check_label_range(label_range, num_classes)
+        if label_range is None:
+            watch_labels(trainer.input, num_classes)
+
+
+def element_spec(input_source):
+    """(images, labels) TensorSpecs of a dataset input's global batches, or None."""
+    dataset = getattr(input_source, "dataset", None)
+    if not isinstance(dataset, tf.data.Dataset):
+        return None
+    spec = dataset.element_spec
+    if isinstance(spec, tuple) and len(spec) == 2 and all(
+            isinstance(s, tf.TensorSpec) for s in spec):
+        return spec
+    return None
+
+
+def _shape(shape):
+    return tuple(None if d is None else int(d) for d in shape)
+
+
+def model_input_shape(model):
+    """The model's image shape without the batch dimension, or None if it has no Input."""
+    try:
+        inputs = model.inputs
+    except (AttributeError, ValueError):
+        return None
+    if not inputs or len(inputs) != 1:
+        return None
+    return _shape(inputs[0].shape[1:])
+
+
+def check_built(model, input_source=None):
+    """input_source: the Trainer's input, whose images give the shape to build for."""
+    if not isinstance(model, keras.Model):
+        raise ModelError(f"model: {type(model).__name__} is not a keras.Model")
+    if not model.built or not model.weights:
+        spec = element_spec(input_source)
+        shape = (None,) + _shape(spec[0].shape[1:]) if spec is not None else None
+        example = (f"model.build({shape})" if shape is not None and None not in shape[1:]
+                   else "model.build((None, height, width, channels))")
+        raise ModelError(
+            f"model '{model.name}' is not built (it has no variables yet); start it with "
+            f"keras.Input(shape), or call {example} (or the model on one batch) before "
+            "passing it to the Trainer")
+
+
+def check_images(model, image_spec, data_format):
+    """Images (batch, ...) against the model's input (None, ...)."""
+    expected = model_input_shape(model)
+    got = _shape(image_spec.shape[1:])
+    if expected is None or image_spec.shape.rank is None:
+        return
+    if len(got) == len(expected) and all(
+            e is None or g is None or e == g for e, g in zip(expected, got)):
+        return
+    message = (f"images of shape {got} do not fit model '{model.name}', which takes "
+               f"{expected}")
+    if len(got) == 3 and len(expected) == 3:
+        nhwc_to_nchw = (got[2], got[0], got[1])
+        nchw_to_nhwc = (got[1], got[2], got[0])
+        if nhwc_to_nchw == expected:
+            raise ModelError(
+                f"{message}: the images are NHWC (channels last) but the model takes NCHW "
+                f"(--data_format={data_format}); transpose them with "
+                "np.transpose(images, (0, 3, 1, 2)), or build the model and run with "
+                "data_format='NHWC'")
+        if nchw_to_nhwc == expected:
+            raise ModelError(
+                f"{message}: the images are NCHW (channels first) but the model takes NHWC "
+                f"(--data_format={data_format}); transpose them with "
+                "np.transpose(images, (0, 2, 3, 1)), or build the model and run with "
+                "data_format='NCHW'")
+    raise ModelError(f"{message}; resize the images or build the model for "
+                     f"input shape {got}")
+
+
+def check_logits(model, traced=None):
+    """The default loss (softmax cross-entropy on logits) needs one (batch, classes)
+    output; returns the number of classes. traced: a concrete function of the
+    model, for models without symbolic outputs (subclassed)."""
+    try:
+        outputs = model.outputs
+    except AttributeError:
+        if traced is None:
+            return None
+        outputs = tf.nest.flatten(traced.structured_outputs)
+    if len(outputs) != 1:
+        raise ModelError(
+            f"model '{model.name}' has {len(outputs)} outputs; the default loss takes one "
+            "output of logits (batch, classes): pass loss_fn=fn(labels, outputs) to the "
+            "Trainer to combine them (see docs/concepts.md, custom losses)")
+    shape = _shape(outputs[0].shape)
+    if len(shape) != 2:
+        raise ModelError(
+            f"model '{model.name}' emits outputs of shape {shape} (rank {len(shape)}); the "
+            "default loss needs logits of rank 2, (batch, classes): end the model with "
+            "Flatten or GlobalAveragePooling2D and Dense(num_classes), or pass loss_fn=")
+    last = model.layers[-1] if model.layers else None
+    activation = getattr(last, "activation", None)
+    if activation is not None and getattr(activation, "__name__", "") == "softmax":
+        raise ModelError(
+            f"model '{model.name}' ends in a softmax (layer '{last.name}'), so it emits "
+            "probabilities; the default loss takes logits: drop the softmax (apply it when "
+            "predicting), or pass loss_fn=")
+    return shape[-1]
+
+
+def check_label_shape(label_spec, num_classes):
+    shape = _shape(label_spec.shape[1:])
+    if label_spec.dtype.is_floating and shape and shape[-1] == num_classes and num_classes > 1:
+        raise ModelError(
+            f"labels of shape {shape} look one-hot; the default loss takes class indices "
+            "(0 .. classes-1) of shape () or (1,): use labels.argmax(-1), or pass loss_fn=")
+    if len(shape) > 1 or (shape and shape[0] != 1):
+        raise ModelError(
+            f"labels of shape {shape} per example: the default loss takes one class index "
+            "per example, shape () or (1,); pass loss_fn= for other targets")
+
+
+def check_label_range(label_range, num_classes):
+    if label_range is None or num_classes is None:
+        return
+    low, high = label_range
+    if low < 0 or high >= num_classes:
+        raise ModelError(label_range_message(low, high, num_classes))
+
+
+def label_range_message(low, high, num_classes, where=None):
+    """The error for labels from `low` to `high` and a model of `num_classes`;
+    where: the input they came from, e.g. 'towertrain.from_dataset'."""
+    prefix = f"{where} input: " if where else ""
+    if low < 0:
+        return (f"{prefix}label {low:g} is outside the model's {num_classes} classes (0 .. "
+                f"{num_classes - 1}); labels are class indices: fix the labels")
+    return (f"{prefix}label {high:g} is outside the model's {num_classes} classes (0 .. "
+            f"{num_classes - 1}); give the last Dense layer {int(high) + 1} units or fix "
+            "the labels")
+
+
+def watch_labels(input_source, num_classes):
+    """Data not seen up front (from_dataset, from_generator): has the input
+    check each global batch's labels against the model's classes in the step."""
+    while input_source is not None:
+        if hasattr(input_source, "label_classes"):
+            if getattr(input_source, "door", None) and num_classes:
+                input_source.label_classes = num_classes
+            return
+        input_source = getattr(input_source, "inner", None)  # staging, a worker's shard
+
+
+def per_example_losses(losses, images, loss_fn):
+    """`losses` (what loss_fn returned for a tower's slice), checked to hold one
+    value per example: at trace time where the shapes are static, else with one
+    cheap assertion in the step (turned into a ModelError by error_from)."""
+    batch = tf.nest.flatten(images)[0]
+    shape, size = losses.shape, batch.shape[0]
+    if shape.rank is not None:
+        got = _shape(shape)
+        if len(got) != 1 or (None not in (got[0], size) and got[0] != size):
+            error = ModelError(_loss_shape_message(_name(loss_fn), got, size))
+            error.ag_pass_through = True  # raised while tracing: autograph keeps it as is
+            raise error
+        if got[0] is not None and size is not None:
+            return losses
+    ok = tf.logical_and(tf.equal(tf.rank(losses), 1),
+                        tf.equal(tf.size(losses), tf.shape(batch)[0]))
+    name = _name(loss_fn).replace("[", "(").replace("]", ")")
+    check = tf.debugging.Assert(ok, [LOSS_CHECK, name, tf.shape(losses), tf.shape(batch)[0]])
+    with tf.control_dependencies([check]):
+        return tf.identity(losses)
+
+
+LOSS_CHECK = "towertrain loss check:"
+
+
+def _name(loss_fn):
+    name = getattr(loss_fn, "__name__", None)
+    return name if isinstance(name, str) else type(loss_fn).__name__
+
+
+def _loss_shape_message(name, got, size):
+    what = "a single value, shape ()" if not got else f"shape {got}"
+    where = f"a slice of {size} examples" if size is not None else "a tower's slice"
+    want = f"({size},)" if size is not None else "(examples,)"
+    return (f"loss_fn '{name}' returned {what} for {where}; towertrain needs one loss per "
+            f"example, shape {want}, which it sums and divides by the global batch: return "
+            "per-example losses, e.g. keras.losses.SparseCategoricalCrossentropy("
+            "from_logits=True, reduction=None) or "
+            "keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)")
+
+
+_LABEL_FAILED = re.compile(r"assertion failed: \[" + re.escape(LABEL_CHECK)
+                           + r"\] \[([^\]]*)\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
+_LOSS_FAILED = re.compile(r"assertion failed: \[" + re.escape(LOSS_CHECK)
+                          + r"\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
+
+
+def error_from(err):
+    """The ModelError for a step that failed one of the in-graph checks above
+    (labels, per-example losses), or None for any other error."""
+    text = getattr(err, "message", None) or str(err)
+    found = _LABEL_FAILED.search(text)
+    if found:
+        door, low, high, classes = found.groups()
+        return ModelError(label_range_message(float(low), float(high), int(classes),
+                                              f"towertrain.{door}"))
+    found = _LOSS_FAILED.search(text)
+    if found:
+        name, shape, size = found.groups()
+        got = tuple(int(d) for d in shape.split())
+        return ModelError(_loss_shape_message(name, got, int(size)))
+    return None
+
+
+def check_no_variables_on_call(model, image_spec=None):
+    """Traces the forward pass once (no compute) and fails if it made new variables."""
+    if image_spec is not None and image_spec.shape.rank is not None:
+        spec = tf.TensorSpec([None] + list(image_spec.shape[1:]), image_spec.dtype)
+    else:
+        shape = model_input_shape(model)
+        if shape is None:
+            return None
+        spec = tf.TensorSpec((None,) + shape, tf.float32)
+    before = {id(v) for v in model.variables}
+    try:
+        with tf.device("/cpu:0"):
+            traced = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec)
+    except ModelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - said in the user's terms, cause attached
+        if "variable" in str(err).lower() and "creat" in str(err).lower():
+            raise ModelError(_variables_on_call_message(model, [], err)) from err
+        raise ModelError(f"model '{model.name}' fails when called on images of shape "
+                         f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err
+    created = [v.path for v in model.variables if id(v) not in before]
+    # A tf.Variable a layer made lazily in call() is used but not tracked by
+    # Keras: the engine would neither copy it to the devices nor train it.
+    known = {_tf_name(v) for v in model.variables}
+    created += [v.name.split(":")[0] for v in traced.variables if v.name not in known]
+    if created:
+        raise ModelError(_variables_on_call_message(model, created))
+    return traced
+
+
+def _tf_name(variable):
+    value = getattr(variable, "value", variable)  # a Keras variable wraps a tf.Variable
+    return getattr(value, "name", None)
+
+
+def _variables_on_call_message(model, created, err=None):
+    names = ", ".join(created[:3]) + (", ..." if len(created) > 3 else "")
+    what = f" ({names})" if names else ""
+    return (f"model '{model.name}': a layer creates variables when it is called{what}; "
+            "towertrain creates every device's copy before training, so each variable must "
+            "exist once the model is built: create them in the layer's build() or "
+            "__init__, not in call()" + (f" [{str(err).splitlines()[0]}]" if err else ""))

@@ -1,0 +1,73 @@
+"""--sync_batch_norm: batch-norm statistics over the whole global batch.
+
+While the towers are traced in lockstep (towertrain.engine.lockstep), a batch-norm
+layer in training computes its slice's per-channel sum, sum of squares and
+example count, sums the three over the towers, and normalizes with the global
+mean and (biased) variance. Counts travel with the sums, so uneven slices
+(and an empty one) weigh exactly as in one batch. Outside a lockstep, the
+layers behave as usual.
+
+Supported layers: towertrain's FusedBatchNormalization (the model zoo's) and
+keras.layers.BatchNormalization, whose moments are rerouted per instance by
+`attach`. Keras' own `synchronized=True` needs a tf.distribute replica
+context, which the engine does not use.
+"""
+import functools
+
+import keras
+import tensorflow as tf
+
+from towertrain.engine import lockstep
+
+
+def moments(member, inputs, axes, weights=None):
+    """(mean, variance) per channel over every tower's slice, float32.
+
+    weights: optional 0/1 mask broadcastable to inputs (Keras' masked batch norm).
+    """
+    x = tf.cast(inputs, tf.float32)
+    if weights is None:
+        count = tf.cast(tf.reduce_prod(tf.gather(tf.shape(x), list(axes))), tf.float32)
+        local = [tf.reduce_sum(x, axes), tf.reduce_sum(tf.square(x), axes), count]
+    else:
+        weights = tf.broadcast_to(tf.cast(weights, tf.float32), tf.shape(x))
+        local = [tf.reduce_sum(x * weights, axes), tf.reduce_sum(tf.square(x) * weights, axes),
+                 tf.reduce_sum(weights, axes)]
+    total, total_squares, total_count = member.all_sum(local)
+    mean = total / total_count
+    # E[x^2] - E[x]^2 can dip below zero by rounding when the variance is ~0.
+    variance = tf.maximum(total_squares / total_count - tf.square(mean), 0.0)
+    return mean, variance
+
+
+def batch_norm_layers(model):
+    """(towertrain FusedBatchNormalization layers, keras BatchNormalization layers)."""
+    from towertrain.models import FusedBatchNormalization
+    fused, stock = [], []
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if isinstance(layer, FusedBatchNormalization):
+            fused.append(layer)
+        elif isinstance(layer, keras.layers.BatchNormalization):
+            stock.append(layer)
+    return fused, stock
+
+
+def attach(model):
+    """Makes the model's batch-norm layers synchronize inside a lockstep;
+    returns how many layers will. Idempotent."""
+    fused, stock = batch_norm_layers(model)
+    for layer in stock:
+        if not getattr(layer, "_towertrain_synced", False):
+            original = layer._moments
+            layer._moments = functools.partial(_keras_moments, layer, original)
+            layer._towertrain_synced = True
+    return len(fused) + len(stock)
+
+
+def _keras_moments(layer, original, inputs, mask):
+    member = lockstep.current()
+    if member is None:
+        return original(inputs, mask)
+    weights = None if mask is None else tf.expand_dims(mask, -1)
+    mean, variance = moments(member, inputs, layer._reduction_axes, weights)
+    return tf.cast(mean, inputs.dtype), tf.cast(variance, inputs.dtype)

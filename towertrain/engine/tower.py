@@ -1,0 +1,181 @@
+"""One tower: forward, loss and gradients of a Keras model on one device's slice.
+
+The model is called as a pure function of the values the variable manager
+hands in (Keras 3 `stateless_call`), so the same Keras model serves every
+device and every variable layout.
+"""
+import collections
+
+import keras
+import tensorflow as tf
+
+from towertrain.engine import model_checks
+
+# correct: how many examples the logits classify right (None: not a classifier).
+TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable correct",
+                                     defaults=(None,))
+
+
+def sparse_softmax_cross_entropy(labels, logits):
+    """Per-example loss; the default for classification models that emit logits."""
+    return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+
+# The forward half of a tower: loss (unscaled, reported), scaled (what is
+# differentiated), the model's outputs and its new non-trainable values.
+TowerForward = collections.namedtuple("TowerForward", "loss scaled outputs non_trainable")
+
+
+def compute_tower(model, trainable, non_trainable, images, labels, denominator,
+                  loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
+                  loss_scale=None, count_correct=False, unscale=True):
+    """Runs one tower under the caller's device scope.
+
+    The tower's loss is sum(per-example loss) / denominator. With the global
+    batch size as denominator, summing the towers' gradients gives exactly the
+    gradient of the mean loss over the global batch, however the batch was
+    split. L2 weight decay on the variables where decay_mask is True is
+    weighted by the tower's share of the batch, so over all towers it counts
+    exactly once (and the reported loss includes it, as tf_cnn_benchmarks').
+
+    The model may compute in float16 or bfloat16 (a Keras mixed policy): its
+    outputs are cast to float32 before the loss, and gradients reach the
+    float32 variables as float32. loss_scale (a float32 scalar) multiplies the
+    loss before differentiation, so small float16 gradients do not underflow,
+    and divides the gradients after (unscale=False leaves that to the
+    exchange, for a half-precision transfer); the loss returned is unscaled.
+    """
+    with tf.GradientTape() as tape:
+        tape.watch(trainable)
+        result = forward(model, trainable, non_trainable, images, labels, denominator,
+                         loss_fn, weight_decay, decay_mask, loss_scale)
+    grads = tape.gradient(result.scaled, trainable)
+    return finish(result, grads, trainable, labels, loss_scale, count_correct, unscale)
+
+
+def forward(model, trainable, non_trainable, images, labels, denominator,
+            loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
+            loss_scale=None):
+    """The forward half of compute_tower: a TowerForward."""
+    outputs, new_non_trainable = model.stateless_call(
+        trainable, non_trainable, images, training=True)
+    outputs = tf.nest.map_structure(_as_float32, outputs)
+    per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
+    if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
+        per_example = model_checks.per_example_losses(per_example, images, loss_fn)
+    denominator = tf.cast(denominator, tf.float32)
+    loss = tf.reduce_sum(per_example) / denominator
+    decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
+    if weight_decay and decayed:
+        share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
+        loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
+    scaled = loss * loss_scale if loss_scale is not None else loss
+    return TowerForward(loss, scaled, outputs, list(new_non_trainable))
+
+
+def finish(result, grads, trainable, labels, loss_scale=None, count_correct=False,
+           unscale=True):
+    """The TowerResult of a TowerForward given the gradients of its scaled loss."""
+    # A variable the loss does not reach still takes part in the exchange.
+    grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
+    if loss_scale is not None and unscale:
+        grads = [g / loss_scale for g in grads]
+    correct = None
+    if count_correct:  # training top-1, for the step lines and summaries
+        hits = tf.equal(tf.argmax(result.outputs, axis=-1, output_type=tf.int64),
+                        tf.cast(tf.reshape(labels, [-1]), tf.int64))
+        correct = tf.reduce_sum(tf.cast(hits, tf.int64))
+    return TowerResult(result.loss, grads, result.non_trainable, correct)
+
+
+def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_correct=False,
+                               unscale=True):
+    """Every tower's TowerResult, with layers free to combine values across
+    towers during the forward pass (--sync_batch_norm; see towertrain.engine.lockstep).
+
+    towers: one function per tower returning (trainable, labels, TowerForward),
+    built under its own device scope. The gradients are those of the sum of
+    all towers' losses: a tower's variables then also receive what its slice
+    contributed to the shared statistics of the other towers' losses, and the
+    towers' gradients still sum to the gradient of the global batch's loss.
+    """
+    from towertrain.engine import lockstep  # (towertrain/engine/lockstep.py)
+    traced = lockstep.Lockstep(len(towers), reduce_device).run(towers)
+    flat = [v for trainable, _, _ in traced for v in trainable]
+    # tf.gradients places each gradient op with its forward op, on the tower's device.
+    grads = tf.gradients([result.scaled for _, _, result in traced], flat,
+                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    results, start = [], 0
+    for trainable, labels, result in traced:
+        own = grads[start:start + len(trainable)]
+        start += len(trainable)
+        with tf.device(result.loss.device):
+            results.append(finish(result, own, trainable, labels, loss_scale, count_correct,
+                                  unscale))
+    return results
+
+
+def is_classifier(model):
+    """One output of rank 2 (batch, classes): top-1 means something."""
+    outputs = getattr(model, "outputs", None)  # a subclassed model may have none
+    return bool(outputs) and len(outputs) == 1 and len(outputs[0].shape) == 2
+
+
+def _as_float32(tensor):
+    if tensor.dtype in (tf.float16, tf.bfloat16):
+        return tf.cast(tensor, tf.float32)
+    return tensor
+
+
+# Towers draw independent random numbers (dropout masks): tower i offsets the
+# counter half of each Keras seed-generator state by i * 2**40, and the offset
+# is taken off again before the state is kept, so tower 0 draws exactly what a
+# single device would and the kept state advances as in serial training.
+_TOWER_SEED_STRIDE = 2 ** 40
+
+
+def seed_generators(layer):
+    """(owner path, attribute, SeedGenerator) for every seed generator under
+    `layer`; the owner path is the chain of layer names from `layer` down."""
+    found, stack, seen = [], [(layer.name, layer)], set()
+    while stack:
+        path, current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        # Public attributes first: Keras also tracks a generator in a private list.
+        for attribute, value in sorted(vars(current).items(),
+                                       key=lambda item: (item[0].startswith("_"), item[0])):
+            children = value if isinstance(value, (list, tuple)) else [value]
+            for child in children:
+                if isinstance(child, keras.random.SeedGenerator) and id(child) not in seen:
+                    seen.add(id(child))
+                    found.append((path, attribute.lstrip("_"), child))
+                elif isinstance(child, keras.layers.Layer):
+                    stack.append((f"{path}/{child.name}", child))
+    return found
+
+
+def seed_state_indices(model):
+    """Positions of seed-generator states in model.non_trainable_variables."""
+    states = {id(generator.state) for _, _, generator in seed_generators(model)}
+    return [i for i, v in enumerate(model.non_trainable_variables) if id(v) in states]
+
+
+def offset_seed_states(values, indices, tower, undo=False):
+    """`values` with tower `tower`'s offset added to (or, undo, taken off) the seed states."""
+    if tower == 0 or not indices:
+        return list(values)
+    out = list(values)
+    for i in indices:
+        offset = tf.constant([0, tower * _TOWER_SEED_STRIDE], dtype=out[i].dtype)
+        out[i] = out[i] - offset if undo else out[i] + offset
+    return out
+
+
+def all_finite(result):
+    """One boolean: the tower's loss and every gradient are finite."""
+    checks = [tf.reduce_all(tf.math.is_finite(result.loss))]
+    checks += [tf.reduce_all(tf.math.is_finite(g)) for g in result.grads
+               if g.dtype.is_floating]
+    return tf.reduce_all(tf.stack(checks))

@@ -1,0 +1,105 @@
+"""The variable-manager interface: where variables live and how updates reach them.
+
+One subclass per --variable_update. The engine asks a manager for the values a
+tower computes with, hands back every tower's gradients once per step, and
+never touches variables itself, so adding a mode edits nothing else.
+"""
+import abc
+
+import keras
+import tensorflow as tf
+
+from towertrain.engine.registry import Registry
+
+_MODES = Registry("variable_update")
+register = _MODES.register
+registered_names = _MODES.names
+
+
+def create(name, devices, params):
+    return _MODES.get(name)(devices, params)
+
+
+def _variable_name(template_variable):
+    # Keras forbids '/' in names; the template's path keeps copies recognisable.
+    return template_variable.path.replace("/", "__")
+
+
+def new_variables(initial_values, templates, device, trainable):
+    """Engine-owned copies of a model's variables, created on `device`."""
+    with tf.device(device):
+        # tf.identity makes a copy: keras.Variable wraps a tf.Variable it is
+        # given instead of copying it, which would alias every copy.
+        return [keras.Variable(tf.identity(value), dtype=t.dtype, trainable=trainable,
+                               name=_variable_name(t))
+                for value, t in zip(initial_values, templates)]
+
+
+def read_on_current_device(variables):
+    """Tensors of the variables' values, copied to the caller's device scope."""
+    return [tf.identity(v.value) for v in variables]
+
+
+class VariableManager(abc.ABC):
+    name = None
+    # True: towers' gradients are combined into one update, so each tower's
+    # loss is divided by the global batch. False: towers train on their own.
+    synchronous = True
+
+    def __init__(self, devices, params):
+        self.devices = list(devices)
+        self.params = params
+        self.model = None
+
+    @abc.abstractmethod
+    def create(self, model, make_optimizer):
+        """Creates engine variables from `model`'s current values; eager, once.
+
+        make_optimizer() returns a fresh keras optimizer; a manager builds one
+        per group of variables that share a device so slots live beside them.
+        """
+
+    @abc.abstractmethod
+    def tower_inputs(self, tower):
+        """(trainable values, non-trainable values) for a tower, read under its device."""
+
+    @abc.abstractmethod
+    def apply(self, tower_grads, tower_non_trainable):
+        """One update from all towers.
+
+        tower_grads[i] is tower i's gradient list, or None when the tower had
+        no examples this step. tower_non_trainable[i] likewise holds tower i's
+        new non-trainable values (batch-norm moving statistics). Returns None,
+        or a boolean tensor when the manager itself may skip the update
+        (replicated with a half-precision transfer whose sum overflowed).
+        """
+
+    @abc.abstractmethod
+    def primary_variables(self):
+        """(trainable, non_trainable) of the canonical copy: what is saved and evaluated."""
+
+    @abc.abstractmethod
+    def optimizers(self):
+        """Every optimizer the manager owns."""
+
+    def trainable_copies(self):
+        """Every copy of the trainable variables, one list per copy (tests, checks)."""
+        return [self.primary_variables()[0]]
+
+    def iterations(self):
+        """The number of updates applied so far."""
+        return self.optimizers()[0].iterations
+
+
+def stats_tower(tower_non_trainable):
+    """Index of the tower whose batch-norm statistics are kept: tower 0, unless
+    it had no examples this step, then the first tower that had."""
+    for i, values in enumerate(tower_non_trainable):
+        if values is not None:
+            return i
+    raise ValueError("no tower had any examples this step")
+
+
+def assign_all(variables, values):
+    for variable, value in zip(variables, values):
+        variable.assign(value)

@@ -1,0 +1,173 @@
+"""--variable_update=collective_all_reduce: replicated across worker processes.
+
+Every device of every worker holds a copy of the variables. Each step the
+gradients are packed per dtype into one flat tensor per device and summed
+over *all* devices of the cluster with one `CollectiveReduceV2` per device
+(group size = workers x local devices; no separate local pre-sum, so the
+sum has the same shape as one process holding every device). Every copy
+then applies the identical update.
+
+What makes this work (measured, see ../shared/DESIGN.md):
+- all of a process's collective launches come from the one step tf.function;
+- each local member passes its own `ordering_token` (the handle of a small
+  resource variable on its device): without it the members are chained in
+  program order and the group never forms;
+- group and instance keys are constants chosen per call site (KEYS below),
+  not counters, so a retrace on one worker gives the same keys as on the
+  others;
+- every collective carries `timeout_seconds` (--collective_timeout_secs), so
+  a dead peer raises DeadlineExceeded (or Unavailable) instead of hanging.
+
+Batch-norm statistics come from global tower 0 (worker 0's tower 0): they are
+summed with every other member contributing zeros, which gives worker 0's
+bits exactly. Initial values are broadcast from worker 0 the same way.
+The checkpoint format is that of `replicated` (primary copy + its slots).
+"""
+import tensorflow as tf
+from tensorflow.python.ops import collective_ops
+
+from towertrain.engine.distributed import cluster as cluster_lib
+from towertrain.recipe import gradients
+
+from .base import register, stats_tower
+from .replicated import ReplicatedManager
+
+# Group keys: every device of the cluster (one per size) / one CPU member per worker.
+ALL_DEVICES_GROUP_BASE = 1000  # + the group size (see CollectiveManager.__init__)
+WORKERS_GROUP = 2
+# Instance keys per call site; packs add their index.
+KEYS = {"count": 1, "finite": 2, "loss": 3, "grads": 100, "stats": 200, "broadcast": 300}
+
+
+@register("collective_all_reduce")
+class CollectiveManager(ReplicatedManager):
+
+    def __init__(self, devices, params):
+        super().__init__(devices, params)
+        self.cluster = cluster_lib.active()
+        self.num_workers = self.cluster.num_workers
+        self.task = self.cluster.task_index
+        self.group_size = self.num_workers * len(self.devices)
+        # One group per size: TensorFlow fixes a group key's size for the life of
+        # the process, so trainers of different device counts (the scaling
+        # benchmark's 1..N) need their own keys; every worker computes the same.
+        self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
+        self.timeout = cluster_lib.collective_timeout()
+
+    def create(self, model, make_optimizer):
+        super().create(model, make_optimizer)
+        self._tokens = []
+        for device in self.devices + ["/cpu:0"]:
+            with tf.device(device):
+                self._tokens.append(tf.Variable(0.0, trainable=False, name="ordering_token"))
+        if self.num_workers > 1:
+            self._broadcast_from_chief()
+
+    # -- collectives ------------------------------------------------------
+
+    def _all_devices_sum(self, per_device, key):
+        """per_device[i]: a tensor on local device i; its sum over every device
+        of the cluster, on each local device."""
+        out = []
+        for i, (device, tensor) in enumerate(zip(self.devices, per_device)):
+            with tf.device(device):
+                out.append(collective_ops.all_reduce_v2(
+                    tensor, self.group_size, self.all_devices_group, key, merge_op="Add",
+                    final_op="Id", timeout=self.timeout,
+                    ordering_token=self._tokens[i].handle))
+        return out
+
+    def _workers_reduce(self, tensor, key, merge_op="Add"):
+        """A scalar reduced over one CPU member per worker (on /cpu:0)."""
+        if self.num_workers == 1:
+            return tensor
+        with tf.device("/cpu:0"):
+            return collective_ops.all_reduce_v2(
+                tensor, self.num_workers, WORKERS_GROUP, key, merge_op=merge_op,
+                final_op="Id", timeout=self.timeout, ordering_token=self._tokens[-1].handle)
+
+    def cluster_count(self, count):
+        """The step's examples over every worker's towers (the loss denominator)."""
+        return self._workers_reduce(count, KEYS["count"])
+
+    def cluster_finite(self, finite):
+        """True only if every worker's losses and gradients are finite, so all
+        workers take the same branch (the update holds collectives)."""
+        as_float = tf.cast(finite, tf.float32)
+        return self._workers_reduce(as_float, KEYS["finite"], merge_op="Min") > 0.5
+
+    def cluster_loss(self, loss):
+        return self._workers_reduce(loss, KEYS["loss"])
+
+    def _packed_sum(self, per_device_lists, key):
+        """Sums lists of tensors (one list per local device) over the cluster:
+        packed per dtype into one flat tensor per device, one collective each."""
+        first = per_device_lists[0]
+        dtypes = sorted({t.dtype for t in first}, key=lambda d: d.name)
+        results = [list(values) for values in per_device_lists]
+        for j, dtype in enumerate(dtypes):
+            index = [k for k, t in enumerate(first) if t.dtype == dtype]
+            packs = []
+            for i, device in enumerate(self.devices):
+                with tf.device(device):
+                    packs.append(tf.concat([tf.reshape(per_device_lists[i][k], [-1])
+                                            for k in index], 0))
+            summed = self._all_devices_sum(packs, key + j)
+            for i, device in enumerate(self.devices):
+                with tf.device(device):
+                    sizes = [int(tf.size(first[k])) if first[k].shape.is_fully_defined()
+                             else tf.size(first[k]) for k in index]
+                    parts = tf.split(summed[i], sizes)
+                    for k, part in zip(index, parts):
+                        results[i][k] = tf.reshape(part, tf.shape(first[k]))
+        return results
+
+    def _from_chief(self, per_device_lists, source_device, key):
+        """Every device gets local device `source_device`'s values on worker 0:
+        all other members contribute zeros (x + 0 is exact)."""
+        masked = []
+        for i, device in enumerate(self.devices):
+            with tf.device(device):
+                keep = self.task == 0 and i == source_device
+                masked.append([v if keep else tf.zeros_like(v) for v in per_device_lists[i]])
+        return self._packed_sum(masked, key)
+
+    def _broadcast_from_chief(self):
+        """Identical start on every worker: copies take worker 0's initial values."""
+        variables = [t + n for t, n in zip(self._trainable, self._non_trainable)]
+        if not variables[0]:
+            return
+
+        @tf.function
+        def broadcast():
+            values = []
+            for i, device in enumerate(self.devices):
+                with tf.device(device):
+                    values.append([tf.identity(v.value) for v in variables[i]])
+            new = self._from_chief(values, 0, KEYS["broadcast"])
+            for i, device in enumerate(self.devices):
+                with tf.device(device):
+                    for variable, value in zip(variables[i], new[i]):
+                        variable.assign(value)
+        broadcast()
+
+    # -- the update -------------------------------------------------------
+
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+        grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
+        with tf.name_scope("collective_allreduce"):
+            summed = self._packed_sum(grads, KEYS["grads"])
+            source = stats_tower(tower_non_trainable)
+            stats = [n if n is not None else tower_non_trainable[source]
+                     for n in tower_non_trainable]
+            if self.num_workers > 1 and stats[0]:
+                stats = self._from_chief(stats, source, KEYS["stats"])
+            else:
+                stats = [stats[source]] * len(self.devices)
+        for i, device in enumerate(self.devices):
+            with tf.device(device):
+                grads_i = summed[i]
+                if grad_scale is not None:
+                    grads_i = [g / grad_scale for g in grads_i]
+                self._update(i, gradients.clip_for(self.params, grads_i), stats[i])
+        return None

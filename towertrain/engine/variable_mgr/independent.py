@@ -1,0 +1,28 @@
+"""--variable_update=independent: each device trains its own copy, no exchange.
+
+The benchmark mode of tf_cnn_benchmarks: it measures towers with no
+communication at all. Copies start equal and then drift apart.
+"""
+import tensorflow as tf
+
+from towertrain.recipe import gradients
+
+from .base import assign_all, register
+from .replicated import ReplicatedManager
+
+
+@register("independent")
+class IndependentManager(ReplicatedManager):
+    synchronous = False
+
+    def __init__(self, devices, params):  # no all-reduce to choose
+        super(ReplicatedManager, self).__init__(devices, params)
+
+    def apply(self, tower_grads, tower_non_trainable):
+        for i, device in enumerate(self.devices):
+            if tower_grads[i] is None:  # no examples, nothing to learn from
+                continue
+            with tf.device(device):
+                clipped = gradients.clip_for(self.params, tower_grads[i])
+                self._optimizers[i].apply(clipped, self._trainable[i])
+                assign_all(self._non_trainable[i], tower_non_trainable[i])

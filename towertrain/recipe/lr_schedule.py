@@ -1,0 +1,220 @@
+"""The learning rate as a function of the global step.
+
+    schedule = build(params, base_learning_rate=0.1, global_batch=256,
+                     steps_per_epoch=390, total_steps=39000)
+    keras.optimizers.SGD(schedule)      # Keras calls schedule(optimizer.iterations)
+
+Keras optimizers call a LearningRateSchedule with their `iterations`: the
+updates applied so far, which is the global step checkpoints save and
+restore, so a resumed run continues its schedule where it stopped.
+
+Step convention: `value_at(s)` is the rate of the update that takes the
+global step from s to s + 1 (the loop's step s + 1).
+
+- Linear scaling (--scale_learning_rate=linear): every rate x global batch /
+  --base_batch_size. Towers already average over the global batch, so there
+  is no division by the number of devices.
+- Piecewise (--piecewise_learning_rate_schedule="LR0;E1;LR1;..."): LR0 until
+  epoch E1, i.e. updates s < E1 x steps_per_epoch; the update that starts
+  epoch E1 (s = E1 x steps_per_epoch) and all later ones until E2 use LR1.
+- Staircase (--num_epochs_per_decay, --learning_rate_decay_factor): the rate
+  x factor ** floor(s / decay_steps), never below --minimum_learning_rate.
+- Cosine: minimum + (rate - minimum) x (1 + cos(pi x min(s, T) / T)) / 2 over
+  the run's T total steps (Keras' CosineDecay): update 0 uses the full rate,
+  s >= T the minimum.
+- Warmup (--num_learning_rate_warmup_epochs, W steps) multiplies whatever the
+  schedule gives by min(1, (s + 1) / W): the first update uses 1/W of the
+  rate, the W-th (s = W - 1) and later the full rate; no update runs at 0.
+- An epoch is ceil(examples / global batch) steps (the last, partial batch is
+  a step), the examples of --data_dir (or of an Input with num_examples), or
+  --num_examples_per_epoch for synthetic data.
+- --minimum_learning_rate is an absolute floor; it is not scaled.
+"""
+import math
+
+import keras
+import tensorflow as tf
+
+from towertrain.config import recipe_checks as params_recipe
+from towertrain.config.params import ParamsError
+
+_NEEDS_EPOCH = ("needs the epoch length: --data_dir, or --num_examples_per_epoch for "
+                "synthetic data")
+
+
+def epoch_steps(params, input_steps_per_epoch, global_batch):
+    """Steps per epoch for the schedule: the input's, or --num_examples_per_epoch's;
+    None when neither says."""
+    given = params.num_examples_per_epoch
+    if given is None:
+        return input_steps_per_epoch
+    steps = math.ceil(given / global_batch)
+    if input_steps_per_epoch is not None and input_steps_per_epoch != steps:
+        raise ParamsError(f"--num_examples_per_epoch={given}: conflicts with the input's "
+                          f"epoch of {input_steps_per_epoch} steps of {global_batch}; drop it")
+    return steps
+
+
+def _epochs(count):
+    return f"{count:g} epoch" + ("" if count == 1 else "s")
+
+
+def _epochs_to_steps(epochs, steps_per_epoch):
+    # The epsilon keeps 0.29 epochs x 100 steps at 29, not 28.999999999999996 -> 28.
+    return int(math.floor(epochs * steps_per_epoch + 1e-9))
+
+
+def build(params, base_learning_rate, global_batch, steps_per_epoch, total_steps=None):
+    """The run's Schedule. base_learning_rate: --init_learning_rate or the model's
+    default (a piecewise schedule brings its own rates). global_batch: examples
+    per update. steps_per_epoch: None when the data has no epoch length (then
+    an epoch-based flag is an error naming it). total_steps: the run's last
+    global step (cosine decays over it)."""
+    p = params
+    scale = 1.0
+    if p.scale_learning_rate == "linear":
+        scale = global_batch / p.base_batch_size
+
+    def need_epochs(flag):
+        if steps_per_epoch is None:
+            raise ParamsError(f"--{flag}={getattr(p, flag)}: {_NEEDS_EPOCH}")
+
+    kind, values, boundaries, boundary_epochs = "constant", [base_learning_rate], [], []
+    decay_steps = cosine_steps = None
+    if p.piecewise_learning_rate_schedule is not None:
+        values, boundary_epochs = params_recipe.parse_piecewise(
+            p.piecewise_learning_rate_schedule)
+        if boundary_epochs:
+            need_epochs("piecewise_learning_rate_schedule")
+            kind = "piecewise"
+            boundaries = [_epochs_to_steps(e, steps_per_epoch) for e in boundary_epochs]
+    elif p.num_epochs_per_decay is not None:
+        need_epochs("num_epochs_per_decay")
+        kind = "staircase"
+        decay_steps = _epochs_to_steps(p.num_epochs_per_decay, steps_per_epoch)
+        if decay_steps < 1:
+            raise ParamsError(f"--num_epochs_per_decay={p.num_epochs_per_decay}: less than "
+                              f"one step (an epoch is {steps_per_epoch} steps)")
+    elif p.learning_rate_schedule == "cosine":
+        if not total_steps:
+            raise ParamsError("--learning_rate_schedule=cosine: needs the run's length")
+        kind, cosine_steps = "cosine", int(total_steps)
+    warmup_steps = 0
+    if p.num_learning_rate_warmup_epochs:
+        need_epochs("num_learning_rate_warmup_epochs")
+        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs, steps_per_epoch)
+    schedule = Schedule(
+        kind=kind, base_values=values, scale=scale, boundaries=boundaries,
+        boundary_epochs=boundary_epochs, decay_steps=decay_steps,
+        decay_factor=p.learning_rate_decay_factor, decay_epochs=p.num_epochs_per_decay,
+        minimum=p.minimum_learning_rate, cosine_steps=cosine_steps,
+        warmup_steps=warmup_steps, warmup_epochs=p.num_learning_rate_warmup_epochs,
+        global_batch=global_batch, base_batch_size=p.base_batch_size,
+        steps_per_epoch=steps_per_epoch)
+    if kind in ("staircase", "cosine") and schedule.minimum > schedule.initial_value:
+        raise ParamsError(f"--minimum_learning_rate={p.minimum_learning_rate}: above the "
+                          f"learning rate it decays from ({schedule.initial_value:g})")
+    return schedule
+
+
+class Schedule(keras.optimizers.schedules.LearningRateSchedule):
+    """The learning rate of the update at global step `step` (see the module doc).
+
+    initial_value: the first rate after scaling, before warmup (what
+    --init_learning_rate became). value_at(step) -> float; describe() -> one
+    header line."""
+
+    def __init__(self, kind, base_values, scale=1.0, boundaries=(), boundary_epochs=(),
+                 decay_steps=None, decay_factor=None, decay_epochs=None, minimum=0.0,
+                 cosine_steps=None, warmup_steps=0, warmup_epochs=None, global_batch=None,
+                 base_batch_size=None, steps_per_epoch=None):
+        super().__init__()
+        self.kind = kind
+        self.base_values = [float(v) for v in base_values]
+        self.scale = float(scale)
+        self.values = [v * self.scale for v in self.base_values]
+        self.boundaries = [int(b) for b in boundaries]
+        self.boundary_epochs = list(boundary_epochs)
+        self.decay_steps = decay_steps
+        self.decay_factor = decay_factor
+        self.decay_epochs = decay_epochs
+        self.minimum = float(minimum or 0.0)
+        self.cosine_steps = cosine_steps
+        self.warmup_steps = int(warmup_steps)
+        self.warmup_epochs = warmup_epochs
+        self.global_batch = global_batch
+        self.base_batch_size = base_batch_size
+        self.steps_per_epoch = steps_per_epoch
+
+    @property
+    def initial_value(self):
+        return self.values[0]
+
+    def __call__(self, step):
+        # float64 throughout: exact step arithmetic up to 2**53, and every op
+        # has CPU and GPU kernels. Only Python values select the branches.
+        with tf.name_scope("learning_rate"):
+            step = tf.cast(step, tf.float64)
+            rate = self._decayed(step)
+            if self.warmup_steps > 0:
+                rate = rate * tf.minimum(tf.constant(1.0, tf.float64),
+                                         (step + 1.0) / float(self.warmup_steps))
+            return tf.cast(rate, tf.float32)
+
+    def _decayed(self, step):
+        initial = tf.constant(self.initial_value, tf.float64)
+        if self.kind == "piecewise":
+            passed = tf.cast(step >= tf.constant(self.boundaries, tf.float64), tf.int32)
+            return tf.gather(tf.constant(self.values, tf.float64), tf.reduce_sum(passed))
+        if self.kind == "staircase":
+            exponent = tf.floor(step / float(self.decay_steps))
+            rate = initial * tf.pow(tf.constant(self.decay_factor, tf.float64), exponent)
+            return tf.maximum(rate, self.minimum)
+        if self.kind == "cosine":
+            progress = tf.minimum(step, float(self.cosine_steps)) / float(self.cosine_steps)
+            return self.minimum + (initial - self.minimum) * 0.5 * (
+                1.0 + tf.cos(math.pi * progress))
+        return initial
+
+    def value_at(self, step):
+        """The rate (a Python float) of the update that takes the global step from
+        `step` to `step` + 1, computed by the same ops the optimizer runs."""
+        return float(self(tf.constant(step, tf.int64)))
+
+    def describe(self):
+        """One line for the run's header."""
+        if self.scale != 1.0:
+            scaling = (f" x {self.global_batch}/{self.base_batch_size} (linear scaling)")
+            text = (f"{self.base_values[0]:g}{scaling} = {self.initial_value:g}"
+                    if self.kind != "piecewise" else f"piecewise{scaling}:")
+        else:
+            text = f"{self.initial_value:g}" if self.kind != "piecewise" else "piecewise:"
+        if self.kind == "constant":
+            text += ", constant"
+        elif self.kind == "piecewise":
+            parts = [f"{value:g} until epoch {epoch:g} (step {boundary})" for value, epoch,
+                     boundary in zip(self.values, self.boundary_epochs, self.boundaries)]
+            text += " " + ", ".join(parts) + f", then {self.values[-1]:g}"
+        elif self.kind == "staircase":
+            text += (f"; x{self.decay_factor:g} every {_epochs(self.decay_epochs)} "
+                     f"({self.decay_steps} steps)")
+            if self.minimum:
+                text += f", floor {self.minimum:g}"
+        elif self.kind == "cosine":
+            text += f"; cosine to {self.minimum:g} at step {self.cosine_steps}"
+        if self.warmup_epochs:
+            text += (f"; linear warmup over {_epochs(self.warmup_epochs)} "
+                     f"({self.warmup_steps} steps)")
+        if self.kind in ("piecewise", "staircase") or self.warmup_epochs:
+            text += f"; epoch = {self.steps_per_epoch} steps"
+        return text
+
+    def get_config(self):
+        return dict(kind=self.kind, base_values=self.base_values, scale=self.scale,
+                    boundaries=self.boundaries, boundary_epochs=self.boundary_epochs,
+                    decay_steps=self.decay_steps, decay_factor=self.decay_factor,
+                    decay_epochs=self.decay_epochs, minimum=self.minimum,
+                    cosine_steps=self.cosine_steps, warmup_steps=self.warmup_steps,
+                    warmup_epochs=self.warmup_epochs, global_batch=self.global_batch,
+                    base_batch_size=self.base_batch_size,
+                    steps_per_epoch=self.steps_per_epoch)

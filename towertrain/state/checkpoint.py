@@ -1,0 +1,241 @@
+"""Portable checkpoints: one copy of the model whatever the mode.
+
+A checkpoint holds
+  model/<key>   every model variable (trainable and not), tower 0's copy,
+  slots/<key>/<slot>   the optimizer slots of that variable (momentum, ...),
+  step          the number of updates applied (drives LR schedules),
+  input         the input iterator's position, where the input has one,
+where <key> is the variable's path inside the model ('conv1/kernel' ->
+'conv1__kernel'). Nothing depends on the variable-update mode, the number or
+type of devices or the data format, so any run restores into any other.
+Layers need explicit names for keys to match across processes (Keras'
+automatic names depend on how many layers a process built before).
+"""
+import json
+import os
+import tempfile
+
+import tensorflow as tf
+
+RUN_INFO_FILE = "towertrain_run.json"
+_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be written, found, read or matched to the model."""
+
+
+def variable_key(model, variable, seed_state_paths=None):
+    """The mode-independent key of a model variable: its path minus the model name.
+
+    A seed generator's state is keyed by the layer owning it: Keras names the
+    generator by how many this process built before ('seed_generator_7'), which
+    would make the key depend on unrelated code.
+    """
+    path = (seed_state_paths or {}).get(id(variable), variable.path)
+    prefix = model.name + "/"
+    if path.startswith(prefix):
+        path = path[len(prefix):]
+    return path.replace("/", "__")
+
+
+def seed_state_paths(model):
+    """{id(seed state variable): '<owning layer path>/<attribute>_state'}."""
+    from towertrain.engine import tower  # deferred: tower imports Keras' training pieces
+    return {id(generator.state): f"{owner}/{attribute}_state"
+            for owner, attribute, generator in tower.seed_generators(model)}
+
+
+def model_variable_dict(model, trainable=None, non_trainable=None):
+    """{key: variable} pairing the model's variables (for keys) with `trainable` and
+    `non_trainable` (the engine's copies, same order); default: the model's own."""
+    templates = list(model.trainable_variables) + list(model.non_trainable_variables)
+    if trainable is None:
+        values = templates
+    else:
+        values = list(trainable) + list(non_trainable)
+    seed_paths = seed_state_paths(model)
+    out = {}
+    for template, variable in zip(templates, values):
+        key = variable_key(model, template, seed_paths)
+        if key in out:
+            raise CheckpointError(f"two model variables share the key {key!r}; give the "
+                                  "model's layers unique names")
+        out[key] = variable
+    return out
+
+
+def optimizer_slots(optimizer):
+    """{id(model variable): {slot name: slot variable}} for a built Keras optimizer.
+
+    Keras names a slot '<variable path with _>_<slot>' (add_variable_from_reference);
+    the longest matching variable prefix wins so 'a_b' never steals 'a_b_c's slots.
+    """
+    prefixes = sorted(((v.path.replace("/", "_") + "_", v) for v in
+                       optimizer._trainable_variables), key=lambda p: -len(p[0]))
+    skip = {id(optimizer.iterations)}
+    learning_rate = getattr(optimizer, "_learning_rate", None)
+    if isinstance(learning_rate, tf.Variable) or hasattr(learning_rate, "path"):
+        skip.add(id(learning_rate))
+    slots = {id(v): {} for _, v in prefixes}
+    for slot in optimizer.variables:
+        if id(slot) in skip:
+            continue
+        for prefix, variable in prefixes:
+            if slot.name.startswith(prefix):
+                slots[id(variable)][slot.name[len(prefix):]] = slot
+                break
+    return slots
+
+
+class EngineState:
+    """The savable view of a trainer's variable manager (and input position)."""
+
+    def __init__(self, model, manager, input_source=None, engine_variables=None):
+        """engine_variables: {name: variable} of engine state beyond the model
+        (the fp16 loss scale), saved under 'engine/'."""
+        self.model = model
+        self.engine = dict(engine_variables or {})
+        self.manager = manager
+        trainable, non_trainable = manager.primary_variables()
+        self.variables = model_variable_dict(model, trainable, non_trainable)
+        # Every copy of every variable -> its key, so slots of any copy can be found.
+        self._key_of = {}
+        for copy in self._copies():
+            for key, variable in model_variable_dict(model, *copy).items():
+                self._key_of[id(variable)] = key
+        primary_ids = {id(v) for v in self.variables.values()}
+        self.slots = {}
+        for optimizer in manager.optimizers():
+            by_variable = optimizer_slots(optimizer)
+            for variable in optimizer._trainable_variables:
+                if id(variable) in primary_ids and by_variable[id(variable)]:
+                    self.slots[self._key_of[id(variable)]] = dict(by_variable[id(variable)])
+        self.step = manager.iterations()
+        self.input = input_source.checkpoint_state() if input_source is not None else None
+
+    def _copies(self):
+        trainable = (self.manager.trainable_copies() if hasattr(self.manager, "trainable_copies")
+                     else [self.manager.primary_variables()[0]])
+        non_trainable = (self.manager.non_trainable_copies()
+                         if hasattr(self.manager, "non_trainable_copies")
+                         else [self.manager.primary_variables()[1]] * len(trainable))
+        return list(zip(trainable, non_trainable))
+
+    def checkpoint(self, with_input=True):
+        objects = dict(model=self.variables, slots=self.slots, step=self.step)
+        if self.engine:
+            objects["engine"] = self.engine
+        if with_input and self.input is not None:
+            objects["input"] = self.input
+        return tf.train.Checkpoint(**objects)
+
+    def global_step(self):
+        return int(self.step.numpy())
+
+    def sync_copies(self):
+        """Writes the primary copy (just restored) into every other copy, its
+        optimizer slots and every optimizer's step, so replicas stay identical."""
+        step = self.step.numpy()
+        primary = self.variables
+        for copy in self._copies():
+            for key, variable in model_variable_dict(self.model, *copy).items():
+                if variable is not primary[key]:
+                    variable.assign(primary[key])
+        for optimizer in self.manager.optimizers():
+            optimizer.iterations.assign(step)
+            for variable_id, slots in optimizer_slots(optimizer).items():
+                source = self.slots.get(self._key_of[variable_id], {})
+                for name, slot in slots.items():
+                    if name in source and slot is not source[name]:
+                        slot.assign(source[name])
+
+
+def check_matches(path, expected_variables):
+    """Raises CheckpointError listing missing/unexpected/mis-shaped model variables."""
+    try:
+        stored = dict(tf.train.list_variables(path))
+    except (tf.errors.OpError, ValueError) as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {_first_line(err)}") from err
+    saved = {name[len("model/"):-len(_VALUE_SUFFIX)]: shape for name, shape in stored.items()
+             if name.startswith("model/") and name.endswith(_VALUE_SUFFIX)}
+    missing = sorted(set(expected_variables) - set(saved))
+    unexpected = sorted(set(saved) - set(expected_variables))
+    mismatched = sorted(f"{k} (checkpoint {saved[k]}, model {list(v.shape)})"
+                        for k, v in expected_variables.items()
+                        if k in saved and list(saved[k]) != list(v.shape))
+    if missing or unexpected or mismatched:
+        parts = [f"checkpoint {path} does not match the model"]
+        if missing:
+            parts.append(f"missing variables: {', '.join(missing)}")
+        if unexpected:
+            parts.append(f"unexpected variables: {', '.join(unexpected)}")
+        if mismatched:
+            parts.append(f"shape mismatches: {', '.join(mismatched)}")
+        raise CheckpointError("; ".join(parts))
+
+
+def restore(checkpoint, path, expected_variables):
+    """Checks the names, then reads `path` into `checkpoint`; clear errors on damage."""
+    check_matches(path, expected_variables)
+    try:
+        # Model variables were checked above; slots or input missing from the
+        # checkpoint (another optimizer, synthetic data) keep their fresh values.
+        checkpoint.read(path).expect_partial()
+    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file
+        raise CheckpointError(f"cannot read checkpoint {path} (truncated or corrupt?): "
+                              f"{_first_line(err)}") from err
+
+
+def resolve(train_dir=None, checkpoint_path=None):
+    """The checkpoint to read: `checkpoint_path`, else the latest in train_dir."""
+    if checkpoint_path:
+        if tf.io.gfile.isdir(checkpoint_path):
+            found = tf.train.latest_checkpoint(checkpoint_path)
+            if not found:
+                raise CheckpointError(f"no checkpoint in {checkpoint_path}")
+            return found
+        if not tf.io.gfile.exists(checkpoint_path + ".index"):
+            raise CheckpointError(f"no checkpoint at {checkpoint_path} "
+                                  f"({checkpoint_path}.index does not exist)")
+        return checkpoint_path
+    if not train_dir:
+        raise CheckpointError("need --train_dir or --checkpoint to find a checkpoint")
+    found = tf.train.latest_checkpoint(train_dir)
+    if not found:
+        raise CheckpointError(f"no checkpoint in --train_dir={train_dir}")
+    return found
+
+
+def ensure_writable(train_dir):
+    """Creates train_dir and proves a file can be written there, before any training."""
+    try:
+        os.makedirs(train_dir, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=train_dir, prefix=".write_test"):
+            pass
+    except OSError as err:
+        raise CheckpointError(f"--train_dir={train_dir}: not writable ({err.strerror or err})"
+                              ) from err
+
+
+def write_run_info(train_dir, info):
+    """Records what export needs to rebuild the model (name, classes, image shape)."""
+    path = os.path.join(train_dir, RUN_INFO_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(info, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)  # atomic: a crash never leaves half a file
+
+
+def read_run_info(train_dir):
+    path = os.path.join(train_dir, RUN_INFO_FILE)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
+def _first_line(err):
+    text = getattr(err, "message", None) or str(err)
+    return text.strip().splitlines()[0] if text.strip() else type(err).__name__

@@ -1,0 +1,138 @@
+"""Export a checkpoint as a stock Keras model (.keras) and/or a SavedModel: the
+library half of `python -m towertrain.export` (towertrain.commands.export).
+
+The model is rebuilt from the registry (name and classes recorded in the
+train_dir), in the requested data format, and the checkpoint's variables are
+read into it by path. towertrain-specific layers are swapped for their stock
+Keras equivalents with the same weights, so the file loads with
+keras.saving.load_model in a process that never imports towertrain.
+"""
+import os
+
+
+def _stock_layer(layer):
+    """The stock Keras layer standing in for a towertrain layer, or None."""
+    import keras
+    from towertrain.models import FusedBatchNormalization, LocalResponseNormalization
+    if isinstance(layer, FusedBatchNormalization):
+        # Same variables, same inference math (moving statistics).
+        return keras.layers.BatchNormalization(
+            axis=layer.axis, momentum=layer.momentum, epsilon=layer.epsilon,
+            center=getattr(layer, "center", True), scale=getattr(layer, "scale", True),
+            name=layer.name)
+    if isinstance(layer, LocalResponseNormalization):
+        return _stock_lrn(layer)
+    return None
+
+
+def _stock_lrn(layer):
+    """LRN as a nested functional model of keras.ops (no variables).
+
+    Keras has no LRN layer and a Lambda needs safe_mode=False to load, but ops
+    called on symbolic tensors serialize as stock Keras operations. Same math
+    as tf.nn.local_response_normalization: x / (bias + alpha * window_sum(x^2))^beta,
+    the window spanning depth_radius channels each side, zero outside.
+    """
+    import keras
+    from keras import ops
+    shape = tuple(layer.input.shape[1:])
+    axis = 1 if layer.data_format == "channels_first" else 3
+    channels, radius = shape[axis - 1], layer.depth_radius
+    inputs = keras.Input(shape)
+    padding = [[0, 0]] * 4
+    padding[axis] = [radius, radius]
+    squared = ops.pad(ops.square(inputs), padding)
+    window_sum = None
+    for offset in range(2 * radius + 1):  # shifted slices summed: as exact as TF, no cumsum
+        index = [slice(None)] * 4
+        index[axis] = slice(offset, offset + channels)
+        term = squared[tuple(index)]
+        window_sum = term if window_sum is None else window_sum + term
+    outputs = inputs / ops.power(layer.bias + layer.alpha * window_sum, layer.beta)
+    return keras.Model(inputs, outputs, name=layer.name)
+
+
+def _non_stock(model):
+    """Names of layers/operations under `model` whose class is not Keras' own."""
+    import keras
+    found = []
+    for op in getattr(model, "operations", model.layers):
+        if not type(op).__module__.startswith("keras."):
+            found.append(f"{op.name} ({type(op).__module__}.{type(op).__name__})")
+        elif isinstance(op, keras.Model):
+            found.extend(_non_stock(op))
+    return found
+
+
+def to_stock_keras(model):
+    """A clone of `model` using stock Keras layers only, with the same weights."""
+    import keras
+
+    def clone(layer):
+        stock = _stock_layer(layer)
+        return stock if stock is not None else layer.__class__.from_config(layer.get_config())
+
+    cloned = keras.models.clone_model(model, clone_function=clone)
+    leftovers = _non_stock(cloned)
+    if leftovers:
+        # Caught here, not when someone loads the file without towertrain.
+        raise ValueError(f"no stock Keras equivalent for {', '.join(leftovers)}: the "
+                         ".keras file would not load without towertrain")
+    for layer in model.layers:
+        if not layer.weights:
+            continue
+        target = cloned.get_layer(layer.name)
+        source = {w.name: w for w in layer.weights}
+        if sorted(source) != sorted(w.name for w in target.weights):
+            raise ValueError(f"layer {layer.name}: cannot map weights {sorted(source)} onto "
+                             f"{sorted(w.name for w in target.weights)}")
+        for weight in target.weights:
+            weight.assign(source[weight.name].value)
+    return cloned
+
+
+def load_model_from_checkpoint(path, model_name, num_classes, data_format, image_size=None):
+    """Builds the registered model in `data_format` and reads the checkpoint into it."""
+    import tensorflow as tf
+    from towertrain import models
+    from towertrain.state import checkpoint as ckpt_lib
+    with tf.device("/cpu:0"):
+        model = models.build(model_name, num_classes=num_classes, data_format=data_format,
+                             image_size=image_size)
+    variables = ckpt_lib.model_variable_dict(model)
+    ckpt_lib.restore(tf.train.Checkpoint(model=variables), path, variables)
+    return model
+
+
+def export(train_dir=None, output=None, saved_model=None, data_format=None,
+           checkpoint=None, model_name=None):
+    """Writes `output` (.keras) and/or `saved_model` (directory); returns the stock model."""
+    from towertrain.state import checkpoint as ckpt_lib
+    if not output and not saved_model:
+        raise ckpt_lib.CheckpointError("nothing to write: give --output and/or --saved_model")
+    if output and not output.endswith(".keras"):
+        raise ckpt_lib.CheckpointError(f"--output={output}: must end in .keras")
+    path = ckpt_lib.resolve(train_dir, checkpoint)
+    run_dir = train_dir or os.path.dirname(path)
+    info = ckpt_lib.read_run_info(run_dir)
+    if model_name and info.get("model") and model_name != info["model"]:
+        # Said up front: the variable check would list every variable of both models.
+        raise ckpt_lib.CheckpointError(
+            f"--model={model_name} but the checkpoint in {run_dir} was trained with "
+            f"--model={info['model']}; drop --model or use another --train_dir")
+    model_name = model_name or info.get("model")
+    if not model_name:
+        raise ckpt_lib.CheckpointError(
+            f"no {ckpt_lib.RUN_INFO_FILE} next to the checkpoint; pass --model")
+    input_shape = info.get("input_shape")
+    image_size = input_shape[1] if input_shape else None  # square images: H == W either way
+    model = load_model_from_checkpoint(path, model_name, info.get("num_classes"),
+                                       data_format or info.get("data_format", "NHWC"),
+                                       image_size)
+    stock = to_stock_keras(model)
+    if output:
+        stock.save(output)
+    if saved_model:
+        # A 'serve' endpoint and a 'serving_default' signature taking images.
+        stock.export(saved_model, format="tf_saved_model", verbose=False)
+    return stock
