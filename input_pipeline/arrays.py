@@ -7,14 +7,12 @@ the in-memory, generator and file readers alike.
 import numpy as np
 import tensorflow as tf
 
-from towertrain.config.params import ParamsError
+from towertrain.errors import ParamsError
 
 from .base import EvalData, Input
 from .slicing import split_to_devices
+from towertrain.errors import InputError  # noqa: F401 - raised here
 
-
-class InputError(ParamsError):
-    """Bad input data; the message names the file or directory at fault."""
 
 
 class DatasetInput(Input):

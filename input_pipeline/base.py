@@ -11,6 +11,7 @@ from its start.
 """
 import collections
 import math
+from towertrain.errors import NoEvalSplitError  # noqa: F401 - raised here
 
 EvalData = collections.namedtuple("EvalData", "dataset num_examples description batch_size",
                                   defaults=(None,))
@@ -19,9 +20,6 @@ model's layout, every example exactly once, in a fixed order; `description`
 names the split for the output (e.g. 'cifar10 test_batch.bin'); `batch_size`
 the examples per batch (the last may be smaller), where known."""
 
-
-class NoEvalSplitError(LookupError):
-    """The input has no eval split; the message says what is missing."""
 
 
 class Input:

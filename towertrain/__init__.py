@@ -59,9 +59,9 @@ if (not os.path.isdir(os.path.join(_here, "models"))
 
 _EXPORTS = {
     "Params": "towertrain.config.params",
-    "ParamsError": "towertrain.config.params",
+    "ParamsError": "towertrain.errors",
     "Trainer": "towertrain.trainer",
-    "TrainingDivergedError": "towertrain.trainer",
+    "TrainingDivergedError": "towertrain.errors",
     "TrainResult": "towertrain.trainer",
     "StepResult": "towertrain.trainer",
     "Callback": "towertrain.callbacks",
@@ -71,8 +71,8 @@ _EXPORTS = {
     "from_generator": "towertrain.input_pipeline",
     "Input": ("towertrain.input_pipeline.base", "Input"),
     "EvalData": ("towertrain.input_pipeline.base", "EvalData"),
-    "ModelError": "towertrain.engine.model_checks",
-    "DeviceError": "towertrain.engine.devices",
+    "ModelError": "towertrain.errors",
+    "DeviceError": "towertrain.errors",
 }
 
 __all__ = sorted(set(_EXPORTS) | {"use_logical_cpus"})

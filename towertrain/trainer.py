@@ -37,7 +37,7 @@ from towertrain.recipe import lr_schedule
 from towertrain.recipe import optimizers
 from towertrain.engine import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
-from towertrain.config.params import ParamsError
+from towertrain.errors import ParamsError
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",

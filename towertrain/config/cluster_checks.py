@@ -1,10 +1,11 @@
 """Checks of the multi-worker flags (--worker_hosts, --task_index,
 --collective_timeout_secs), kept apart from params.py so each file stays
 small. Every message starts with the flag at fault."""
+from towertrain.config import cluster_spec
+from towertrain.errors import ClusterError
 
 
 def validate_cluster(p, fail):
-    from towertrain.engine.distributed import cluster as cluster_lib
     if p.collective_timeout_secs is not None and not p.collective_timeout_secs > 0:
         fail("collective_timeout_secs", p.collective_timeout_secs, "must be > 0 seconds")
     if p.task_index < 0:
@@ -14,8 +15,8 @@ def validate_cluster(p, fail):
             fail("task_index", p.task_index, "needs --worker_hosts (or TF_CONFIG)")
         return
     try:
-        hosts = cluster_lib.parse_worker_hosts(p.worker_hosts)
-    except cluster_lib.ClusterError as err:
+        hosts = cluster_spec.parse_worker_hosts(p.worker_hosts)
+    except ClusterError as err:
         fail("worker_hosts", p.worker_hosts, str(err).split(": ", 1)[1])
     if p.task_index >= len(hosts):
         fail("task_index", p.task_index, f"must be in 0..{len(hosts) - 1} "

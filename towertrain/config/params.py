@@ -11,6 +11,7 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
+from towertrain.errors import ParamsError  # noqa: F401 - raised here
 
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
@@ -21,9 +22,6 @@ DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
 DEFAULT_NUM_BATCHES = 100
 
-
-class ParamsError(ValueError):
-    """A bad flag value or combination; the message names the flag."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,8 +115,8 @@ class Params:
     def resolved_device(self) -> str:
         if self.device is not None:
             return self.device
-        from towertrain.engine import devices  # deferred: imports TensorFlow
-        return "gpu" if devices.num_physical_gpus() > 0 else "cpu"
+        import tensorflow as tf  # deferred: settings are checked before TensorFlow loads
+        return "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
 
     @property
     def resolved_data_format(self) -> str:

@@ -4,10 +4,8 @@ Logical CPU devices can only be configured before TensorFlow initializes its
 runtime; a process that already configured more than it needs uses a prefix.
 """
 import tensorflow as tf
+from towertrain.errors import DeviceError  # noqa: F401 - raised here
 
-
-class DeviceError(RuntimeError):
-    """The requested devices cannot be had in this process."""
 
 
 def num_physical_gpus() -> int:

@@ -18,12 +18,10 @@ contribution to the shared statistics reaches its own variables.
 import threading
 
 import tensorflow as tf
+from towertrain.errors import TowerMismatchError  # noqa: F401 - raised here
 
 _thread = threading.local()
 
-
-class TowerMismatchError(RuntimeError):
-    """Towers reached different numbers of cross-tower points."""
 
 
 class Member:

@@ -21,11 +21,9 @@ import keras
 import tensorflow as tf
 
 from towertrain.input_pipeline.arrays import LABEL_CHECK
-from towertrain.config.params import ParamsError
+from towertrain.errors import ParamsError
+from towertrain.errors import ModelError  # noqa: F401 - raised here
 
-
-class ModelError(ParamsError):
-    """The model or the input does not fit; the message says what and how to fix it."""
 
 
 def check(trainer, user_model=True, default_loss=True):

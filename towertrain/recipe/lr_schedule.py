@@ -36,7 +36,7 @@ import keras
 import tensorflow as tf
 
 from towertrain.config import recipe_checks as params_recipe
-from towertrain.config.params import ParamsError
+from towertrain.errors import ParamsError
 
 _NEEDS_EPOCH = ("needs the epoch length: --data_dir, or --num_examples_per_epoch for "
                 "synthetic data")

@@ -15,7 +15,7 @@ import contextlib
 import keras
 import tensorflow as tf
 
-from towertrain.config.params import ParamsError
+from towertrain.errors import ParamsError
 
 DEFAULT_FIXED_LOSS_SCALE = 128.0
 DEFAULT_AUTO_INITIAL_LOSS_SCALE = 2.0 ** 15  # Keras' LossScaleOptimizer's start

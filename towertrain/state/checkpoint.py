@@ -16,13 +16,11 @@ import os
 import tempfile
 
 import tensorflow as tf
+from towertrain.errors import CheckpointError  # noqa: F401 - raised here
 
 RUN_INFO_FILE = "towertrain_run.json"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
-
-class CheckpointError(RuntimeError):
-    """A checkpoint cannot be written, found, read or matched to the model."""
 
 
 def variable_key(model, variable, seed_state_paths=None):

@@ -54,7 +54,7 @@ def fill_params(params, explicit, record):
                and getattr(params, name) != record[name]}
     if not changes:
         return params
-    from towertrain.config.params import ParamsError
+    from towertrain.errors import ParamsError
     try:
         return params.replace(**changes)
     except ParamsError as err:  # e.g. a model registered only in the training process
