@@ -31,13 +31,13 @@ MUTATIONS = [
         [T + "test_bite_placement.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
     # 4a. parameter_server, --local_parameter_device=gpu: everything on /gpu:0.
     Mutation(
-        "ps_gpu_all_on_gpu0", "towertrain/variable_mgr/parameter_server.py",
+        "ps_gpu_all_on_gpu0", "towertrain/engine/variable_mgr/parameter_server.py",
         "            self.parameter_devices = list(self.devices)",
         '            self.parameter_devices = ["/gpu:0"]',
         [T + "test_bite_placement.py::test_parameter_server_gpu_spreads_variables_sums_and_updates_largest_first"]),
     # 4b. parameter_server, --local_parameter_device=cpu: everything on /gpu:3.
     Mutation(
-        "ps_cpu_on_gpu3", "towertrain/variable_mgr/parameter_server.py",
+        "ps_cpu_on_gpu3", "towertrain/engine/variable_mgr/parameter_server.py",
         '            self.parameter_devices = ["/cpu:0"]',
         '            self.parameter_devices = ["/gpu:3"]',
         [T + "test_bite_placement.py::test_parameter_server_cpu_keeps_sums_and_updates_on_cpu0_in_a_gpu_graph",
@@ -46,50 +46,50 @@ MUTATIONS = [
     # CPU: soft placement moves them back to the CPU in a GPU trace, so only
     # the run with soft placement off can see it.
     Mutation(
-        "ps_cpu_variables_created_on_gpu3", "towertrain/variable_mgr/parameter_server.py",
+        "ps_cpu_variables_created_on_gpu3", "towertrain/engine/variable_mgr/parameter_server.py",
         "            new_variables([t.value], [t], self.parameter_devices[d], True)[0]",
         '            new_variables([t.value], [t], "/gpu:3", True)[0]',
         [T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
     # 4d. parameter_server, cpu: variables on the last device (/cpu:3 here).
     Mutation(
-        "ps_cpu_on_last_device", "towertrain/variable_mgr/parameter_server.py",
+        "ps_cpu_on_last_device", "towertrain/engine/variable_mgr/parameter_server.py",
         '            self.parameter_devices = ["/cpu:0"]',
         "            self.parameter_devices = [self.devices[-1]]",
         [T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
     # 5a. Ring reduce-scatter: each hop's add on the chunk's first device.
     Mutation(
-        "ring_adds_on_wrong_device", "towertrain/allreduce/ring.py",
+        "ring_adds_on_wrong_device", "towertrain/engine/allreduce/ring.py",
         "                with tf.device(devices[holder]):\n                    partial[c] = partial[c] + chunks[holder][c]",
         "                with tf.device(devices[c]):\n                    partial[c] = partial[c] + chunks[holder][c]",
         [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
     # 5b. Ring all-gather: the copies made on the owner instead of the receiver.
     Mutation(
-        "ring_gather_on_wrong_device", "towertrain/allreduce/ring.py",
+        "ring_gather_on_wrong_device", "towertrain/engine/allreduce/ring.py",
         "                with tf.device(devices[holder]):\n                    gathered[holder][c] = tf.identity(",
         "                with tf.device(devices[owner]):\n                    gathered[holder][c] = tf.identity(",
         [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
     # 5c. Ring: a hop adds the previous holder's piece instead of its own.
     Mutation(
-        "ring_adds_wrong_piece", "towertrain/allreduce/ring.py",
+        "ring_adds_wrong_piece", "towertrain/engine/allreduce/ring.py",
         "partial[c] = partial[c] + chunks[holder][c]",
         "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
         [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
     # 2. Batch-norm moving statistics from the last tower instead of tower 0.
     Mutation(
-        "bn_stats_from_last_tower", "towertrain/variable_mgr/base.py",
+        "bn_stats_from_last_tower", "towertrain/engine/variable_mgr/base.py",
         "    for i, values in enumerate(tower_non_trainable):",
         "    for i, values in reversed(list(enumerate(tower_non_trainable))):",
         [T + "test_bite_batchnorm.py"]),
     # 2b. replicated: each copy keeps its own tower's statistics (copies drift).
     Mutation(
-        "replicated_bn_each_copy_its_own", "towertrain/variable_mgr/replicated.py",
+        "replicated_bn_each_copy_its_own", "towertrain/engine/variable_mgr/replicated.py",
         "                update = functools.partial(self._update, i, clipped, source)",
         "                update = functools.partial(self._update, i, clipped,\n"
         "                                           tower_non_trainable[i] or source)",
         [T + "test_bite_batchnorm.py"]),
     # 2c. independent: every copy takes tower 0's statistics.
     Mutation(
-        "independent_bn_from_tower0", "towertrain/variable_mgr/independent.py",
+        "independent_bn_from_tower0", "towertrain/engine/variable_mgr/independent.py",
         "assign_all(self._non_trainable[i], tower_non_trainable[i])",
         "assign_all(self._non_trainable[i], tower_non_trainable[0])",
         [T + "test_bite_batchnorm.py"]),
@@ -192,7 +192,7 @@ MUTATIONS = [
         [T + "test_bite_cli.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
     # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
     Mutation(
-        "eval_checkpoint_flag_ignored", "towertrain/engine/evaluation.py",
+        "eval_checkpoint_flag_ignored", "towertrain/commands/evaluate.py",
         "    path = ckpt_lib.resolve(p.train_dir, p.checkpoint)",
         "    path = ckpt_lib.resolve(p.train_dir, None)",
         [T + "test_bite_cli.py::test_eval_checkpoint_flag_evaluates_that_older_checkpoint"]),
@@ -280,7 +280,7 @@ MUTATIONS = [
         "            summed = [g / tf.cast(grad_scale, g.dtype) for g in summed]\n", "",
         [T + "test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
     Mutation(
-        "standalone_eval_writes_no_summaries", "towertrain/engine/evaluation.py",
+        "standalone_eval_writes_no_summaries", "towertrain/commands/evaluate.py",
         "        summaries.write_eval_result(logdir, step, result)\n", "        pass\n",
         [T + "test_summaries.py::"
          "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),

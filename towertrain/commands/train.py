@@ -14,14 +14,12 @@ def main(argv):
     if len(argv) > 1:
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     common.import_tensorflow_quietly()
-    from towertrain.engine import devices
+    # Deferred until flags are parsed and logging is set: these import TensorFlow.
+    from towertrain import errors, trainer as trainer_lib
+    from towertrain.commands import evaluate
     from towertrain.config import flags as flags_lib
-    from towertrain.config import params as params_lib
-    from towertrain import trainer as trainer_lib
-    from towertrain.state import checkpoint as ckpt_lib
-    from towertrain.engine import evaluation
-    from towertrain.state import run_record
     from towertrain.engine.distributed import cluster as cluster_lib
+    from towertrain.state import checkpoint as ckpt_lib, run_record
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
@@ -37,17 +35,17 @@ def main(argv):
         if params.train_dir and not params.eval:
             ckpt_lib.ensure_writable(params.train_dir)  # fail before building anything
         trainer = trainer_lib.Trainer(params)
-    except (params_lib.ParamsError, devices.DeviceError, ckpt_lib.CheckpointError) as err:
+    except (errors.ParamsError, errors.DeviceError, errors.CheckpointError) as err:
         return common.fail(str(err))
     except cluster_errors as err:
         _cluster_failure(cluster, err)
     try:
         if params.eval:
-            evaluation.run_eval(trainer)
+            evaluate.run_eval(trainer)
         else:
             trainer.train()
-    except (trainer_lib.TrainingDivergedError, ckpt_lib.CheckpointError,
-            params_lib.ParamsError) as err:  # ParamsError covers InputError (bad data)
+    except (errors.TrainingDivergedError, errors.CheckpointError,
+            errors.ParamsError) as err:  # ParamsError covers InputError (bad data)
         return common.fail(str(err))
     except cluster_errors as err:
         _cluster_failure(cluster, err)
