@@ -381,4 +381,16 @@ MUTATIONS = [
         '            self.loop.request_stop(f"loss {result.loss:.3f} < {self.target}")',
         "            pass",
         [T + "test_examples.py::test_example_runs_at_tiny_size[custom_callback.py]"]),
+    # Issue 17: the house. A package left out of setup.py (the wheel lacks it).
+    Mutation(
+        "wheel_without_callbacks", "setup.py",
+        '[f"towertrain.{name}" for name in find_packages("towertrain")]',
+        '[f"towertrain.{name}" for name in find_packages("towertrain") if name != "callbacks"]',
+        [T + "package/test_wheel.py"]),
+    # The engine reaching up into a command.
+    Mutation(
+        "engine_imports_a_command", "towertrain/engine/evaluation.py",
+        "import collections\n", "import collections\nfrom towertrain.commands import common  # noqa\n",
+        [T + "package/test_import_structure.py::test_nothing_outside_commands_imports_a_command",
+         T + "package/test_import_structure.py::test_arrows_only_point_down"]),
 ]
