@@ -31,17 +31,14 @@ from typing import List, Optional
 
 from towertrain.commands import common
 from towertrain.commands.scaling_plot import KERAS_MODE
+from towertrain.config import settings
 
 ALL_REDUCE_SPECS = {"cpu": ("pscpu", "ring"), "gpu": ("nccl", "pscpu", "psgpu", "ring")}
 # Training flags the benchmark sets itself, per configuration, or never uses
-# (it times steps on synthetic data): given explicitly, each is an error.
-SET_PER_CONFIGURATION = ("num_gpus", "variable_update", "all_reduce_spec",
-                         "local_parameter_device")
-NOT_USED = ("train_dir", "eval", "checkpoint", "eval_batch_size",
-            "eval_during_training_every_n_steps", "save_model_steps", "save_model_secs",
-            "max_ckpts_to_keep", "num_epochs", "data_dir", "input", "staging_depth",
-            "display_every", "summary_verbosity", "save_summaries_steps", "summary_dir",
-            "print_training_accuracy", "trace_file", "trace_step", "profile_steps")
+# (it times steps on synthetic data): given explicitly, each is an error. Each
+# setting says which it is (towertrain.config.settings).
+SET_PER_CONFIGURATION = settings.for_scaling(settings.PER_CONFIGURATION)
+NOT_USED = settings.for_scaling(settings.NOT_USED)
 OWN_FLAGS = ("max_devices", "rounds", "output_dir", "modes", "keras_batch_norm")
 def modes(device):
     """(name, variable_update, all_reduce_spec) of every mode timed on `device`."""
@@ -293,17 +290,17 @@ def define_flags():
 
 def help_text():
     from absl import flags
-    from towertrain.config import flags as flags_lib
     usage = __doc__.split("\n\n")[1]
-    shared = [name for _, names in flags_lib.GROUPS for name in names
-              if name not in SET_PER_CONFIGURATION + NOT_USED + ("verbose",)]
+    shared = settings.for_scaling(settings.SHARED)
+    # Command-line-only flags (--verbose) close the list on lines of their own.
+    fields = [s.name for s in settings.params_settings() if s.name in shared]
     lines = ["usage:", usage, "", "Scaling flags:"]
     for name in OWN_FLAGS:
         lines += common.flag_help(flags.FLAGS[name], 80)
     lines += ["", "Run flags shared with training (python -m towertrain --help explains "
-              "them):", textwrap.fill(", ".join(f"--{name}" for name in shared), 80,
-                                      initial_indent="  ", subsequent_indent="  "),
-              "  --verbose"]
+              "them):", textwrap.fill(", ".join(f"--{name}" for name in fields), 80,
+                                      initial_indent="  ", subsequent_indent="  ")]
+    lines += [f"  --{name}" for name in shared if name not in fields]
     return "\n".join(lines) + "\n"
 
 

@@ -11,91 +11,20 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
+from towertrain.config import settings
+# The enum settings' choices: the flags offer the same tuples Params checks.
+from towertrain.config.settings import (  # noqa: F401 - also read as params.VARIABLE_UPDATES
+    ALL_REDUCE_SPECS, DATA_FORMATS, DATA_NAMES, DEVICES, INPUTS, OPTIMIZERS, VARIABLE_UPDATES)
 from towertrain.errors import ParamsError  # noqa: F401 - raised here
 
-VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
-ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
-OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
-DEVICES = ("cpu", "gpu")
-DATA_FORMATS = ("NCHW", "NHWC")
-DATA_NAMES = ("cifar10", "imagenet")
-INPUTS = ("dataset", "queue")
 DEFAULT_NUM_BATCHES = 100
 
 
-
 @dataclasses.dataclass(frozen=True)
+@settings.declare_fields()
 class Params:
-    model: str = "trivial"
-    batch_size: Optional[int] = None  # per device; None -> the model's default
-    num_batches: Optional[int] = None  # timed steps; None -> 100 (resolved_num_batches)
-    num_warmup_batches: int = 10  # untimed steps run before the num_batches timed ones
-    display_every: int = 10
-    device: Optional[str] = None  # None -> gpu when one is present, else cpu
-    num_gpus: int = 1  # number of towers, GPUs or logical CPU devices
-    data_format: Optional[str] = None  # None -> NCHW on gpu, NHWC on cpu
-    variable_update: str = "parameter_server"
-    local_parameter_device: Optional[str] = None  # None -> same as device
-    all_reduce_spec: Optional[str] = None  # None -> nccl on gpu, pscpu on cpu
-    optimizer: str = "sgd"
-    momentum: float = 0.9
-    weight_decay: float = 0.0  # L2 on the variables the model marks (not BN, not biases)
-    init_learning_rate: Optional[float] = None  # None -> the model's default
-    tf_random_seed: int = 1234
-    data_name: Optional[str] = None  # None -> the model's default dataset
-    # Checkpoints, resume and eval (towertrain.run_loop, towertrain.state.checkpoint).
-    train_dir: Optional[str] = None  # None -> no checkpoints
-    save_model_steps: Optional[int] = None  # save every N steps (and always at the end)
-    save_model_secs: Optional[float] = None  # save every N seconds
-    max_ckpts_to_keep: int = 5
-    eval: bool = False  # evaluate a checkpoint instead of training
-    checkpoint: Optional[str] = None  # for --eval: a checkpoint path; None -> latest in train_dir
-    eval_during_training_every_n_steps: Optional[int] = None
-    eval_batch_size: Optional[int] = None  # per device; None -> the training batch per device
-    data_dir: Optional[str] = None  # None -> synthetic data
-    input: str = "dataset"  # dataset (tf.data) or queue (threads fill a FIFOQueue)
-    staging_depth: int = 1  # batches staged per device ahead of compute; 0 = off
-    num_epochs: Optional[int] = None  # set: run this many epochs instead of num_batches
-    # Training recipe (checked in towertrain.config.recipe_checks): learning rate by
-    # the global step, optimizer options, precision, gradient exchange.
-    piecewise_learning_rate_schedule: Optional[str] = None  # "LR0;E1;LR1;...;En;LRn"
-    num_epochs_per_decay: Optional[float] = None  # staircase decay every this many epochs
-    learning_rate_decay_factor: Optional[float] = None
-    minimum_learning_rate: float = 0.0
-    learning_rate_schedule: Optional[str] = None  # None (constant or decay) or "cosine"
-    num_learning_rate_warmup_epochs: Optional[float] = None  # linear ramp from 0
-    scale_learning_rate: Optional[str] = None  # "linear": x global batch / base_batch_size
-    base_batch_size: Optional[int] = None
-    num_examples_per_epoch: Optional[int] = None  # epoch length for synthetic data
-    nesterov: bool = False
-    rmsprop_decay: float = 0.9
-    rmsprop_momentum: float = 0.9
-    rmsprop_epsilon: float = 1.0
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_epsilon: float = 1e-8
-    gradient_clip: Optional[float] = None  # per element, to [-c, c]
-    global_norm_clip: Optional[float] = None  # over the all-reduced gradient
-    use_fp16: bool = False  # float16 compute, float32 variables, loss scaling
-    fp16_loss_scale: Optional[float] = None  # fixed scale (default 128 without auto)
-    fp16_enable_auto_loss_scale: bool = False
-    fp16_inc_loss_scale_every_n: int = 1000
-    use_bf16: bool = False  # bfloat16 compute, float32 variables, no loss scaling
-    compact_gradient_transfer: bool = False  # all-reduce in float16 (bfloat16 with use_bf16)
-    xla_compile: bool = False  # each tower's forward and backward compiled with XLA
-    sync_batch_norm: bool = False  # batch-norm statistics over the whole global batch
-    # Seeing the run (checked in towertrain.config.observe_checks).
-    summary_verbosity: int = 0  # 0 off, 1 scalars, 2 + gradient, 3 + weight histograms
-    save_summaries_steps: int = 100
-    summary_dir: Optional[str] = None  # None -> --train_dir
-    print_training_accuracy: bool = False  # training top-1 on the step lines
-    trace_file: Optional[str] = None  # a Chrome/Perfetto trace of one step
-    trace_step: Optional[int] = None  # the global step traced (default: first after warmup)
-    profile_steps: Optional[str] = None  # "A,B": TensorBoard profile of steps A..B
-    # Multi-worker (towertrain.engine.distributed.cluster; checked in towertrain.config.cluster_checks).
-    worker_hosts: Optional[str] = None  # "h1:p1,h2:p2"; None -> TF_CONFIG or one process
-    task_index: int = 0  # this worker's index in worker_hosts; 0 is the chief
-    collective_timeout_secs: Optional[float] = None  # None -> 60 s
+    # The fields, their types and defaults come from towertrain.config.settings
+    # (one definition per setting, shared with the flags); the checks are below.
 
     def __post_init__(self):
         validate(self)
@@ -135,6 +64,10 @@ class Params:
         if self.all_reduce_spec is not None:
             return self.all_reduce_spec
         return "nccl" if self.resolved_device == "gpu" else "pscpu"
+
+
+_TRAINING_ONLY_UNSET = tuple(s.name for s in settings.params_settings()
+                             if s.training_only and s.default is None)
 
 
 def _fail(flag, value, message):
@@ -242,15 +175,10 @@ def _validate_checkpointing(p: Params) -> None:
                   "per device)")
     if p.eval:
         # Evaluation restores a checkpoint and reads the eval set once: these
-        # would be ignored. (Training-only flags with non-None defaults are
-        # checked on the command line, towertrain.config.flags.)
-        for flag in ("num_batches", "num_epochs", "init_learning_rate", "save_model_steps",
-                     "save_model_secs", "eval_during_training_every_n_steps",
-                     "piecewise_learning_rate_schedule", "num_epochs_per_decay",
-                     "learning_rate_decay_factor", "learning_rate_schedule",
-                     "num_learning_rate_warmup_epochs", "scale_learning_rate",
-                     "base_batch_size", "num_examples_per_epoch", "gradient_clip",
-                     "global_norm_clip", "fp16_loss_scale"):
+        # would be ignored. Here only those unset by default (None) can be told
+        # apart from "not given"; the command line also refuses the others when
+        # given explicitly (towertrain.config.flags.check_command_line).
+        for flag in _TRAINING_ONLY_UNSET:
             if getattr(p, flag) is not None:
                 _fail(flag, getattr(p, flag), "only applies to training; --eval ignores it")
     every = p.eval_during_training_every_n_steps

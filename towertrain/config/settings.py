@@ -1,0 +1,257 @@
+"""Every setting of a run, defined once: name, type, default, help, --help
+group, whether --eval ignores it, and how the scaling command treats it.
+
+Generated from this table: the fields of towertrain.Params (`declare_fields`),
+the absl flags of `python -m towertrain` (towertrain.config.flags), their
+--help groups (`groups`), the flags --eval refuses (`training_only`) and the
+scaling command's lists (`for_scaling`). A new setting is one `Setting` line
+here, plus its check in Params when it needs one.
+"""
+import dataclasses
+from typing import Optional, Tuple
+
+from towertrain.config.recipe_checks import LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES
+
+# Choices of the enum settings; Params checks values against the same tuples.
+VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
+ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
+OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
+DEVICES = ("cpu", "gpu")
+DATA_FORMATS = ("NCHW", "NHWC")
+DATA_NAMES = ("cifar10", "imagenet")
+INPUTS = ("dataset", "queue")
+
+# Types: each names its absl DEFINE_<type> and the Python type of its Params field.
+STRING, INTEGER, FLOAT, BOOLEAN, ENUM = "string", "integer", "float", "boolean", "enum"
+PYTHON_TYPES = {STRING: str, INTEGER: int, FLOAT: float, BOOLEAN: bool, ENUM: str}
+
+# How `python -m towertrain.scaling` treats a setting: it reads it like
+# training does, sets it itself for each configuration, or never uses it
+# (it times steps on synthetic data). The last two are errors when given.
+SHARED, PER_CONFIGURATION, NOT_USED = "shared", "set per configuration", "not used"
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    name: str
+    type: str  # STRING, INTEGER, FLOAT, BOOLEAN or ENUM
+    default: object
+    help: str
+    choices: Optional[Tuple[str, ...]] = None  # ENUM only
+    training_only: bool = False  # --eval refuses it (evaluation never reads it)
+    scaling: str = SHARED
+    param: bool = True  # False: a command-line-only flag, no Params field
+    group: str = ""  # the --help group; set by `group`
+
+    def __post_init__(self):
+        # A malformed entry fails on import, naming itself.
+        if self.type not in PYTHON_TYPES:
+            raise ValueError(f"setting {self.name}: unknown type {self.type!r}")
+        if (self.type == ENUM) != (self.choices is not None):
+            raise ValueError(f"setting {self.name}: choices go with type ENUM, and only there")
+        if self.scaling not in (SHARED, PER_CONFIGURATION, NOT_USED):
+            raise ValueError(f"setting {self.name}: unknown scaling {self.scaling!r}")
+
+    @property
+    def python_type(self):
+        """The Params field's annotation: Optional[...] when the default is None."""
+        base = PYTHON_TYPES[self.type]
+        return base if self.default is not None else Optional[base]
+
+
+def group(title, *settings):
+    """The settings of one --help group, in their --help order."""
+    return tuple(dataclasses.replace(s, group=title) for s in settings)
+
+
+# The table, in --help order. Params' fields follow the same order.
+SETTINGS = (
+    *group("Model and data",
+        Setting("model", STRING, "trivial", "Model name from the registry "
+                "(towertrain.models)."),
+        Setting("data_name", ENUM, None, "Dataset name (default: the model's); sets the "
+                "number of classes.", choices=DATA_NAMES),
+        Setting("data_dir", STRING, None, "Directory of the dataset's files (cifar10 binary "
+                "batches or imagenet TFRecords); unset: synthetic data.", scaling=NOT_USED),
+        Setting("input", ENUM, "dataset", "With --data_dir: dataset (a tf.data pipeline) or "
+                "queue (a FIFOQueue filled by threads).", choices=INPUTS, scaling=NOT_USED),
+        Setting("batch_size", INTEGER, None, "Batch size per device (default: the model's)."),
+        Setting("data_format", ENUM, None, "Image layout (default: NCHW on gpu, NHWC on cpu).",
+                choices=DATA_FORMATS)),
+    *group("Devices and variables",
+        Setting("device", ENUM, None, "Compute device type (default: gpu if one is present, "
+                "else cpu).", choices=DEVICES),
+        Setting("num_gpus", INTEGER, 1, "Number of towers: GPUs, or logical CPU devices with "
+                "--device=cpu.", scaling=PER_CONFIGURATION),
+        Setting("variable_update", ENUM, "parameter_server", "How towers share variables.",
+                choices=VARIABLE_UPDATES, scaling=PER_CONFIGURATION),
+        Setting("local_parameter_device", ENUM, None, "parameter_server only: where the "
+                "variables live (default: --device).", choices=DEVICES,
+                scaling=PER_CONFIGURATION),
+        Setting("all_reduce_spec", ENUM, None, "replicated only: the all-reduce (default: "
+                "nccl on gpu, pscpu on cpu).", choices=ALL_REDUCE_SPECS,
+                scaling=PER_CONFIGURATION)),
+    *group("Training",
+        Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
+                "not with --num_epochs).", training_only=True),
+        Setting("num_warmup_batches", INTEGER, 10, "Untimed steps before the timed ones.",
+                training_only=True),
+        Setting("num_epochs", INTEGER, None, "Train this many passes over --data_dir instead "
+                "of --num_batches steps.", training_only=True, scaling=NOT_USED),
+        Setting("display_every", INTEGER, 10, "Print a step line every this many steps.",
+                training_only=True, scaling=NOT_USED),
+        Setting("optimizer", ENUM, "sgd", "Optimizer.", choices=OPTIMIZERS,
+                training_only=True),
+        Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum and rmsprop.",
+                training_only=True),
+        Setting("init_learning_rate", FLOAT, None, "Initial learning rate (default: the "
+                "model's).", training_only=True),
+        Setting("weight_decay", FLOAT, 0.0, "L2 weight decay on the variables the model marks "
+                "for it (conv and dense kernels; never BN or biases).", training_only=True),
+        Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers and synthetic data."),
+        Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
+                "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
+                training_only=True, scaling=NOT_USED)),
+    *group("Learning rate",
+        Setting("piecewise_learning_rate_schedule", STRING, None, "'LR0;E1;LR1;...;En;LRn': "
+                "LR0 until epoch E1, then LR1, ... (replaces --init_learning_rate).",
+                training_only=True),
+        Setting("num_epochs_per_decay", FLOAT, None, "Multiply the learning rate by "
+                "--learning_rate_decay_factor every this many epochs (staircase).",
+                training_only=True),
+        Setting("learning_rate_decay_factor", FLOAT, None, "See --num_epochs_per_decay.",
+                training_only=True),
+        Setting("minimum_learning_rate", FLOAT, 0.0, "Floor of a decaying learning rate.",
+                training_only=True),
+        Setting("learning_rate_schedule", ENUM, None, "cosine: decay to "
+                "--minimum_learning_rate over the run.", choices=LEARNING_RATE_SCHEDULES,
+                training_only=True),
+        Setting("num_learning_rate_warmup_epochs", FLOAT, None, "Ramp the learning rate "
+                "linearly from 0 over this many epochs.", training_only=True),
+        Setting("scale_learning_rate", ENUM, None, "linear: multiply the learning rate by "
+                "global batch / --base_batch_size.", choices=LEARNING_RATE_SCALINGS,
+                training_only=True),
+        Setting("base_batch_size", INTEGER, None, "The global batch the base learning rate "
+                "was tuned for (with --scale_learning_rate).", training_only=True),
+        Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
+                "(epoch-based schedules); --data_dir sets it from its files.",
+                training_only=True)),
+    *group("Optimizer options",
+        Setting("nesterov", BOOLEAN, False, "Nesterov momentum (--optimizer=momentum).",
+                training_only=True),
+        Setting("rmsprop_decay", FLOAT, 0.9, "RMSProp decay (rho).", training_only=True),
+        Setting("rmsprop_momentum", FLOAT, 0.9, "RMSProp momentum.", training_only=True),
+        Setting("rmsprop_epsilon", FLOAT, 1.0, "RMSProp epsilon.", training_only=True),
+        Setting("adam_beta1", FLOAT, 0.9, "Adam beta1.", training_only=True),
+        Setting("adam_beta2", FLOAT, 0.999, "Adam beta2.", training_only=True),
+        Setting("adam_epsilon", FLOAT, 1e-08, "Adam epsilon.", training_only=True),
+        Setting("gradient_clip", FLOAT, None, "Clip every gradient element to [-value, "
+                "value].", training_only=True),
+        Setting("global_norm_clip", FLOAT, None, "Clip the all-reduced gradient to this "
+                "global norm (the same on every copy).", training_only=True)),
+    *group("Precision and speed",
+        Setting("use_fp16", BOOLEAN, False, "float16 compute, float32 variables, loss "
+                "scaling."),
+        Setting("fp16_loss_scale", FLOAT, None, "Fixed loss scale with --use_fp16 (default "
+                "128), or the starting scale with auto loss scaling.", training_only=True),
+        Setting("fp16_enable_auto_loss_scale", BOOLEAN, False, "Dynamic loss scale: halve it "
+                "on overflow (nothing applied), double it after --fp16_inc_loss_scale_every_n "
+                "finite steps.", training_only=True),
+        Setting("fp16_inc_loss_scale_every_n", INTEGER, 1000, "See "
+                "--fp16_enable_auto_loss_scale.", training_only=True),
+        Setting("use_bf16", BOOLEAN, False, "bfloat16 compute, float32 variables."),
+        Setting("compact_gradient_transfer", BOOLEAN, False, "All-reduce gradients in float16 "
+                "(bfloat16 with --use_bf16); replicated only.", training_only=True),
+        Setting("xla_compile", BOOLEAN, False, "Compile each tower's forward and backward "
+                "with XLA."),
+        Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
+                "global batch instead of each tower's slice.", training_only=True)),
+    *group("Summaries and traces",
+        Setting("summary_verbosity", INTEGER, 0, "TensorBoard summaries: 0 off; 1 loss, "
+                "learning rate, images/sec, gradient norm, loss scale, training top-1, input "
+                "wait; 2 also gradient histograms; 3 also weight histograms.",
+                scaling=NOT_USED),
+        Setting("save_summaries_steps", INTEGER, 100, "Write summaries every this many steps.",
+                scaling=NOT_USED),
+        Setting("summary_dir", STRING, None, "Where event files go (default: --train_dir; "
+                "eval results in its eval/ subfolder).", scaling=NOT_USED),
+        Setting("print_training_accuracy", BOOLEAN, False, "Print training top-1 on the step "
+                "lines.", scaling=NOT_USED),
+        Setting("trace_file", STRING, None, "Write a Chrome/Perfetto trace (.json) of one "
+                "step: each device's compute, the copies and the all-reduce.",
+                scaling=NOT_USED),
+        Setting("trace_step", INTEGER, None, "The global step --trace_file traces (default: "
+                "the first after warmup).", scaling=NOT_USED),
+        Setting("profile_steps", STRING, None, "'A,B': a TensorBoard profile of global steps "
+                "A to B, under the summary directory.", scaling=NOT_USED)),
+    *group("Checkpoints and evaluation",
+        Setting("train_dir", STRING, None, "Directory for checkpoints; a run with the same "
+                "train_dir resumes from its latest checkpoint.", scaling=NOT_USED),
+        Setting("save_model_steps", INTEGER, None, "Save a checkpoint every this many steps.",
+                training_only=True, scaling=NOT_USED),
+        Setting("save_model_secs", FLOAT, None, "Save a checkpoint every this many seconds.",
+                training_only=True, scaling=NOT_USED),
+        Setting("max_ckpts_to_keep", INTEGER, 5, "Checkpoints kept in --train_dir.",
+                training_only=True, scaling=NOT_USED),
+        Setting("eval", BOOLEAN, False, "Evaluate top-1/top-5 accuracy of a checkpoint "
+                "instead of training; --model and --data_name default to those the "
+                "--train_dir was trained with.", scaling=NOT_USED),
+        Setting("checkpoint", STRING, None, "With --eval: the checkpoint to evaluate "
+                "(default: the latest in --train_dir).", scaling=NOT_USED),
+        Setting("eval_batch_size", INTEGER, None, "Batch size per device for evaluation "
+                "(default: the training batch per device).", scaling=NOT_USED),
+        Setting("eval_during_training_every_n_steps", INTEGER, None, "Evaluate every this "
+                "many training steps.", training_only=True, scaling=NOT_USED)),
+    *group("Cluster",
+        Setting("worker_hosts", STRING, None, "Multi-worker: comma-separated host:port of "
+                "every worker, the chief first; needs --variable_update=collective_all_reduce "
+                "(default: TF_CONFIG, else one process)."),
+        Setting("task_index", INTEGER, 0, "Multi-worker: this worker's index in "
+                "--worker_hosts; 0 is the chief (checkpoints, output)."),
+        Setting("collective_timeout_secs", FLOAT, None, "Multi-worker: a collective that does "
+                "not complete in this many seconds stops the run (a dead or unreachable "
+                "worker) (default: 60).")),
+    *group("Output",
+        Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "
+                "such as oneDNN's, INFO logging from TensorFlow and Keras), hidden by "
+                "default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part only, --verbosity=0 the "
+                "Python part only.", param=False)),
+)
+
+
+def params_settings(table=SETTINGS):
+    """The settings that are fields of Params (all but command-line-only ones)."""
+    return tuple(s for s in table if s.param)
+
+
+def groups(table=SETTINGS):
+    """(title, names) of each --help group, in order."""
+    titles = list(dict.fromkeys(s.group for s in table))
+    return tuple((title, tuple(s.name for s in table if s.group == title)) for title in titles)
+
+
+def training_only(table=SETTINGS):
+    """The names --eval refuses."""
+    return tuple(s.name for s in table if s.training_only)
+
+
+def for_scaling(treatment, table=SETTINGS):
+    """The names the scaling command treats as `treatment` (SHARED,
+    PER_CONFIGURATION or NOT_USED)."""
+    return tuple(s.name for s in table if s.scaling == treatment)
+
+
+def declare_fields(table=SETTINGS):
+    """A class decorator, applied before dataclasses.dataclass: gives the class
+    one annotated field per Params setting, with its default."""
+    def declare(cls):
+        annotations = dict(cls.__dict__.get("__annotations__", {}))
+        for setting in params_settings(table):
+            if setting.name in cls.__dict__ or setting.name in annotations:
+                raise TypeError(f"{cls.__name__}.{setting.name} is already defined; "
+                                "settings come from towertrain.config.settings")
+            annotations[setting.name] = setting.python_type
+            setattr(cls, setting.name, setting.default)
+        cls.__annotations__ = annotations
+        return cls
+    return declare
