@@ -393,4 +393,30 @@ MUTATIONS = [
         "import collections\n", "import collections\nfrom towertrain.commands import common  # noqa\n",
         [T + "package/test_import_structure.py::test_nothing_outside_commands_imports_a_command",
          T + "package/test_import_structure.py::test_arrows_only_point_down"]),
+    # Settings defined once (towertrain/config/settings.py): a generated flag
+    # drifts from its Params field.
+    Mutation(
+        "flag_loses_its_default", "towertrain/config/flags.py",
+        "            _DEFINE[setting.type](setting.name, setting.default, setting.help)",
+        "            _DEFINE[setting.type](setting.name, None, setting.help)",
+        [T + "config/test_settings.py::"
+         "test_every_params_field_is_a_flag_with_its_default_and_type"]),
+    # --eval lets a training-only flag through when it is given at its default.
+    Mutation(
+        "eval_takes_default_valued_training_flags", "towertrain/config/flags.py",
+        "        for flag in TRAINING_ONLY:\n            if flag in explicit:\n",
+        "        for flag in TRAINING_ONLY:\n            if flag in explicit and getattr(p, flag)"
+        " != params_lib.Params.__dataclass_fields__[flag].default:\n",
+        [T + "config/test_settings.py::test_eval_refuses_training_only_flags_through_the_cli",
+         T + "config/test_settings.py::"
+         "test_check_command_line_refuses_every_training_only_flag_with_eval"]),
+    # The scaling command's --help offers flags it refuses (not used / set per
+    # configuration) instead of its settings' shared ones.
+    Mutation(
+        "scaling_help_offers_refused_flags", "towertrain/commands/scaling.py",
+        "    fields = [s.name for s in settings.params_settings() if s.name in shared]\n",
+        "    fields = [s.name for s in settings.params_settings()]\n",
+        [T + "config/test_settings.py::test_scaling_help_offers_exactly_the_shared_flags",
+         T + "config/test_settings.py::"
+         "test_one_changed_definition_changes_flag_field_group_and_lists_together"]),
 ]

@@ -25,22 +25,16 @@ _DEFINE = {settings.STRING: flags.DEFINE_string, settings.INTEGER: flags.DEFINE_
            settings.FLOAT: flags.DEFINE_float, settings.BOOLEAN: flags.DEFINE_boolean}
 
 
-def define_flags(flag_values=FLAGS, table=settings.SETTINGS):
+def define_flags():
     """Defines the flags once per process (absl flags are global): one per
     setting, with its name, type, default, choices and help."""
-    if "variable_update" in flag_values:
+    if "variable_update" in FLAGS:
         return
-    for setting in table:
-        define_flag(setting, flag_values)
-
-
-def define_flag(setting, flag_values=FLAGS):
-    if setting.type == settings.ENUM:
-        flags.DEFINE_enum(setting.name, setting.default, setting.choices, setting.help,
-                          flag_values=flag_values)
-    else:
-        _DEFINE[setting.type](setting.name, setting.default, setting.help,
-                              flag_values=flag_values)
+    for setting in settings.SETTINGS:
+        if setting.type == settings.ENUM:
+            flags.DEFINE_enum(setting.name, setting.default, setting.choices, setting.help)
+        else:
+            _DEFINE[setting.type](setting.name, setting.default, setting.help)
 
 
 def explicit_flags():

@@ -219,29 +219,32 @@ SETTINGS = (
 )
 
 
-def params_settings(table=SETTINGS):
+# Each generator reads `table`, SETTINGS unless given (a test's scratch table).
+
+def params_settings(table=None):
     """The settings that are fields of Params (all but command-line-only ones)."""
-    return tuple(s for s in table if s.param)
+    return tuple(s for s in _table(table) if s.param)
 
 
-def groups(table=SETTINGS):
+def groups(table=None):
     """(title, names) of each --help group, in order."""
+    table = _table(table)
     titles = list(dict.fromkeys(s.group for s in table))
     return tuple((title, tuple(s.name for s in table if s.group == title)) for title in titles)
 
 
-def training_only(table=SETTINGS):
+def training_only(table=None):
     """The names --eval refuses."""
-    return tuple(s.name for s in table if s.training_only)
+    return tuple(s.name for s in _table(table) if s.training_only)
 
 
-def for_scaling(treatment, table=SETTINGS):
+def for_scaling(treatment, table=None):
     """The names the scaling command treats as `treatment` (SHARED,
     PER_CONFIGURATION or NOT_USED)."""
-    return tuple(s.name for s in table if s.scaling == treatment)
+    return tuple(s.name for s in _table(table) if s.scaling == treatment)
 
 
-def declare_fields(table=SETTINGS):
+def declare_fields(table=None):
     """A class decorator, applied before dataclasses.dataclass: gives the class
     one annotated field per Params setting, with its default."""
     def declare(cls):
@@ -255,3 +258,8 @@ def declare_fields(table=SETTINGS):
         cls.__annotations__ = annotations
         return cls
     return declare
+
+
+def _table(table):
+    # Read at call time, so a table patched before the importers load is used.
+    return SETTINGS if table is None else table
