@@ -381,6 +381,11 @@ MUTATIONS = [
         '            self.loop.request_stop(f"loss {result.loss:.3f} < {self.target}")',
         "            pass",
         [T + "test_examples.py::test_example_runs_at_tiny_size[custom_callback.py]"]),
+    # The engine installs the synchronized moments into the zoo's batch norm.
+    Mutation(
+        "fused_sync_hook_not_installed", "towertrain/engine/sync_batch_norm.py",
+        "        layer.cross_tower_moments = _lockstep_moments\n", "        pass\n",
+        [T + "test_sync_batch_norm.py"]),
     # Issue 17: the house. A package left out of setup.py (the wheel lacks it).
     Mutation(
         "wheel_without_callbacks", "setup.py",

@@ -56,12 +56,21 @@ def attach(model):
     """Makes the model's batch-norm layers synchronize inside a lockstep;
     returns how many layers will. Idempotent."""
     fused, stock = batch_norm_layers(model)
+    for layer in fused:  # the layer's own hook: models never import the engine
+        layer.cross_tower_moments = _lockstep_moments
     for layer in stock:
         if not getattr(layer, "_towertrain_synced", False):
             original = layer._moments
             layer._moments = functools.partial(_keras_moments, layer, original)
             layer._towertrain_synced = True
     return len(fused) + len(stock)
+
+
+def _lockstep_moments(inputs, axes):
+    """FusedBatchNormalization.cross_tower_moments: (mean, variance) over every
+    tower inside a lockstep, None outside one (the layer then uses its own)."""
+    member = lockstep.current()
+    return None if member is None else moments(member, inputs, axes)
 
 
 def _keras_moments(layer, original, inputs, mask):
