@@ -27,7 +27,7 @@ import shutil
 import tempfile
 
 import tensorflow as tf
-from tensorflow.python.eager import context
+from towertrain.private_api import eager_context
 
 from .base import Callback
 
@@ -64,13 +64,13 @@ class GraphCollection:
         self.on = False
 
     def start(self):
-        context.context().enable_graph_collection()
+        eager_context().enable_graph_collection()
         self.on = True
 
     def stop(self):
         if self.on:
-            metadata = context.context().export_run_metadata()
-            context.context().disable_graph_collection()
+            metadata = eager_context().export_run_metadata()
+            eager_context().disable_graph_collection()
             self.on = False
             self.devices.update({node.name: short_device(node.device)
                                  for function in getattr(metadata, "function_graphs", [])

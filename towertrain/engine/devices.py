@@ -58,8 +58,8 @@ def check_data_format(device: str, data_format: str) -> None:
     backward convolution fails deep inside the step, so say it up front."""
     if device != "cpu" or data_format != "NCHW":
         return
-    from tensorflow.python.util import _pywrap_util_port  # no public switch to read
-    if not _pywrap_util_port.IsMklEnabled():
+    from towertrain import private_api
+    if not private_api.onednn_enabled():
         raise DeviceError(
             "--data_format=NCHW with --device=cpu: needs TensorFlow's oneDNN kernels, "
             "which are off in this process; set TF_ENABLE_ONEDNN_OPTS=1 before TensorFlow "

@@ -4,6 +4,7 @@ The step applies its update inside a tf.cond (nothing is applied when a
 gradient is not finite), so the update's ops live in the branch functions, not
 in the outer graph. Placement checks use this to see every op.
 """
+from towertrain import private_api
 
 _FUNCTION_ATTRS = ("then_branch", "else_branch", "body", "cond", "f")
 
@@ -24,8 +25,8 @@ def all_operations(graph):
                 if name in seen:
                     continue
                 seen.add(name)
-                # No public accessor for a graph's function library entries.
-                function = graph._get_function(name) or current._get_function(name)
+                function = (private_api.graph_function(graph, name)
+                            or private_api.graph_function(current, name))
                 if function is not None:
                     pending.append(function.graph)
     return found

@@ -12,11 +12,10 @@ keras.layers.BatchNormalization, whose moments are rerouted per instance by
 `attach`. Keras' own `synchronized=True` needs a tf.distribute replica
 context, which the engine does not use.
 """
-import functools
-
 import keras
 import tensorflow as tf
 
+from towertrain import private_api
 from towertrain.engine import lockstep
 
 
@@ -44,7 +43,7 @@ def batch_norm_layers(model):
     """(towertrain FusedBatchNormalization layers, keras BatchNormalization layers)."""
     from towertrain.models import FusedBatchNormalization
     fused, stock = [], []
-    for layer in model._flatten_layers(include_self=True, recursive=True):
+    for layer in private_api.flatten_layers(model):
         if isinstance(layer, FusedBatchNormalization):
             fused.append(layer)
         elif isinstance(layer, keras.layers.BatchNormalization):
@@ -58,11 +57,8 @@ def attach(model):
     fused, stock = batch_norm_layers(model)
     for layer in fused:  # the layer's own hook: models never import the engine
         layer.cross_tower_moments = _lockstep_moments
-    for layer in stock:
-        if not getattr(layer, "_towertrain_synced", False):
-            original = layer._moments
-            layer._moments = functools.partial(_keras_moments, layer, original)
-            layer._towertrain_synced = True
+    for layer in stock:  # Keras' own layer: its moments rerouted per instance
+        private_api.reroute_batch_norm_moments(layer, _keras_moments)
     return len(fused) + len(stock)
 
 
@@ -78,5 +74,5 @@ def _keras_moments(layer, original, inputs, mask):
     if member is None:
         return original(inputs, mask)
     weights = None if mask is None else tf.expand_dims(mask, -1)
-    mean, variance = moments(member, inputs, layer._reduction_axes, weights)
+    mean, variance = moments(member, inputs, private_api.batch_norm_reduction_axes(layer), weights)
     return tf.cast(mean, inputs.dtype), tf.cast(variance, inputs.dtype)

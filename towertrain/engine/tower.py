@@ -9,6 +9,7 @@ import collections
 import keras
 import tensorflow as tf
 
+from towertrain import private_api
 from towertrain.engine import model_checks
 
 # correct: how many examples the logits classify right (None: not a classifier).
@@ -134,31 +135,9 @@ def _as_float32(tensor):
 _TOWER_SEED_STRIDE = 2 ** 40
 
 
-def seed_generators(layer):
-    """(owner path, attribute, SeedGenerator) for every seed generator under
-    `layer`; the owner path is the chain of layer names from `layer` down."""
-    found, stack, seen = [], [(layer.name, layer)], set()
-    while stack:
-        path, current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        # Public attributes first: Keras also tracks a generator in a private list.
-        for attribute, value in sorted(vars(current).items(),
-                                       key=lambda item: (item[0].startswith("_"), item[0])):
-            children = value if isinstance(value, (list, tuple)) else [value]
-            for child in children:
-                if isinstance(child, keras.random.SeedGenerator) and id(child) not in seen:
-                    seen.add(id(child))
-                    found.append((path, attribute.lstrip("_"), child))
-                elif isinstance(child, keras.layers.Layer):
-                    stack.append((f"{path}/{child.name}", child))
-    return found
-
-
 def seed_state_indices(model):
     """Positions of seed-generator states in model.non_trainable_variables."""
-    states = {id(generator.state) for _, _, generator in seed_generators(model)}
+    states = {id(generator.state) for _, _, generator in private_api.seed_generators(model)}
     return [i for i, v in enumerate(model.non_trainable_variables) if id(v) in states]
 
 

@@ -1,6 +1,7 @@
 """NCCL all-reduce on GPUs over packed gradients: one NcclAllReduce per GPU."""
 import tensorflow as tf
-from tensorflow.python.ops import nccl_ops  # no public API exposes NcclAllReduce
+
+from towertrain import private_api
 
 from .base import AllReduce, register
 from .packing import pack, unpack
@@ -17,7 +18,7 @@ class NcclAllReduce(AllReduce):
             with tf.device(device):
                 flat, spec = pack(grads)
                 packed.append(flat)
-        summed = nccl_ops.all_sum(packed)  # each output is placed on its input's device
+        summed = private_api.nccl_all_sum(packed)  # each output is placed on its input's device
         out = []
         for device, flat in zip(devices, summed):
             with tf.device(device):

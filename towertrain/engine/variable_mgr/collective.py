@@ -24,8 +24,8 @@ bits exactly. Initial values are broadcast from worker 0 the same way.
 The checkpoint format is that of `replicated` (primary copy + its slots).
 """
 import tensorflow as tf
-from tensorflow.python.ops import collective_ops
 
+from towertrain import private_api
 from towertrain.engine.distributed import cluster as cluster_lib
 from towertrain.recipe import gradients
 
@@ -71,7 +71,7 @@ class CollectiveManager(ReplicatedManager):
         out = []
         for i, (device, tensor) in enumerate(zip(self.devices, per_device)):
             with tf.device(device):
-                out.append(collective_ops.all_reduce_v2(
+                out.append(private_api.collective_all_reduce(
                     tensor, self.group_size, self.all_devices_group, key, merge_op="Add",
                     final_op="Id", timeout=self.timeout,
                     ordering_token=self._tokens[i].handle))
@@ -82,7 +82,7 @@ class CollectiveManager(ReplicatedManager):
         if self.num_workers == 1:
             return tensor
         with tf.device("/cpu:0"):
-            return collective_ops.all_reduce_v2(
+            return private_api.collective_all_reduce(
                 tensor, self.num_workers, WORKERS_GROUP, key, merge_op=merge_op,
                 final_op="Id", timeout=self.timeout, ordering_token=self._tokens[-1].handle)
 
