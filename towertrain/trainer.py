@@ -4,35 +4,35 @@
                              variable_update="replicated"))
     result = trainer.train()
 
-The step is one tf.function: every tower runs under its device on its slice,
-then, if every loss and gradient is finite, the variable manager exchanges
-gradients and applies one update. The loop around it lives in
-towertrain.engine.loop; features (logging, checkpoints, eval) are callbacks.
+The step is one tf.function (towertrain.engine.step): every tower runs under
+its device on its slice, then, if every loss and gradient is finite, the
+variable manager exchanges gradients and applies one update. The loop around
+it lives in towertrain.engine.loop; features (logging, checkpoints, eval) are
+callbacks; checkpoints and export are towertrain.state's.
 """
 import collections
 import contextlib
-import functools
 import time
 
 import keras
 import tensorflow as tf
-from tensorflow.python.framework import config as tf_config
 
 from towertrain import models
 from towertrain.engine import devices as devices_lib
+from towertrain.engine import header
 from towertrain.engine import model_checks
 from towertrain.engine import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine import loop as loop_lib
 from towertrain.recipe import precision
 from towertrain.engine import staging
+from towertrain.engine import step as step_lib
 from towertrain.engine import step_outputs
 from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
 from towertrain.engine import input_factory
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import Input
 from towertrain.engine.loop import TrainResult  # noqa: F401 - re-exported
-from towertrain.recipe import gradients
 from towertrain.recipe import lr_schedule
 from towertrain.recipe import optimizers
 from towertrain.engine import sync_batch_norm
@@ -48,14 +48,6 @@ class StepResult(collections.namedtuple("StepResult", "loss examples finite extr
 
     def __float__(self):
         return float(self.loss)
-
-
-def _empty_tower(trainable, non_trainable, count_correct):
-    """What a tower with no examples contributes: nothing (zero loss and
-    gradients, batch-norm statistics passed through unchanged)."""
-    return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
-                             [tf.identity(v) for v in non_trainable],
-                             tf.constant(0, tf.int64) if count_correct else None)
 
 
 class Trainer:
@@ -91,8 +83,6 @@ class Trainer:
         # default rule (kernels only) for a model passed in.
         self.decay_mask = models.weight_decay_mask(self.model,
                                                    None if model is not None else params.model)
-        self._seed_states = tower.seed_state_indices(self.model)
-        self._count_correct = tower.is_classifier(self.model)
         self._synced_batch_norms = 0
         if params.sync_batch_norm:
             self._synced_batch_norms = sync_batch_norm.attach(self.model)
@@ -137,22 +127,8 @@ class Trainer:
         self.variables.create(self.model, optimizers.make_optimizer_factory(
             params, self.learning_rate))
         self.loss_scale = precision.LossScale.from_params(params)
-        # A half-precision transfer carries the loss-scaled gradients, unscaled
-        # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
-        self._scaled_transfer = bool(self.loss_scale) and params.compact_gradient_transfer
-        self._compute_tower = tower.compute_tower
-        if params.xla_compile:
-            # Each tower's forward and backward as one XLA cluster on its device;
-            # the exchange and the update stay outside (they cross devices).
-            self._compute_tower = tf.function(tower.compute_tower, jit_compile=True)
-        self._step_fn = tf.function(self._train_step)
-        if self._staging is not None:
-            # Steps before a fence or the end only drain (put=False). Trace that
-            # variant now: traced on first use it would stall a timed step
-            # (measured: ~100 ms).
-            for put in (True, False):
-                for outputs in step_outputs.levels(params):
-                    self._step_fn.get_concrete_function(put, outputs)
+        # The step function (towers, exchange, finite check, update): engine/step.py.
+        self._step_fn = step_lib.TrainStep(self, self._staging).fn
 
     def _build_model(self, spec):
         """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""
@@ -186,139 +162,6 @@ class Trainer:
         total = p.num_epochs * per_epoch
         warmup = min(p.num_warmup_batches, total - 1)
         return warmup, total - warmup
-
-    def _train_step(self, put=True, outputs=0):
-        """One step. outputs: 0 the usual scalars; 1 also the global norm of the
-        all-reduced gradient; 2 also the summed gradients (histograms)."""
-        # Timestamps measure the input wait; TensorFlow refuses them under op
-        # determinism, and then the wait is not reported (never a made-up 0).
-        timed = not tf_config.is_op_determinism_enabled()  # no public getter in TF 2.21
-        now = tf.timestamp if timed else lambda: tf.constant(0.0, tf.float64)
-        clock = {"start": now()}
-
-        def got(batches):  # in program order before any put: see StagedInput
-            with tf.control_dependencies([t for batch in batches for t in batch]):
-                clock["ready"] = now()
-
-        if self._staging is not None:
-            batches = self._staging.tower_batches(self.devices, put=put, after_get=got)
-        else:
-            batches = self.input.tower_batches(self.devices)
-            got(batches)
-        # The towers start after the "ready" timestamp, so it cannot run late
-        # (seen: a compute-bound step reporting input wait).
-        if timed:
-            batches = [self._after(clock["ready"], device, batch)
-                       for device, batch in zip(self.devices, batches)]
-        synchronous = self.variables.synchronous
-        with tf.device("/cpu:0"):
-            global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
-            if self.num_workers > 1:  # multi-worker: examples on every worker's towers
-                global_count = self.variables.cluster_count(global_count)
-            loss_scale = self.loss_scale.value() if self.loss_scale else None
-        # A statically empty slice (fewer examples than towers) computes nothing.
-        active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
-        if self.params.sync_batch_norm and len(active) > 1:
-            computed = self._towers_in_lockstep(active, batches, global_count, loss_scale)
-        else:
-            computed = {i: self._tower(i, *batches[i], global_count, loss_scale)
-                        for i in active}
-        results, finite = [], []
-        for i, device in enumerate(self.devices):
-            result = computed.get(i)
-            if result is not None:
-                with tf.device(device):
-                    result = result._replace(non_trainable=tower.offset_seed_states(
-                        result.non_trainable, self._seed_states, self._seed_tower(i),
-                        undo=True))
-                    finite.append(tower.all_finite(result))
-            results.append(result)
-        with tf.device("/cpu:0"):
-            all_finite = tf.reduce_all(tf.stack(finite))
-            if self.num_workers > 1:  # multi-worker: every worker takes the same branch
-                all_finite = self.variables.cluster_finite(all_finite)
-
-        def update():
-            scale = {"grad_scale": loss_scale} if self._scaled_transfer else {}
-            applied = self.variables.apply([r.grads if r else None for r in results],
-                                           [r.non_trainable if r else None for r in results],
-                                           **scale)
-            return now(), tf.constant(True) if applied is None else applied
-
-        # A non-finite loss or gradient anywhere applies nothing, on every copy:
-        # the decision is one boolean, so replicas cannot diverge. The branches
-        # return the time the update was done: a timestamp inside the cond is
-        # not chained after the staging put, so the put's overrun shows.
-        clock["computed"], applied = tf.cond(
-            all_finite, update, lambda: (now(), tf.constant(False)))
-        with tf.device("/cpu:0"):
-            extras = step_outputs.extras(
-                results, self.loss_scale, applied, outputs,
-                grad_scale=loss_scale if self._scaled_transfer else None)
-            with tf.control_dependencies([clock["computed"]]):
-                clock["end"] = now()
-            if timed:
-                extras["input_wait_seconds"] = step_outputs.input_wait(clock)
-            losses = [r.loss for r in results if r is not None]
-            total = tf.add_n(losses)
-            if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
-                total = self.variables.cluster_loss(total)
-            loss = total if synchronous else total / len(losses)
-            return loss, global_count, applied, extras
-
-    def _seed_tower(self, i):
-        """The tower's index for random streams: multi-worker, the global one."""
-        return i + self.cluster.task_index * len(self.devices)
-
-    def _tower_values(self, i):
-        """Tower i's (trainable, non-trainable) values, read on the current
-        device, with its random-stream offset applied."""
-        trainable, non_trainable = self.variables.tower_inputs(i)
-        return trainable, tower.offset_seed_states(non_trainable, self._seed_states,
-                                                   self._seed_tower(i))
-
-    def _tower(self, i, images, labels, global_count, loss_scale):
-        """Tower i's TowerResult, computed on its own."""
-        with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
-            trainable, non_trainable = self._tower_values(i)
-            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
-            compute = functools.partial(
-                self._compute_tower, self.model, trainable, non_trainable, images,
-                labels, denominator, self.loss_fn, self.params.weight_decay,
-                self.decay_mask, loss_scale, self._count_correct, not self._scaled_transfer)
-            if images.shape[0] is None:
-                # A dynamic slice (the last partial batch) may be empty at run
-                # time: the guard gives zero gradients and unchanged batch-norm
-                # statistics instead of NaN stats from a 0-example batch.
-                return tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
-                    _empty_tower, trainable, non_trainable, self._count_correct))
-            return compute()
-
-    def _towers_in_lockstep(self, active, batches, global_count, loss_scale):
-        """{i: TowerResult} of the active towers traced together, so batch-norm
-        layers normalize with the statistics of the whole global batch
-        (--sync_batch_norm). No empty-slice guard is needed: the counts travel
-        with the sums, and an empty slice adds zeros."""
-        def forward(i):
-            images, labels = batches[i]
-
-            def run():
-                with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
-                    trainable, non_trainable = self._tower_values(i)
-                    return trainable, labels, tower.forward(
-                        self.model, trainable, non_trainable, images, labels, global_count,
-                        self.loss_fn, self.params.weight_decay, self.decay_mask, loss_scale)
-            return run
-
-        results = tower.compute_towers_in_lockstep(
-            [forward(i) for i in active], self.devices[active[0]], loss_scale,
-            self._count_correct, not self._scaled_transfer)
-        return dict(zip(active, results))
-
-    @staticmethod
-    def _after(op, device, tensors):
-        with tf.device(device), tf.control_dependencies([op]):
-            return tuple(tf.identity(t) for t in tensors)
 
     def step(self, outputs=0):
         """Runs one training step; returns a StepResult (float() of it is the loss).
@@ -416,35 +259,8 @@ class Trainer:
         self.input.close()
 
     def header_info(self):
-        p = self.params
-        info = [
-            ("TensorFlow", tf.__version__),
-            ("Model", self.model.name),
-            ("Dataset", f"{self.dataset_name} ({self.input.name})"),
-            ("Mode", "training"),
-            ("Batch size", [f"{self.global_batch_size} global",
-                            f"{self.global_batch_size / len(self.devices) / self.num_workers:g}"
-                            " per device"]),
-            ("Num batches", self.num_batches),
-            ("Devices", str(self.devices)),
-            ("Data format", self.data_format),
-            ("Optimizer", optimizers.describe(p)),
-            ("Learning rate", self.learning_rate.describe()),
-            ("Variables", p.variable_update),
-        ]
-        if self.num_workers > 1:  # multi-worker
-            info.append(("Cluster", f"{self.num_workers} workers x {len(self.devices)} "
-                                    f"devices, task {self.cluster.task_index}"
-                                    f"{' (chief)' if self.cluster.is_chief else ''}"))
-        if p.variable_update == "replicated":
-            info.append(("AllReduce", p.resolved_all_reduce_spec))
-        if gradients.describe(p):
-            info.append(("Gradient clip", gradients.describe(p)))
-        if self._synced_batch_norms:
-            info.append(("Batch norm", f"synchronized over the global batch "
-                                       f"({self._synced_batch_norms} layers)"))
-        info.extend(precision.header_info(p, self.loss_scale))
-        return info
+        """The header's (label, value) pairs (towertrain.engine.header)."""
+        return header.training_info(self, self._synced_batch_norms)
 
     def train(self, write=print, eval_data=None, callbacks=()):
         """Trains to the planned total step with tf_cnn_benchmarks output; with
@@ -479,12 +295,7 @@ class Trainer:
         with layers of your own is saved as it is (load it with your classes)."""
         from towertrain.state import export as export_lib
         self.sync_model()
-        try:
-            stock = export_lib.to_stock_keras(self.model)
-        except ValueError:  # the user's own layer classes: no stock stand-in needed
-            stock = self.model
-        stock.save(path)
-        return stock
+        return export_lib.save_stock_keras(self.model, path)
 
     def save(self, path):
         """Writes the model, optimizer slots, global step and loss scale to the
@@ -492,19 +303,16 @@ class Trainer:
         or data format). The input position is not saved: for exact resume of the
         data use Params(train_dir=...) with train(). Returns the written path."""
         from towertrain.state import checkpoint as ckpt_lib
-        state = ckpt_lib.EngineState(self.model, self.variables,
-                                     engine_variables=self.engine_variables())
-        return state.checkpoint(with_input=False).write(path)
+        return ckpt_lib.save_portable(self.model, self.variables, path,
+                                      engine_variables=self.engine_variables())
 
     def restore(self, path):
         """Reads a checkpoint (a prefix written by save() or a train_dir's
         ckpt-N) into every copy and the Keras model; a checkpoint of another
         model fails naming the missing and unexpected variables."""
         from towertrain.state import checkpoint as ckpt_lib
-        state = ckpt_lib.EngineState(self.model, self.variables,
-                                     engine_variables=self.engine_variables())
-        ckpt_lib.restore(state.checkpoint(with_input=False), path, state.variables)
-        state.sync_copies()
+        ckpt_lib.restore_portable(self.model, self.variables, path,
+                                  engine_variables=self.engine_variables())
         self.sync_model()
         if self._staging is not None:  # staged batches belong to the old position
             self._staging.start_at(self.global_step(), self.total_steps)

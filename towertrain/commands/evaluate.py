@@ -17,9 +17,7 @@ def run_eval(trainer, write=print, eval_data=None):
     p = trainer.params
     data = eval_data or evaluation.eval_data_for(trainer)  # before the restore: fail fast
     path = ckpt_lib.resolve(p.train_dir, p.checkpoint)
-    state = ckpt_lib.EngineState(trainer.model, trainer.variables)
-    ckpt_lib.restore(state.checkpoint(with_input=False), path, state.variables)
-    state.sync_copies()
+    step = ckpt_lib.restore_portable(trainer.model, trainer.variables, path)
     trainer.sync_model()
     evaluator = evaluation.Evaluator(trainer)
     # The training facts that do not apply to an eval run are left out.
@@ -28,7 +26,6 @@ def run_eval(trainer, write=print, eval_data=None):
                              "Learning rate", "Gradient clip", "Loss scale")]
     info[2:2] = [("Dataset", trainer.dataset_name), ("Mode", "evaluation")]
     info.append(("Eval data", evaluation.describe(data, evaluator)))
-    step = state.global_step()
     info.append(("Checkpoint", f"{path} (step {step})"))
     logdir = p.summary_dir or p.train_dir
     if p.summary_verbosity:

@@ -16,6 +16,8 @@ import os
 import tempfile
 
 import tensorflow as tf
+
+from towertrain import private_api
 from towertrain.errors import CheckpointError  # noqa: F401 - raised here
 
 RUN_INFO_FILE = "towertrain_run.json"
@@ -39,9 +41,8 @@ def variable_key(model, variable, seed_state_paths=None):
 
 def seed_state_paths(model):
     """{id(seed state variable): '<owning layer path>/<attribute>_state'}."""
-    from towertrain.engine import tower  # deferred: tower imports Keras' training pieces
     return {id(generator.state): f"{owner}/{attribute}_state"
-            for owner, attribute, generator in tower.seed_generators(model)}
+            for owner, attribute, generator in private_api.seed_generators(model)}
 
 
 def model_variable_dict(model, trainable=None, non_trainable=None):
@@ -70,9 +71,9 @@ def optimizer_slots(optimizer):
     the longest matching variable prefix wins so 'a_b' never steals 'a_b_c's slots.
     """
     prefixes = sorted(((v.path.replace("/", "_") + "_", v) for v in
-                       optimizer._trainable_variables), key=lambda p: -len(p[0]))
+                       private_api.optimizer_variables(optimizer)), key=lambda p: -len(p[0]))
     skip = {id(optimizer.iterations)}
-    learning_rate = getattr(optimizer, "_learning_rate", None)
+    learning_rate = private_api.optimizer_learning_rate(optimizer)
     if isinstance(learning_rate, tf.Variable) or hasattr(learning_rate, "path"):
         skip.add(id(learning_rate))
     slots = {id(v): {} for _, v in prefixes}
@@ -106,19 +107,14 @@ class EngineState:
         self.slots = {}
         for optimizer in manager.optimizers():
             by_variable = optimizer_slots(optimizer)
-            for variable in optimizer._trainable_variables:
+            for variable in private_api.optimizer_variables(optimizer):
                 if id(variable) in primary_ids and by_variable[id(variable)]:
                     self.slots[self._key_of[id(variable)]] = dict(by_variable[id(variable)])
         self.step = manager.iterations()
         self.input = input_source.checkpoint_state() if input_source is not None else None
 
     def _copies(self):
-        trainable = (self.manager.trainable_copies() if hasattr(self.manager, "trainable_copies")
-                     else [self.manager.primary_variables()[0]])
-        non_trainable = (self.manager.non_trainable_copies()
-                         if hasattr(self.manager, "non_trainable_copies")
-                         else [self.manager.primary_variables()[1]] * len(trainable))
-        return list(zip(trainable, non_trainable))
+        return list(zip(self.manager.trainable_copies(), self.manager.non_trainable_copies()))
 
     def checkpoint(self, with_input=True):
         objects = dict(model=self.variables, slots=self.slots, step=self.step)
@@ -183,6 +179,23 @@ def restore(checkpoint, path, expected_variables):
     except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file
         raise CheckpointError(f"cannot read checkpoint {path} (truncated or corrupt?): "
                               f"{_first_line(err)}") from err
+
+
+def save_portable(model, manager, path, engine_variables=None):
+    """Writes the model, optimizer slots, global step and engine variables
+    (no input position) to the checkpoint prefix `path`; returns the written path."""
+    state = EngineState(model, manager, engine_variables=engine_variables)
+    return state.checkpoint(with_input=False).write(path)
+
+
+def restore_portable(model, manager, path, engine_variables=None):
+    """Reads the checkpoint `path` (no input position) into the manager's
+    primary copy, then every other copy and optimizer; returns its global step.
+    The Keras model itself is not written (the trainer's sync_model does)."""
+    state = EngineState(model, manager, engine_variables=engine_variables)
+    restore(state.checkpoint(with_input=False), path, state.variables)
+    state.sync_copies()
+    return state.global_step()
 
 
 def resolve(train_dir=None, checkpoint_path=None):

@@ -91,6 +91,17 @@ def to_stock_keras(model):
     return cloned
 
 
+def save_stock_keras(model, path):
+    """Saves `model` as a stock-Keras `.keras` file at `path`; returns the saved
+    model. A model with layers of the user's own is saved as it is."""
+    try:
+        stock = to_stock_keras(model)
+    except ValueError:  # the user's own layer classes: no stock stand-in needed
+        stock = model
+    stock.save(path)
+    return stock
+
+
 def load_model_from_checkpoint(path, model_name, num_classes, data_format, image_size=None):
     """Builds the registered model in `data_format` and reads the checkpoint into it."""
     import tensorflow as tf

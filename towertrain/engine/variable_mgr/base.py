@@ -41,6 +41,10 @@ def read_on_current_device(variables):
 
 
 class VariableManager(abc.ABC):
+    """What the engine (towertrain.trainer, engine/step.py, engine/evaluation.py,
+    state/checkpoint.py) uses of a manager, and nothing more: everything it calls
+    is declared here, with the single-process behaviour as the default.
+    tests/engine/test_variable_manager_interface.py keeps the two in step."""
     name = None
     # True: towers' gradients are combined into one update, so each tower's
     # loss is divided by the global batch. False: towers train on their own.
@@ -64,12 +68,15 @@ class VariableManager(abc.ABC):
         """(trainable values, non-trainable values) for a tower, read under its device."""
 
     @abc.abstractmethod
-    def apply(self, tower_grads, tower_non_trainable):
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
         """One update from all towers.
 
         tower_grads[i] is tower i's gradient list, or None when the tower had
         no examples this step. tower_non_trainable[i] likewise holds tower i's
-        new non-trainable values (batch-norm moving statistics). Returns None,
+        new non-trainable values (batch-norm moving statistics). grad_scale:
+        the loss scale the gradients still carry (a half-precision transfer,
+        --compact_gradient_transfer with a loss scale), divided out after the
+        sum; only managers that exchange gradients are given it. Returns None,
         or a boolean tensor when the manager itself may skip the update
         (replicated with a half-precision transfer whose sum overflowed).
         """
@@ -83,12 +90,32 @@ class VariableManager(abc.ABC):
         """Every optimizer the manager owns."""
 
     def trainable_copies(self):
-        """Every copy of the trainable variables, one list per copy (tests, checks)."""
+        """Every copy of the trainable variables, one list per copy (tests, checks,
+        checkpoints restoring into every copy). Default: the primary copy only."""
         return [self.primary_variables()[0]]
+
+    def non_trainable_copies(self):
+        """The non-trainable list paired with each of trainable_copies().
+        Default: the primary one for every copy."""
+        return [self.primary_variables()[1]] * len(self.trainable_copies())
 
     def iterations(self):
         """The number of updates applied so far."""
         return self.optimizers()[0].iterations
+
+    # Multi-worker reductions the step calls when the cluster has more than one
+    # worker. In one process they are the identity.
+    def cluster_count(self, count):
+        """The step's example count over every worker's towers (the loss denominator)."""
+        return count
+
+    def cluster_finite(self, finite):
+        """True only if every worker's losses and gradients are finite."""
+        return finite
+
+    def cluster_loss(self, loss):
+        """The step's summed loss over every worker's towers."""
+        return loss
 
 
 def stats_tower(tower_non_trainable):

@@ -18,7 +18,8 @@ class IndependentManager(ReplicatedManager):
     def __init__(self, devices, params):  # no all-reduce to choose
         super(ReplicatedManager, self).__init__(devices, params)
 
-    def apply(self, tower_grads, tower_non_trainable):
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+        del grad_scale  # never given: only an exchange carries a half-precision transfer
         for i, device in enumerate(self.devices):
             if tower_grads[i] is None:  # no examples, nothing to learn from
                 continue

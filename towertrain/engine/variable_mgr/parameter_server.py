@@ -60,7 +60,8 @@ class ParameterServerManager(VariableManager):
         return (read_on_current_device(self._trainable),
                 read_on_current_device(self._non_trainable))
 
-    def apply(self, tower_grads, tower_non_trainable):
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+        del grad_scale  # never given: only an exchange carries a half-precision transfer
         present = [g for g in tower_grads if g is not None]
         summed = [None] * len(self._trainable)
         for device, indices, _ in self._groups:

@@ -1,0 +1,43 @@
+"""The training header's facts: (label, value) pairs the step printer lays out
+(towertrain.engine.benchmark_log.header_lines), in tf_cnn_benchmarks' order."""
+import tensorflow as tf
+
+from towertrain.recipe import gradients
+from towertrain.recipe import optimizers
+from towertrain.recipe import precision
+
+
+def training_info(trainer, synced_batch_norms=0):
+    """The header of a training run by `trainer`; synced_batch_norms: how many
+    batch-norm layers --sync_batch_norm synchronizes."""
+    p = trainer.params
+    devices, workers = trainer.devices, trainer.num_workers
+    info = [
+        ("TensorFlow", tf.__version__),
+        ("Model", trainer.model.name),
+        ("Dataset", f"{trainer.dataset_name} ({trainer.input.name})"),
+        ("Mode", "training"),
+        ("Batch size", [f"{trainer.global_batch_size} global",
+                        f"{trainer.global_batch_size / len(devices) / workers:g}"
+                        " per device"]),
+        ("Num batches", trainer.num_batches),
+        ("Devices", str(devices)),
+        ("Data format", trainer.data_format),
+        ("Optimizer", optimizers.describe(p)),
+        ("Learning rate", trainer.learning_rate.describe()),
+        ("Variables", p.variable_update),
+    ]
+    if workers > 1:  # multi-worker
+        cluster = trainer.cluster
+        info.append(("Cluster", f"{workers} workers x {len(devices)} "
+                                f"devices, task {cluster.task_index}"
+                                f"{' (chief)' if cluster.is_chief else ''}"))
+    if p.variable_update == "replicated":
+        info.append(("AllReduce", p.resolved_all_reduce_spec))
+    if gradients.describe(p):
+        info.append(("Gradient clip", gradients.describe(p)))
+    if synced_batch_norms:
+        info.append(("Batch norm", f"synchronized over the global batch "
+                                   f"({synced_batch_norms} layers)"))
+    info.extend(precision.header_info(p, trainer.loss_scale))
+    return info

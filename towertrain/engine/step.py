@@ -1,0 +1,192 @@
+"""The training step as one tf.function: towers, exchange, finite check, update.
+
+Every tower runs under its device on its slice (in lockstep with the others
+for --sync_batch_norm); then, if every loss and gradient is finite, the
+variable manager exchanges gradients and applies one update. The step reads
+what it needs from the trainer (devices, variables, input, model, loss) when
+it is traced.
+"""
+import functools
+
+import tensorflow as tf
+
+from towertrain import private_api
+from towertrain.engine import step_outputs
+from towertrain.engine import tower
+
+
+def _empty_tower(trainable, non_trainable, count_correct):
+    """What a tower with no examples contributes: nothing (zero loss and
+    gradients, batch-norm statistics passed through unchanged)."""
+    return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
+                             [tf.identity(v) for v in non_trainable],
+                             tf.constant(0, tf.int64) if count_correct else None)
+
+
+def _after(op, device, tensors):
+    with tf.device(device), tf.control_dependencies([op]):
+        return tuple(tf.identity(t) for t in tensors)
+
+
+class TrainStep:
+    """Builds the trainer's step function. `fn(put, outputs)` returns
+    (loss, global example count, applied, extras)."""
+
+    def __init__(self, trainer, staging=None):
+        self.trainer = trainer
+        self.params = trainer.params
+        self.devices = trainer.devices
+        self.variables = trainer.variables
+        self.model = trainer.model
+        self.loss_scale = trainer.loss_scale
+        self.staging = staging
+        self.num_workers = trainer.num_workers
+        self.seed_states = tower.seed_state_indices(self.model)
+        self.count_correct = tower.is_classifier(self.model)
+        # A half-precision transfer carries the loss-scaled gradients, unscaled
+        # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
+        self.scaled_transfer = bool(self.loss_scale) and self.params.compact_gradient_transfer
+        self.compute_tower = tower.compute_tower
+        if self.params.xla_compile:
+            # Each tower's forward and backward as one XLA cluster on its device;
+            # the exchange and the update stay outside (they cross devices).
+            self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
+        self.fn = tf.function(self._train_step)
+        if staging is not None:
+            # Steps before a fence or the end only drain (put=False). Trace that
+            # variant now: traced on first use it would stall a timed step
+            # (measured: ~100 ms).
+            for put in (True, False):
+                for outputs in step_outputs.levels(self.params):
+                    self.fn.get_concrete_function(put, outputs)
+
+    def _train_step(self, put=True, outputs=0):
+        """One step. outputs: 0 the usual scalars; 1 also the global norm of the
+        all-reduced gradient; 2 also the summed gradients (histograms)."""
+        # Timestamps measure the input wait; TensorFlow refuses them under op
+        # determinism, and then the wait is not reported (never a made-up 0).
+        timed = not private_api.op_determinism_enabled()
+        now = tf.timestamp if timed else lambda: tf.constant(0.0, tf.float64)
+        clock = {"start": now()}
+
+        def got(batches):  # in program order before any put: see StagedInput
+            with tf.control_dependencies([t for batch in batches for t in batch]):
+                clock["ready"] = now()
+
+        if self.staging is not None:
+            batches = self.staging.tower_batches(self.devices, put=put, after_get=got)
+        else:
+            batches = self.trainer.input.tower_batches(self.devices)
+            got(batches)
+        # The towers start after the "ready" timestamp, so it cannot run late
+        # (seen: a compute-bound step reporting input wait).
+        if timed:
+            batches = [_after(clock["ready"], device, batch)
+                       for device, batch in zip(self.devices, batches)]
+        synchronous = self.variables.synchronous
+        with tf.device("/cpu:0"):
+            global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            if self.num_workers > 1:  # multi-worker: examples on every worker's towers
+                global_count = self.variables.cluster_count(global_count)
+            loss_scale = self.loss_scale.value() if self.loss_scale else None
+        # A statically empty slice (fewer examples than towers) computes nothing.
+        active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
+        if self.params.sync_batch_norm and len(active) > 1:
+            computed = self._towers_in_lockstep(active, batches, global_count, loss_scale)
+        else:
+            computed = {i: self._tower(i, *batches[i], global_count, loss_scale)
+                        for i in active}
+        results, finite = [], []
+        for i, device in enumerate(self.devices):
+            result = computed.get(i)
+            if result is not None:
+                with tf.device(device):
+                    result = result._replace(non_trainable=tower.offset_seed_states(
+                        result.non_trainable, self.seed_states, self._seed_tower(i),
+                        undo=True))
+                    finite.append(tower.all_finite(result))
+            results.append(result)
+        with tf.device("/cpu:0"):
+            all_finite = tf.reduce_all(tf.stack(finite))
+            if self.num_workers > 1:  # multi-worker: every worker takes the same branch
+                all_finite = self.variables.cluster_finite(all_finite)
+
+        def update():
+            scale = {"grad_scale": loss_scale} if self.scaled_transfer else {}
+            applied = self.variables.apply([r.grads if r else None for r in results],
+                                           [r.non_trainable if r else None for r in results],
+                                           **scale)
+            return now(), tf.constant(True) if applied is None else applied
+
+        # A non-finite loss or gradient anywhere applies nothing, on every copy:
+        # the decision is one boolean, so replicas cannot diverge. The branches
+        # return the time the update was done: a timestamp inside the cond is
+        # not chained after the staging put, so the put's overrun shows.
+        clock["computed"], applied = tf.cond(
+            all_finite, update, lambda: (now(), tf.constant(False)))
+        with tf.device("/cpu:0"):
+            extras = step_outputs.extras(
+                results, self.loss_scale, applied, outputs,
+                grad_scale=loss_scale if self.scaled_transfer else None)
+            with tf.control_dependencies([clock["computed"]]):
+                clock["end"] = now()
+            if timed:
+                extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+            losses = [r.loss for r in results if r is not None]
+            total = tf.add_n(losses)
+            if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
+                total = self.variables.cluster_loss(total)
+            loss = total if synchronous else total / len(losses)
+            return loss, global_count, applied, extras
+
+    def _seed_tower(self, i):
+        """The tower's index for random streams: multi-worker, the global one."""
+        return i + self.trainer.cluster.task_index * len(self.devices)
+
+    def _tower_values(self, i):
+        """Tower i's (trainable, non-trainable) values, read on the current
+        device, with its random-stream offset applied."""
+        trainable, non_trainable = self.variables.tower_inputs(i)
+        return trainable, tower.offset_seed_states(non_trainable, self.seed_states,
+                                                   self._seed_tower(i))
+
+    def _tower(self, i, images, labels, global_count, loss_scale):
+        """Tower i's TowerResult, computed on its own."""
+        t = self.trainer
+        with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+            trainable, non_trainable = self._tower_values(i)
+            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
+            compute = functools.partial(
+                self.compute_tower, self.model, trainable, non_trainable, images,
+                labels, denominator, t.loss_fn, self.params.weight_decay,
+                t.decay_mask, loss_scale, self.count_correct, not self.scaled_transfer)
+            if images.shape[0] is None:
+                # A dynamic slice (the last partial batch) may be empty at run
+                # time: the guard gives zero gradients and unchanged batch-norm
+                # statistics instead of NaN stats from a 0-example batch.
+                return tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
+                    _empty_tower, trainable, non_trainable, self.count_correct))
+            return compute()
+
+    def _towers_in_lockstep(self, active, batches, global_count, loss_scale):
+        """{i: TowerResult} of the active towers traced together, so batch-norm
+        layers normalize with the statistics of the whole global batch
+        (--sync_batch_norm). No empty-slice guard is needed: the counts travel
+        with the sums, and an empty slice adds zeros."""
+        t = self.trainer
+
+        def forward(i):
+            images, labels = batches[i]
+
+            def run():
+                with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+                    trainable, non_trainable = self._tower_values(i)
+                    return trainable, labels, tower.forward(
+                        self.model, trainable, non_trainable, images, labels, global_count,
+                        t.loss_fn, self.params.weight_decay, t.decay_mask, loss_scale)
+            return run
+
+        results = tower.compute_towers_in_lockstep(
+            [forward(i) for i in active], self.devices[active[0]], loss_scale,
+            self.count_correct, not self.scaled_transfer)
+        return dict(zip(active, results))
