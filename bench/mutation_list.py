@@ -308,8 +308,8 @@ MUTATIONS = [
         "    in_range = tf.logical_and(low >= 0, high < num_classes)", "    in_range = low >= 0",
         [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them"]),
     Mutation(
-        "label_check_error_not_converted", "towertrain/trainer.py",
-        "                if found is not None:\n                    raise found from err\n", "",
+        "label_check_error_not_converted", "towertrain/engine/step.py",
+        "            if found is not None:\n                raise found from err\n", "",
         [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them",
          CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
     Mutation(

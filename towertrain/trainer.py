@@ -11,7 +11,6 @@ it lives in towertrain.engine.loop; features (logging, checkpoints, eval) are
 callbacks; checkpoints and export are towertrain.state's.
 """
 import collections
-import contextlib
 import time
 
 import keras
@@ -30,7 +29,6 @@ from towertrain.engine import step as step_lib
 from towertrain.engine import step_outputs
 from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
 from towertrain.engine import input_factory
-from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import Input
 from towertrain.engine.loop import TrainResult  # noqa: F401 - re-exported
 from towertrain.recipe import lr_schedule
@@ -99,7 +97,7 @@ class Trainer:
             num_classes=self.model.output_shape[-1],
             global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
             dataset_name=self.dataset_name)
-        # --- multi-worker (towertrain.engine.distributed.cluster): this worker's share of each global batch
+        # --- multi-worker (engine/distributed/cluster.py): this worker's share of each batch
         self.cluster = cluster_lib.for_params(params)
         self.num_workers = self.cluster.num_workers
         self.input = input_factory.shard_for_worker(self.input, self.cluster)
@@ -169,7 +167,7 @@ class Trainer:
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
         self._start_input(self.global_step())  # stepping without train() / begin()
-        with self._input_errors():
+        with step_lib.input_errors(self.input, self._staging, self.global_step):
             started = time.perf_counter()
             put = self._staging.before_step() if self._staging is not None else True
             waited = time.perf_counter() - started  # priming after a fence is input wait
@@ -219,27 +217,6 @@ class Trainer:
 
     def staged_batches(self):
         return self._staging.staged if self._staging is not None else 0
-
-    @contextlib.contextmanager
-    def _input_errors(self):
-        """Keeps staging consistent after any failure in a step, and turns a data
-        error from a file-backed input into an InputError naming the data."""
-        try:
-            yield
-        except BaseException as err:
-            if self._staging is not None:
-                self._staging.recover(self.global_step())
-            if isinstance(err, (tf.errors.OutOfRangeError, tf.errors.CancelledError)):
-                # A queue input whose feeder thread failed closes its queue: say why.
-                self.input.raise_pending_error()
-            elif isinstance(err, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
-                found = model_checks.error_from(err)
-                if found is not None:
-                    raise found from err
-                if self.input.description:
-                    raise InputError(f"bad input data in {self.input.description}: "
-                                     f"{err.message}") from err
-            raise
 
     def trace_step(self):
         """The step's concrete function, traced but not run (graph inspection)."""

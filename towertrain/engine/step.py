@@ -6,13 +6,16 @@ variable manager exchanges gradients and applies one update. The step reads
 what it needs from the trainer (devices, variables, input, model, loss) when
 it is traced.
 """
+import contextlib
 import functools
 
 import tensorflow as tf
 
 from towertrain import private_api
+from towertrain.engine import model_checks
 from towertrain.engine import step_outputs
 from towertrain.engine import tower
+from towertrain.input_pipeline.arrays import InputError
 
 
 def _empty_tower(trainable, non_trainable, count_correct):
@@ -21,6 +24,29 @@ def _empty_tower(trainable, non_trainable, count_correct):
     return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
                              [tf.identity(v) for v in non_trainable],
                              tf.constant(0, tf.int64) if count_correct else None)
+
+
+@contextlib.contextmanager
+def input_errors(input_source, staging, global_step):
+    """Around running a step: keeps staging consistent after any failure, and
+    turns a data error from a file-backed input into an InputError naming the
+    data. global_step() -> the updates applied so far."""
+    try:
+        yield
+    except BaseException as err:
+        if staging is not None:
+            staging.recover(global_step())
+        if isinstance(err, (tf.errors.OutOfRangeError, tf.errors.CancelledError)):
+            # A queue input whose feeder thread failed closes its queue: say why.
+            input_source.raise_pending_error()
+        elif isinstance(err, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
+            found = model_checks.error_from(err)
+            if found is not None:
+                raise found from err
+            if input_source.description:
+                raise InputError(f"bad input data in {input_source.description}: "
+                                 f"{err.message}") from err
+        raise
 
 
 def _after(op, device, tensors):
