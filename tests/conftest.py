@@ -59,19 +59,3 @@ def pytest_runtest_protocol(item, nextitem):
             gc.unfreeze()
         gc.collect()
         gc.freeze()
-
-
-def keras_serial_steps(model, optimizer, images, labels, global_batch, steps):
-    """The independent reference for equivalence tests: stock Keras stepping
-    one model on consecutive global batches of mean sparse cross-entropy."""
-    import keras
-    for k in range(steps):
-        x = images[k * global_batch:(k + 1) * global_batch]
-        y = labels[k * global_batch:(k + 1) * global_batch]
-        with tf.GradientTape() as tape:
-            logits = model(x, training=True)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                y, logits, from_logits=True))
-        optimizer.apply(tape.gradient(loss, model.trainable_variables),
-                        model.trainable_variables)
-    return model

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+import helpers.cli
 
 pytestmark = pytest.mark.slow
 
@@ -21,10 +22,7 @@ COMMON = ["--model=trivial", "--device=cpu", "--batch_size=2", "--num_warmup_bat
 
 
 def run_cli(*flags, timeout=240):
-    proc = subprocess.run([sys.executable, "-m", "towertrain", *flags], capture_output=True,
-                          text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return proc.stdout
+    return helpers.cli.run_cli(*flags, timeout=timeout, check=True).stdout
 
 
 def checkpoint_state(train_dir):

@@ -25,77 +25,22 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
 
-NUM_GPUS = 4
+from helpers.gpu_graph import NUM_GPUS, gpu_trainer, ps_input, ps_model
+from helpers.graph_walks import (all_ops, captured_object, data_ancestors, place,  # noqa: F401
+                                 updates_by_variable, variable_of)
+
 
 
 # Graph helpers ---------------------------------------------------------------
 
-def all_ops(graph):
-    """Ops of `graph` and of every function graph nested in it (cond branches,
-    loop bodies, called functions)."""
-    found, seen = [], set()
-
-    def lookup(g, name):
-        while g is not None:
-            fn = g._get_function(name)  # no public lookup of a nested FuncGraph
-            if fn is not None:
-                return fn
-            g = getattr(g, "outer_graph", None)
-        return None
-
-    def visit(g):
-        for op in g.get_operations():
-            found.append(op)
-            for attr in op.node_def.attr:
-                value = op.node_def.attr[attr]
-                names = [value.func.name] if value.HasField("func") else []
-                names += [f.name for f in value.list.func]
-                for name in names:
-                    if name and name not in seen:
-                        seen.add(name)
-                        fn = lookup(op.graph, name)
-                        if fn is not None:
-                            visit(fn.graph)
-    visit(graph)
-    return found
 
 
-def place(op):
-    """('GPU' | 'CPU', index) of an op's requested device, (None, None) if unset."""
-    spec = tf.DeviceSpec.from_string(op.device)
-    return (spec.device_type.upper() if spec.device_type else None), spec.device_index
 
 
-def data_ancestors(op):
-    found, stack = set(), [op]
-    while stack:
-        for tensor in stack.pop().inputs:
-            if tensor.op not in found:
-                found.add(tensor.op)
-                stack.append(tensor.op)
-    return found
 
 
-def captured_object(tensor):
-    """The eager tensor (e.g. a variable handle) a function placeholder stands for,
-    following captures out through nested function graphs."""
-    while True:
-        for external, internal in tensor.graph.captures:
-            if internal is tensor:
-                break
-        else:
-            return None
-        if not tf.is_symbolic_tensor(external):
-            return external
-        tensor = external
 
 
-def variable_of(tensor, variables):
-    handle = captured_object(tensor)
-    for variable in variables:
-        if handle is not None and handle is variable.value.handle:
-            return variable
-    return None
 
 
 # Input slicing ---------------------------------------------------------------
@@ -118,11 +63,6 @@ def array_input(global_batch, num_epochs=None):
     return from_arrays(images, labels, global_batch, num_epochs=num_epochs)
 
 
-def gpu_trainer(model=None, input_source=None, **overrides):
-    overrides.setdefault("variable_update", "replicated")
-    params = Params(model="trivial", device="gpu", num_gpus=NUM_GPUS, batch_size=2,
-                    **overrides)
-    return Trainer(params, model=model, input_source=input_source, check_devices=False)
 
 
 @pytest.mark.parametrize("staging_depth", [1, 0], ids=["staged", "unstaged"])
@@ -162,22 +102,8 @@ def test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice(staging_
 
 # parameter_server -------------------------------------------------------------
 
-def ps_model():
-    """Variables of distinct sizes (50, 5, 20, 4, 12, 3): the greedy spread has
-    no ties, so the expected GPU of each variable is unambiguous."""
-    return keras.Sequential([
-        keras.Input((1, 1, 10)),
-        keras.layers.Flatten(name="flatten"),
-        keras.layers.Dense(5, name="d1"),
-        keras.layers.Dense(4, name="d2"),
-        keras.layers.Dense(3, name="logits"),
-    ], name="ps_tiny")
 
 
-def ps_input():
-    rng = np.random.default_rng(1)
-    images = rng.standard_normal((16, 1, 1, 10)).astype(np.float32)
-    return from_arrays(images, rng.integers(0, 3, 16).astype(np.int32), 8)
 
 
 def greedy(sizes, num_devices):
@@ -191,16 +117,6 @@ def greedy(sizes, num_devices):
     return out
 
 
-def updates_by_variable(graph, variables):
-    """{variable index: [update ops]} for the resource updates in the step."""
-    out = collections.defaultdict(list)
-    for op in all_ops(graph):
-        if op.type in ("AssignSubVariableOp", "AssignAddVariableOp", "AssignVariableOp",
-                       "ResourceApplyGradientDescent"):
-            variable = variable_of(op.inputs[0], variables)
-            if variable is not None:
-                out[[id(v) for v in variables].index(id(variable))].append(op)
-    return out
 
 
 def gradient_sums(update, variable, num_towers):

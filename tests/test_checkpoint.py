@@ -13,46 +13,7 @@ from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization
 
-NUM_EVAL = 23  # eval batches of 5: uneven over 2 and 4 devices, uneven last batch
-
-
-def build_tiny(num_classes, data_format, image_size):
-    """conv + fused BN + pool + dense: every kind of variable, in milliseconds."""
-    axis = 1 if data_format == "channels_first" else -1
-    return keras.Sequential([
-        keras.Input(models.input_shape(image_size, data_format)),
-        keras.layers.Conv2D(4, 3, data_format=data_format, name="conv"),
-        FusedBatchNormalization(axis=axis, name="bn"),
-        keras.layers.Activation("relu", name="relu"),
-        keras.layers.GlobalAveragePooling2D(data_format=data_format, name="pool"),
-        keras.layers.Dense(num_classes, name="logits"),
-    ], name="ckpt_tiny")
-
-
-models.register_model("ckpt_tiny", build_tiny, default_image_size=8, default_batch_size=3,
-                      default_learning_rate=0.1, default_dataset="cifar10", overwrite=True)
-
-
-def tiny_params(mode="replicated", gpus=2, fmt="NHWC", **kw):
-    kw.setdefault("num_batches", 3)
-    return Params(model="ckpt_tiny", device="cpu", num_gpus=gpus, data_format=fmt,
-                  variable_update=mode, optimizer="momentum", num_warmup_batches=0,
-                  display_every=100, **kw)
-
-
-def eval_data(fmt):
-    rng = np.random.default_rng(7)
-    images = rng.standard_normal((NUM_EVAL, 8, 8, 3)).astype(np.float32)
-    labels = rng.integers(0, 10, NUM_EVAL).astype(np.int32)
-    if fmt == "NCHW":
-        images = images.transpose(0, 3, 1, 2)
-    return EvalData(tf.data.Dataset.from_tensor_slices((images, labels)).batch(5), NUM_EVAL,
-                    "test eval set")
-
-
-def evaluate(trainer):
-    return evaluation.Evaluator(trainer).evaluate(eval_data(trainer.data_format),
-                                                  keep_logits=True)
+from helpers.tiny_models import NUM_EVAL, evaluate, tiny_params  # noqa: F401 - registers ckpt_tiny
 
 
 # Each pair changes the mode, the device count and the data format; every one

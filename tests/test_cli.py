@@ -7,12 +7,12 @@ import sys
 import pytest
 
 from towertrain import Params, ParamsError, Trainer
+import helpers.cli
 
 
 def run_cli(*flags, timeout=240):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user
-    return subprocess.run([sys.executable, "-m", "towertrain", *flags], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return helpers.cli.run_cli(*flags, timeout=timeout, env=env)
 
 
 STEP_LINE = re.compile(r"^\d+\timages/sec: \d+\.\d \+/- \d+\.\d \(jitter = \d+\.\d\)\t\d+\.\d{3}"

@@ -12,29 +12,13 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
 
-from conftest import keras_serial_steps
-
-STEPS = 3
-LEARNING_RATE = 0.1
-IMAGE_SHAPE = (6, 6, 2)
-NUM_CLASSES = 4
+from helpers.serial_reference import (IMAGE_SHAPE, LEARNING_RATE, NUM_CLASSES, STEPS,  # noqa: F401
+                                      assert_close, data, keras_serial_steps, tiny_model)
 
 
-def tiny_model():
-    """BN-free conv net: exact equivalence holds only without batch statistics."""
-    return keras.Sequential([
-        keras.Input(IMAGE_SHAPE),
-        keras.layers.Conv2D(3, 3, activation="relu", name="conv"),
-        keras.layers.Flatten(name="flatten"),
-        keras.layers.Dense(NUM_CLASSES, name="logits"),
-    ])
 
 
-def data(global_batch, seed=7):
-    rng = np.random.default_rng(seed)
-    images = rng.standard_normal((STEPS * global_batch,) + IMAGE_SHAPE).astype(np.float32)
-    labels = rng.integers(0, NUM_CLASSES, STEPS * global_batch).astype(np.int32)
-    return images, labels
+
 
 
 def make_optimizer(name):
@@ -70,10 +54,6 @@ def tower_trainer(num_devices, variable_update, all_reduce, optimizer_name, imag
     return trainer, initial
 
 
-def assert_close(actual, expected):
-    for a, e in zip(actual, expected):
-        scale = max(np.abs(e).max(), 1e-3)
-        assert np.abs(a - e).max() <= 1e-5 * scale, (np.abs(a - e).max(), scale)
 
 
 MODES = [("parameter_server", None), ("replicated", "pscpu"), ("replicated", "ring")]

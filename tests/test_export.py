@@ -11,16 +11,11 @@ import pytest
 
 from towertrain import Trainer
 
-import test_checkpoint
+from helpers import tiny_models
+from helpers.cli import driver, run_cli
+from helpers.model_checkpoints import write_checkpoint
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-EXPORT_DRIVER = f"""
-import sys
-sys.path.insert(0, {TESTS_DIR!r})
-import test_checkpoint  # registers ckpt_tiny
-from towertrain.commands import export
-export.run()
-"""
+EXPORT_DRIVER = driver("export")
 # Runs without towertrain importable in spirit: it must not be imported at all.
 LOAD_AND_PREDICT = """
 import sys
@@ -39,11 +34,11 @@ assert not any(name.startswith("towertrain") for name in sys.modules), "towertra
 def test_exported_keras_and_saved_model_match_engine_eval(tmp_path):
     train_dir = str(tmp_path / "train")
     # Trained NCHW on 2 replicas, exported NHWC: the layout changes, the logits do not.
-    trainer = Trainer(test_checkpoint.tiny_params("replicated", 2, "NCHW",
+    trainer = Trainer(tiny_models.tiny_params("replicated", 2, "NCHW",
                                                   train_dir=train_dir))
     trainer.train(write=lambda line: None)
-    engine = test_checkpoint.evaluate(trainer)
-    images = np.concatenate([x.numpy() for x, _ in test_checkpoint.eval_data("NHWC").dataset])
+    engine = tiny_models.evaluate(trainer)
+    images = np.concatenate([x.numpy() for x, _ in tiny_models.eval_data("NHWC").dataset])
 
     keras_file, saved_model = str(tmp_path / "model.keras"), str(tmp_path / "saved")
     done = subprocess.run(
@@ -89,9 +84,8 @@ def _error_lines(stderr):
 
 
 def _cli(*args, timeout=120):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-m", "towertrain.export", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return run_cli(*args, module="towertrain.export", timeout=timeout,
+                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
 def test_cli_help_exits_0_and_lists_the_flags():
@@ -115,10 +109,9 @@ def test_cli_bad_arguments_fail_in_one_line(args, message):
 
 
 def test_model_flag_contradicting_the_run_record_fails_naming_both(tmp_path):
-    import test_export_all_models
     from towertrain.state import export
     train_dir = str(tmp_path / "train")
-    test_export_all_models.write_checkpoint("trivial", train_dir, np.random.RandomState(0))
+    write_checkpoint("trivial", train_dir, np.random.RandomState(0))
     done = _cli(f"--train_dir={train_dir}", f"--output={tmp_path / 'm.keras'}",
                 "--model=cifar_cnn")
     assert done.returncode == 2

@@ -8,26 +8,14 @@ from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
 from towertrain.engine.staging import StagedInput
 
+from helpers.recording import id_model as _id_model, recording_loss as _recording_loss
+
 NUM_EXAMPLES = 103
 GLOBAL_BATCH = 16
 
 
-def _id_model(num_classes, shape=(2, 2, 1)):
-    return keras.Sequential([keras.Input(shape), keras.layers.Flatten(),
-                             keras.layers.Dense(num_classes)])
 
 
-def _recording_loss(seen):
-    """Softmax cross-entropy that also records the labels each tower trains on."""
-    def record(labels):
-        seen.extend(labels.numpy().tolist())
-        return np.float32(0)
-
-    def loss_fn(labels, logits):
-        zero = tf.py_function(record, [labels], tf.float32)
-        return keras.losses.sparse_categorical_crossentropy(
-            labels, logits, from_logits=True) + zero
-    return loss_fn
 
 
 @pytest.mark.parametrize("num_devices", [1, 2, 3, 4])

@@ -7,8 +7,8 @@ from towertrain import Params, Trainer
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.queue_input import QueueInput
 
-from test_input_epochs import _id_model, _recording_loss
-from test_input_readers import _write_cifar
+from helpers.data_files import write_cifar as _write_cifar
+from helpers.recording import id_model as _id_model, recording_loss as _recording_loss
 
 
 def _id_source(count, fail_at=None):

@@ -11,21 +11,14 @@ from towertrain import Params, ParamsError, Trainer
 from towertrain.input_pipeline import cifar10, imagenet
 from towertrain.input_pipeline.arrays import InputError
 
-
-def _write_cifar(path, labels, seed=0):
-    rng = np.random.RandomState(seed)
-    images = rng.randint(0, 256, (len(labels), 3, 32, 32)).astype(np.uint8)
-    records = np.concatenate([np.asarray(labels, np.uint8)[:, None],
-                              images.reshape(len(labels), -1)], axis=1)
-    records.tofile(path)
-    return images
+from helpers.data_files import example, imagenet_dir, solid, write_cifar  # noqa: F401 - a fixture
 
 
 @pytest.fixture
 def cifar_dir(tmp_path):
-    _write_cifar(tmp_path / "data_batch_1.bin", np.arange(12) % 10, seed=1)
-    _write_cifar(tmp_path / "data_batch_2.bin", np.arange(8) % 10, seed=2)
-    images = _write_cifar(tmp_path / "test_batch.bin", [3, 7, 1, 9, 0], seed=3)
+    write_cifar(tmp_path / "data_batch_1.bin", np.arange(12) % 10, seed=1)
+    write_cifar(tmp_path / "data_batch_2.bin", np.arange(8) % 10, seed=2)
+    images = write_cifar(tmp_path / "test_batch.bin", [3, 7, 1, 9, 0], seed=3)
     return tmp_path, images
 
 
@@ -82,18 +75,18 @@ def test_cifar_bad_inputs(tmp_path):
     with pytest.raises(InputError, match="pickle.*never unpickles"):
         cifar10.find_files(str(tmp_path))
     truncated = tmp_path / "data_batch_1.bin"
-    _write_cifar(truncated, [1, 2])
+    write_cifar(truncated, [1, 2])
     truncated.write_bytes(truncated.read_bytes()[:-100])
     with pytest.raises(InputError, match="data_batch_1.bin.*not a whole number"):
         cifar10.dataset_input(str(tmp_path), 4)
-    _write_cifar(truncated, [1, 12, 2])
+    write_cifar(truncated, [1, 12, 2])
     with pytest.raises(InputError, match="data_batch_1.bin: record 1 has label 12"):
         cifar10.dataset_input(str(tmp_path), 4)
 
 
 def test_cli_truncated_cifar_exits_nonzero_naming_the_file(tmp_path):
     path = tmp_path / "data_batch_1.bin"
-    _write_cifar(path, [1, 2])
+    write_cifar(path, [1, 2])
     path.write_bytes(path.read_bytes()[:-1])
     proc = subprocess.run(
         [sys.executable, "-m", "towertrain", f"--data_dir={tmp_path}", "--data_name=cifar10",
@@ -115,36 +108,6 @@ def test_trainer_on_cifar_files_nchw_two_devices(cifar_dir):
 
 
 # ImageNet TFRecords ---------------------------------------------------------
-
-def _example(image, label, bbox=None):
-    feature = {
-        "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
-            value=[tf.io.encode_jpeg(image, quality=100).numpy()])),
-        "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-    }
-    for i, key in enumerate(("ymin", "xmin", "ymax", "xmax")):
-        values = [] if bbox is None else [bbox[i]]
-        feature[f"image/object/bbox/{key}"] = tf.train.Feature(
-            float_list=tf.train.FloatList(value=values))
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
-
-
-def _solid(color, height=40, width=52):
-    return tf.constant(np.tile(np.array(color, np.uint8), (height, width, 1)))
-
-
-@pytest.fixture
-def imagenet_dir(tmp_path):
-    for shard in range(2):
-        with tf.io.TFRecordWriter(str(tmp_path / f"train-{shard:05d}-of-00002")) as w:
-            for i in range(5):
-                bbox = (0.1, 0.2, 0.9, 0.8) if i % 2 else None
-                w.write(_example(_solid((20 * i, 100, 200)), 1 + (i + shard) % 4, bbox))
-    with tf.io.TFRecordWriter(str(tmp_path / "validation-00000-of-00001")) as w:
-        w.write(_example(_solid((200, 40, 100)), 3))
-        w.write(_example(_solid((10, 250, 60)), 4))
-    return tmp_path
-
 
 def test_imagenet_eval_decodes_known_color_and_label(imagenet_dir):
     source = imagenet.dataset_input(str(imagenet_dir), global_batch=2, image_size=24,

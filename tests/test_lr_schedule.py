@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import cifar_files
-from test_equivalence import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
+from helpers import cifar_files
+from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
 from towertrain import Callback, Params, Trainer
 from towertrain.recipe import lr_schedule
 from towertrain.callbacks import default_callbacks

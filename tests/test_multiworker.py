@@ -16,6 +16,9 @@ import time
 
 import numpy as np
 
+import helpers.cli
+from helpers.ports import free_ports
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUM_EXAMPLES, PER_DEVICE, IMAGE = 34, 4, (32, 32, 3)  # 34 = 16 + 16 + 2: an uneven last batch
 GLOBAL_BATCH = PER_DEVICE * 4
@@ -37,18 +40,10 @@ def _params(**changes):
     return Params(**base)
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def _hosts(count=2):
-    return ",".join(f"127.0.0.1:{port}" for port in _free_ports(count))
+    return ",".join(f"127.0.0.1:{port}" for port in free_ports(count))
 
 
 def _env():
@@ -139,12 +134,12 @@ def test_two_workers_equal_one_process_with_four_devices(tmp_path):
 
 
 def _cli(hosts, task, train_dir, log_path, num_batches):
-    args = [sys.executable, "-m", "towertrain", "--model=trivial", "--device=cpu",
+    args = helpers.cli.command("--model=trivial", "--device=cpu",
             "--num_gpus=1", "--batch_size=8", f"--num_batches={num_batches}",
             "--num_warmup_batches=2", "--display_every=1",
             "--variable_update=collective_all_reduce", f"--worker_hosts={hosts}",
             f"--task_index={task}", "--collective_timeout_secs=10",
-            f"--train_dir={train_dir}", "--save_model_steps=5"]
+            f"--train_dir={train_dir}", "--save_model_steps=5")
     log = open(log_path, "w")
     return subprocess.Popen(args, cwd=REPO, env=_env(), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_bite_placement import (all_ops, data_ancestors, gpu_trainer, place, ps_input,
-                                 ps_model, updates_by_variable)
-from test_equivalence import STEPS, assert_close, data, tiny_model
+from helpers.gpu_graph import gpu_trainer, ps_input, ps_model
+from helpers.graph_walks import all_ops, data_ancestors, place, updates_by_variable
+from helpers.serial_reference import STEPS, assert_close, data, tiny_model
 from towertrain import Params, Trainer
 from towertrain.recipe import gradients
 from towertrain.input_pipeline import from_arrays

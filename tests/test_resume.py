@@ -17,22 +17,14 @@ import tensorflow as tf
 from towertrain import Trainer
 from towertrain.callbacks import Checkpointer
 
-import test_checkpoint
+from helpers import tiny_models
+from helpers.checkpoint_files import latest_step
+from helpers.cli import driver
 
 pytestmark = pytest.mark.slow
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 # The CLI with the tests' tiny model registered and deterministic kernels.
-DRIVER = f"""
-import os, sys
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf
-tf.config.experimental.enable_op_determinism()
-sys.path.insert(0, {TESTS_DIR!r})
-import test_checkpoint  # registers ckpt_tiny
-from towertrain.commands import train as cli
-cli.run()
-"""
+DRIVER = driver("train", deterministic=True)
 COMMON = ["--model=ckpt_tiny", "--device=cpu", "--num_gpus=2", "--variable_update=replicated",
           "--optimizer=momentum", "--num_warmup_batches=0", "--batch_size=3",
           "--display_every=1"]
@@ -46,14 +38,6 @@ def environment():
     return dict(os.environ, PYTHONUNBUFFERED="1")
 
 
-def latest_step(train_dir):
-    """The step of the latest complete checkpoint, read without TensorFlow."""
-    try:
-        with open(os.path.join(train_dir, "checkpoint")) as f:
-            found = re.search(r'^model_checkpoint_path: ".*ckpt-(\d+)"', f.read(), re.M)
-    except FileNotFoundError:
-        return 0
-    return int(found.group(1)) if found else 0
 
 
 def saved_tensors(train_dir):
@@ -99,7 +83,7 @@ def test_nan_loss_stops_without_saving_and_previous_checkpoint_restores(tmp_path
     trivial = "--model=trivial"  # no batch norm to tame a huge learning rate (last flag wins)
     # The checkpoint to fall back to, written in this process as COMMON's flags
     # train (the CLI runs the same Trainer.train): the claim is the CLI run below.
-    first = Trainer(test_checkpoint.tiny_params(train_dir=train_dir, num_batches=4,
+    first = Trainer(tiny_models.tiny_params(train_dir=train_dir, num_batches=4,
                                                 batch_size=3).replace(model="trivial"))
     try:
         first.train(write=lambda line: None)
@@ -121,6 +105,6 @@ def test_nan_loss_stops_without_saving_and_previous_checkpoint_restores(tmp_path
     for name in before:
         np.testing.assert_array_equal(after[name], before[name])
 
-    trainer = Trainer(test_checkpoint.tiny_params(train_dir=train_dir).replace(model="trivial"))
+    trainer = Trainer(tiny_models.tiny_params(train_dir=train_dir).replace(model="trivial"))
     assert Checkpointer(trainer, train_dir).restore_latest().endswith("ckpt-4")
     assert all(np.all(np.isfinite(v.numpy())) for v in trainer.variables.primary_variables()[0])

@@ -6,7 +6,7 @@ import tensorflow as tf
 from towertrain import Trainer
 from towertrain.input_pipeline import from_arrays
 
-import test_checkpoint
+from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 
 
 def make_trainer(train_dir, num_batches, **kw):
@@ -16,7 +16,7 @@ def make_trainer(train_dir, num_batches, **kw):
     labels = rng.integers(0, 10, 36).astype(np.int32)
     # staging_depth=0: staged batches are drawn ahead of training and would be
     # skipped on resume (the iterator has moved past them).
-    params = test_checkpoint.tiny_params("parameter_server", 2, train_dir=train_dir,
+    params = tiny_models.tiny_params("parameter_server", 2, train_dir=train_dir,
                                          num_batches=num_batches, staging_depth=0, **kw)
     return Trainer(params, input_source=from_arrays(images, labels, 6, shuffle=True, seed=5))
 
@@ -42,7 +42,7 @@ def test_eval_during_training_prints_accuracy(tmp_path):
     lines = []
     trainer = make_trainer(str(tmp_path), 4, eval_during_training_every_n_steps=2)
     trainer.train(write=lines.append,
-                  eval_data=test_checkpoint.eval_data(trainer.data_format))
+                  eval_data=tiny_models.eval_data(trainer.data_format))
     evals = [line for line in lines if line.startswith("Accuracy @ 1 = ")]
     assert len(evals) == 2 and "(step 4)" in evals[-1]
-    assert evals[-1].endswith(f"[{test_checkpoint.NUM_EVAL} examples, test eval set]")
+    assert evals[-1].endswith(f"[{tiny_models.NUM_EVAL} examples, test eval set]")

@@ -18,8 +18,9 @@ from towertrain import Callback, Params, Trainer
 from towertrain.callbacks import summaries as summaries_lib
 from towertrain.input_pipeline import from_arrays
 
-import test_checkpoint
-import test_input_wait
+from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
+from helpers import slow_input
+import helpers.cli
 
 SCALARS = {"loss", "learning_rate", "images_per_sec", "gradient_norm", "accuracy/top1",
            "input_wait_share"}
@@ -72,7 +73,7 @@ def train(train_dir, lines=None, eval_data=None, **kw):
 
 def test_verbosity_1_writes_every_scalar_on_the_grid_and_eval_under_eval(tmp_path):
     lines = []
-    trainer, result = train(tmp_path, lines, eval_data=test_checkpoint.eval_data("NHWC"),
+    trainer, result = train(tmp_path, lines, eval_data=tiny_models.eval_data("NHWC"),
                             summary_verbosity=1, use_fp16=True, num_warmup_batches=2,
                             learning_rate_schedule="cosine",
                             num_batches=4, eval_during_training_every_n_steps=3)
@@ -107,7 +108,7 @@ def _event_files(directory):
 
 def test_summary_dir_gets_the_events_and_without_fp16_there_is_no_loss_scale(tmp_path):
     summary_dir, train_dir = tmp_path / "summaries", tmp_path / "train"
-    train(train_dir, eval_data=test_checkpoint.eval_data("NHWC"), summary_verbosity=1,
+    train(train_dir, eval_data=tiny_models.eval_data("NHWC"), summary_verbosity=1,
           summary_dir=str(summary_dir), num_batches=4, eval_during_training_every_n_steps=4)
     assert set(by_tag(summary_dir)) == SCALARS  # no loss_scale: nothing scales the loss
     assert set(by_tag(summary_dir / "eval")) == {"accuracy/top1", "accuracy/top5"}
@@ -116,7 +117,7 @@ def test_summary_dir_gets_the_events_and_without_fp16_there_is_no_loss_scale(tmp
 
 
 def test_verbosity_0_writes_no_event_files(tmp_path):
-    train(tmp_path, eval_data=test_checkpoint.eval_data("NHWC"), num_batches=4,
+    train(tmp_path, eval_data=tiny_models.eval_data("NHWC"), num_batches=4,
           eval_during_training_every_n_steps=2)
     assert Params().summary_verbosity == 0  # the default: off
     assert glob.glob(str(tmp_path / "ckpt-4.index")) and not _event_files(tmp_path)
@@ -148,10 +149,7 @@ def test_histograms_of_gradients_at_2_and_weights_at_3(tmp_path, verbosity):
 
 
 def cli(*args):
-    done = subprocess.run([sys.executable, "-m", "towertrain", *args], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return helpers.cli.run_cli(*args, timeout=300, check=True).stdout
 
 
 def test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step(tmp_path):
@@ -332,7 +330,7 @@ def _measured(shares, steps):
 def _true(shares, steps, latency_s):
     """Each interval's true share, independent of the wait the step reports:
     every step waited for one batch of `latency_s`, over the steps' wall time."""
-    return {step: test_input_wait.true_share(latency_s, [steps[s][1] for s in covered])
+    return {step: slow_input.true_share(latency_s, [steps[s][1] for s in covered])
             for step, covered in _intervals(shares).items()}
 
 
@@ -351,23 +349,23 @@ def _over_the_run(shares, steps):
 def test_the_wait_share_on_step_lines_and_in_summaries_is_the_true_one(
         tmp_path, latency_s, compute_s, num_gpus, expect):
     printed, summarized, steps = _wait_shares(
-        tmp_path, test_input_wait.SlowInput(latency_s), test_input_wait._model(compute_s),
+        tmp_path, slow_input.SlowInput(latency_s), slow_input.model(compute_s),
         num_gpus=num_gpus, staging_depth=0)
     # The lines print whole percents: their shares are the steps' to +-0.005.
     assert printed == pytest.approx(_measured(printed, steps), abs=0.006), printed
     assert summarized == pytest.approx(_measured(summarized, steps), abs=1e-6), summarized
     # Against the true share (each step waited latency_s for its batch), over
-    # the run to test_input_wait.TOLERANCE; each line or summary (one or two
+    # the run to slow_input.TOLERANCE; each line or summary (one or two
     # steps) to 0.1: one step can carry a scheduling delay of the input's
     # thread (measured up to 0.05 with the CPUs busy). A wait that counts the
     # compute, or leaves out the get, is off by ~0.5 in the balanced case.
     timed = range(3, 11)
-    true = test_input_wait.true_share(latency_s, [steps[s][1] for s in timed])
+    true = slow_input.true_share(latency_s, [steps[s][1] for s in timed])
     low, high = expect
     assert low < true < high, [steps[s] for s in timed]
     for shares in (printed, summarized):
         assert _over_the_run(shares, steps) == pytest.approx(
-            true, abs=test_input_wait.TOLERANCE + 0.005), (shares, true)
+            true, abs=slow_input.TOLERANCE + 0.005), (shares, true)
         assert shares == pytest.approx(_true(shares, steps, latency_s), abs=0.1), shares
 
 

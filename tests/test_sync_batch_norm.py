@@ -15,7 +15,7 @@ from towertrain.engine import lockstep
 from towertrain.input_pipeline import from_arrays
 from towertrain.models import FusedBatchNormalization
 
-from conftest import keras_serial_steps
+from helpers.serial_reference import keras_serial_steps
 
 STEPS = 3
 LEARNING_RATE = 0.1

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer
 
-import test_checkpoint  # noqa: F401 - registers ckpt_tiny
+from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 
 DEVICES = {"/device:CPU:0", "/device:CPU:1"}
 

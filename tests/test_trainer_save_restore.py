@@ -6,7 +6,7 @@ import pytest
 import towertrain
 from towertrain.state import checkpoint as ckpt_lib
 
-import test_checkpoint  # registers the tiny model ckpt_tiny
+from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 
 
 def _copies(trainer):
@@ -15,13 +15,13 @@ def _copies(trainer):
 
 
 def test_save_then_restore_into_another_mode_and_device_count(tmp_path):
-    trained = towertrain.Trainer(test_checkpoint.tiny_params("replicated", 2))
+    trained = towertrain.Trainer(tiny_models.tiny_params("replicated", 2))
     for _ in range(3):
         trained.step()
     path = trained.save(str(tmp_path / "mine"))
     assert path.endswith("mine")
 
-    other = towertrain.Trainer(test_checkpoint.tiny_params("parameter_server", 1))
+    other = towertrain.Trainer(tiny_models.tiny_params("parameter_server", 1))
     other.restore(path)
     assert other.global_step() == trained.global_step() == 3
     for got, want in zip(_copies(other)[0], _copies(trained)[0]):
@@ -32,7 +32,7 @@ def test_save_then_restore_into_another_mode_and_device_count(tmp_path):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     # Training continues from there: the same configuration restored takes the
     # same next step (momentum slots and the step came along).
-    same = towertrain.Trainer(test_checkpoint.tiny_params("replicated", 2))
+    same = towertrain.Trainer(tiny_models.tiny_params("replicated", 2))
     same.restore(path)
     a, b = trained.step(), same.step()
     assert a.loss == pytest.approx(b.loss, rel=1e-6)
@@ -41,7 +41,7 @@ def test_save_then_restore_into_another_mode_and_device_count(tmp_path):
 
 
 def test_restore_of_another_models_checkpoint_names_the_variables(tmp_path):
-    path = towertrain.Trainer(test_checkpoint.tiny_params()).save(str(tmp_path / "c"))
+    path = towertrain.Trainer(tiny_models.tiny_params()).save(str(tmp_path / "c"))
     keras.utils.set_random_seed(0)
     trivial = towertrain.Trainer(towertrain.Params(model="trivial", device="cpu",
                                                    batch_size=2))

@@ -17,8 +17,9 @@ from towertrain.state import export
 from towertrain.input_pipeline import cifar10, imagenet, queue_input
 from towertrain.input_pipeline.arrays import InputError
 
-import cifar_files
-from test_input_readers import imagenet_dir  # noqa: F401 - a fixture
+from helpers import cifar_files
+from helpers.data_files import imagenet_dir  # noqa: F401 - a fixture
+import helpers.cli
 
 NUM_TRAIN, NUM_TEST = 600, 97
 DEVICES = ["--device=cpu", "--num_gpus=2"]
@@ -36,11 +37,7 @@ def train_in_process(**settings):
 
 
 def cli(*args, check=True):
-    done = subprocess.run([sys.executable, "-m", "towertrain", *args], capture_output=True,
-                          text=True, timeout=600)
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+    return helpers.cli.run_cli(*args, timeout=600, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +139,7 @@ def test_eval_reads_the_test_records_in_file_order_with_eval_preprocessing(tmp_p
 
 def test_imagenet_eval_reads_validation_shards_in_file_order(imagenet_dir):  # noqa: F811
     with tf.io.TFRecordWriter(str(imagenet_dir / "validation-00001-of-00002")) as w:
-        from test_input_readers import _example, _solid
+        from helpers.data_files import example as _example, solid as _solid
         for label in (1, 2, 3):
             w.write(_example(_solid((90, 90, 90)), label))
     data = imagenet.eval_data(str(imagenet_dir), batch_size=2, image_size=16, num_classes=4)

@@ -27,7 +27,8 @@ from towertrain.state.checkpoint import CheckpointError
 from towertrain.errors import TrainingDivergedError
 from towertrain.input_pipeline import from_arrays
 
-import test_checkpoint  # registers ckpt_tiny (conv + fused BN + dense)
+from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
+import helpers.cli
 
 
 def _quiet(line):
@@ -39,7 +40,7 @@ def _environment():
 
 
 def _cli(*flags):
-    return [sys.executable, "-m", "towertrain", *flags]
+    return helpers.cli.command(*flags)
 
 
 # ---------------------------------------------------------------------------
@@ -90,7 +91,7 @@ def _every_copy(trainer):
 @pytest.mark.parametrize("mode", ["replicated", "parameter_server"])
 def test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy(mode):
     poison = tf.Variable(False)
-    trainer = Trainer(test_checkpoint.tiny_params(mode, 2),
+    trainer = Trainer(tiny_models.tiny_params(mode, 2),
                       loss_fn=_switchable_nan_gradient_loss(poison))
     # A normal step first: slots and batch-norm statistics hold non-initial values.
     assert trainer.step().finite
@@ -246,7 +247,7 @@ def test_the_users_model_holds_the_trained_weights():
     images = rng.randn(16, 4, 4, 3).astype(np.float32)
     labels = rng.randint(0, 5, 16).astype(np.int32)
     keras.utils.set_random_seed(5)
-    model = test_checkpoint.build_tiny(5, "channels_last", 4)  # has batch norm
+    model = tiny_models.build_tiny(5, "channels_last", 4)  # has batch norm
     before = model.predict(images, verbose=0)
     params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     optimizer="momentum", num_warmup_batches=0, num_batches=3,

@@ -18,7 +18,7 @@ from towertrain.callbacks import Callback
 from towertrain.input_pipeline import DatasetInput, InputError, QueueInput
 from towertrain.engine.staging import StagedInput
 
-import cifar_files
+from helpers import cifar_files
 
 FEEDER_PREFIX = "towertrain_feeder"
 NO_HANG_SECS = 30

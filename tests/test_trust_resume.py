@@ -19,8 +19,8 @@ from towertrain.callbacks import Callback
 from towertrain.input_pipeline import from_arrays
 from towertrain.input_pipeline.queue_input import QueueInput
 
-import cifar_files
-from test_resume import latest_step
+from helpers import cifar_files
+from helpers.checkpoint_files import latest_step
 
 DRIVER = """
 import os, sys

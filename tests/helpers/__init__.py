@@ -1,0 +1,1 @@
+"""Shared pieces of the test suite (on sys.path through pytest's pythonpath = tests)."""

@@ -1,0 +1,35 @@
+"""A Trainer traced for 4 absent GPUs, and the small parameter-server model and
+input whose variable sizes make the greedy spread unambiguous."""
+import keras
+import numpy as np
+
+from towertrain import Params, Trainer
+from towertrain.input_pipeline import from_arrays
+
+NUM_GPUS = 4
+
+
+def gpu_trainer(model=None, input_source=None, **overrides):
+    overrides.setdefault("variable_update", "replicated")
+    params = Params(model="trivial", device="gpu", num_gpus=NUM_GPUS, batch_size=2,
+                    **overrides)
+    return Trainer(params, model=model, input_source=input_source, check_devices=False)
+
+
+def ps_model():
+    """Variables of distinct sizes (50, 5, 20, 4, 12, 3): the greedy spread has
+    no ties, so the expected GPU of each variable is unambiguous."""
+    return keras.Sequential([
+        keras.Input((1, 1, 10)),
+        keras.layers.Flatten(name="flatten"),
+        keras.layers.Dense(5, name="d1"),
+        keras.layers.Dense(4, name="d2"),
+        keras.layers.Dense(3, name="logits"),
+    ], name="ps_tiny")
+
+
+def ps_input():
+    rng = np.random.default_rng(1)
+    images = rng.standard_normal((16, 1, 1, 10)).astype(np.float32)
+    return from_arrays(images, rng.integers(0, 3, 16).astype(np.int32), 8)
+
