@@ -54,7 +54,7 @@ def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
     if cluster.num_workers == 1 and cluster is SINGLE:
         return cluster
     from tensorflow.core.protobuf import cluster_pb2, tensorflow_server_pb2
-    from tensorflow.python.eager import context
+    from towertrain import private_api
 
     from towertrain.engine import devices as devices_lib
     if device == "cpu" and num_local_devices:
@@ -74,7 +74,7 @@ def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
         # The server makes the task's devices from its session config; the
         # eager logical-device configuration alone leaves it one CPU.
         server_def.default_session_config.device_count["CPU"] = num_local_devices
-    ctx = context.context()
+    ctx = private_api.eager_context()
     ctx.configure_collective_ops(collective_leader=cluster.task_name(0),
                                  scoped_allocator_enabled_ops=(),
                                  use_nccl_communication=False)
