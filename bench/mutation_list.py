@@ -6,8 +6,8 @@ import collections
 Mutation = collections.namedtuple("Mutation", "name file old new tests")
 
 T = "tests/"
-DOORS = T + "test_input_doors.py::"
-CHECKS = T + "test_model_checks.py::"
+DOORS = T + "input/test_input_doors.py::"
+CHECKS = T + "engine/test_model_checks.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -16,32 +16,32 @@ MUTATIONS = [
         "            after_get(batches)\n        if put:\n            self._put_all()\n",
         "        if put:\n            self._put_all()\n        batches = self._get_all()\n"
         "        if after_get is not None:\n            after_get(batches)\n",
-        [T + "test_bite_staging.py"]),
+        [T + "engine/test_staging.py"]),
     # 3. The global batch sliced on /gpu:0 instead of the CPU.
     Mutation(
         "slice_on_gpu0", "input_pipeline/slicing.py",
         '    with tf.device("/cpu:0"):\n        if batch is not None:',
         '    with tf.device("/gpu:0"):\n        if batch is not None:',
-        [T + "test_bite_placement.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
+        [T + "engine/test_placement_graph.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
     # 3b. Slices not copied to their devices (every tower reads from the CPU).
     Mutation(
         "slices_stay_on_cpu", "input_pipeline/slicing.py",
         "        with tf.device(device):\n            per_device.append(",
         '        with tf.device("/cpu:0"):\n            per_device.append(',
-        [T + "test_bite_placement.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
+        [T + "engine/test_placement_graph.py::test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice"]),
     # 4a. parameter_server, --local_parameter_device=gpu: everything on /gpu:0.
     Mutation(
         "ps_gpu_all_on_gpu0", "towertrain/engine/variable_mgr/parameter_server.py",
         "            self.parameter_devices = list(self.devices)",
         '            self.parameter_devices = ["/gpu:0"]',
-        [T + "test_bite_placement.py::test_parameter_server_gpu_spreads_variables_sums_and_updates_largest_first"]),
+        [T + "engine/test_placement_graph.py::test_parameter_server_gpu_spreads_variables_sums_and_updates_largest_first"]),
     # 4b. parameter_server, --local_parameter_device=cpu: everything on /gpu:3.
     Mutation(
         "ps_cpu_on_gpu3", "towertrain/engine/variable_mgr/parameter_server.py",
         '            self.parameter_devices = ["/cpu:0"]',
         '            self.parameter_devices = ["/gpu:3"]',
-        [T + "test_bite_placement.py::test_parameter_server_cpu_keeps_sums_and_updates_on_cpu0_in_a_gpu_graph",
-         T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
+        [T + "engine/test_placement_graph.py::test_parameter_server_cpu_keeps_sums_and_updates_on_cpu0_in_a_gpu_graph",
+         T + "engine/test_placement_graph.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
     # 4c. Only the variables created on /gpu:3, sums and updates still on the
     # CPU: soft placement moves them back to the CPU in a GPU trace, so only
     # the run with soft placement off can see it.
@@ -49,68 +49,68 @@ MUTATIONS = [
         "ps_cpu_variables_created_on_gpu3", "towertrain/engine/variable_mgr/parameter_server.py",
         "            new_variables([t.value], [t], self.parameter_devices[d], True)[0]",
         '            new_variables([t.value], [t], "/gpu:3", True)[0]',
-        [T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
+        [T + "engine/test_placement_graph.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
     # 4d. parameter_server, cpu: variables on the last device (/cpu:3 here).
     Mutation(
         "ps_cpu_on_last_device", "towertrain/engine/variable_mgr/parameter_server.py",
         '            self.parameter_devices = ["/cpu:0"]',
         "            self.parameter_devices = [self.devices[-1]]",
-        [T + "test_bite_placement.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
+        [T + "engine/test_placement_graph.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
     # 5a. Ring reduce-scatter: each hop's add on the chunk's first device.
     Mutation(
         "ring_adds_on_wrong_device", "towertrain/engine/allreduce/ring.py",
         "                with tf.device(devices[holder]):\n                    partial[c] = partial[c] + chunks[holder][c]",
         "                with tf.device(devices[c]):\n                    partial[c] = partial[c] + chunks[holder][c]",
-        [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
+        [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
     # 5b. Ring all-gather: the copies made on the owner instead of the receiver.
     Mutation(
         "ring_gather_on_wrong_device", "towertrain/engine/allreduce/ring.py",
         "                with tf.device(devices[holder]):\n                    gathered[holder][c] = tf.identity(",
         "                with tf.device(devices[owner]):\n                    gathered[holder][c] = tf.identity(",
-        [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
+        [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
     # 5c. Ring: a hop adds the previous holder's piece instead of its own.
     Mutation(
         "ring_adds_wrong_piece", "towertrain/engine/allreduce/ring.py",
         "partial[c] = partial[c] + chunks[holder][c]",
         "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
-        [T + "test_bite_placement.py::test_ring_hops_run_on_the_ring_positions"]),
+        [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
     # 2. Batch-norm moving statistics from the last tower instead of tower 0.
     Mutation(
         "bn_stats_from_last_tower", "towertrain/engine/variable_mgr/base.py",
         "    for i, values in enumerate(tower_non_trainable):",
         "    for i, values in reversed(list(enumerate(tower_non_trainable))):",
-        [T + "test_bite_batchnorm.py"]),
+        [T + "engine/test_batch_norm_numbers.py"]),
     # 2b. replicated: each copy keeps its own tower's statistics (copies drift).
     Mutation(
         "replicated_bn_each_copy_its_own", "towertrain/engine/variable_mgr/replicated.py",
         "                update = functools.partial(self._update, i, clipped, source)",
         "                update = functools.partial(self._update, i, clipped,\n"
         "                                           tower_non_trainable[i] or source)",
-        [T + "test_bite_batchnorm.py"]),
+        [T + "engine/test_batch_norm_numbers.py"]),
     # 2c. independent: every copy takes tower 0's statistics.
     Mutation(
         "independent_bn_from_tower0", "towertrain/engine/variable_mgr/independent.py",
         "assign_all(self._non_trainable[i], tower_non_trainable[i])",
         "assign_all(self._non_trainable[i], tower_non_trainable[0])",
-        [T + "test_bite_batchnorm.py"]),
+        [T + "engine/test_batch_norm_numbers.py"]),
     # 7a. The fused layer's unknown-batch path raises.
     Mutation(
         "fused_bn_unknown_batch_raises", "models/layers.py",
         "            shape = tf.shape(inputs)\n",
         '            raise ValueError("batch size unknown")\n',
-        [T + "test_bite_batchnorm.py"]),
+        [T + "engine/test_batch_norm_numbers.py"]),
     # 7b. The fused layer's unknown-batch path drops its variance correction.
     Mutation(
         "fused_bn_unknown_batch_no_variance_correction", "models/layers.py",
         "            variance = unbiased_variance * (count - 1.0) / tf.maximum(count, 1.0)",
         "            variance = unbiased_variance",
-        [T + "test_bite_batchnorm.py"]),
+        [T + "engine/test_batch_norm_numbers.py"]),
     # 7c. The same on the static-shape path.
     Mutation(
         "fused_bn_static_batch_no_variance_correction", "models/layers.py",
         "            variance = unbiased_variance * ((count - 1.0) / max(count, 1.0))",
         "            variance = unbiased_variance",
-        [T + "test_bite_batchnorm.py"]),
+        [T + "engine/test_batch_norm_numbers.py"]),
     # 6a. CIFAR training augmentation reduced to standardization.
     Mutation(
         "cifar_train_standardize_only", "input_pipeline/preprocessing.py",
@@ -118,57 +118,57 @@ MUTATIONS = [
         "    image = tf.image.stateless_random_crop(image, [CIFAR_SIZE, CIFAR_SIZE, 3], crop_seed)\n"
         "    image = tf.image.stateless_random_flip_left_right(image, flip_seed)\n",
         "",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6b. CIFAR training without the flip.
     Mutation(
         "cifar_train_no_flip", "input_pipeline/preprocessing.py",
         "    image = tf.image.stateless_random_flip_left_right(image, flip_seed)\n"
         "    return tf.image.per_image_standardization(image)",
         "    return tf.image.per_image_standardization(image)",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6c. CIFAR training crop without the padding (the crop is the whole image).
     Mutation(
         "cifar_train_no_pad", "input_pipeline/preprocessing.py",
         "    image = tf.pad(image, [[CIFAR_PAD, CIFAR_PAD], [CIFAR_PAD, CIFAR_PAD], [0, 0]])\n",
         "",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6d. One fixed seed for every example's crop and flip.
     Mutation(
         "cifar_augmentation_seed_fixed", "input_pipeline/preprocessing.py",
         "    crop_seed, flip_seed = tf.unstack(_split_seed(seed, 2))",
         "    crop_seed, flip_seed = tf.unstack(_split_seed(tf.constant([7, 7]), 2))",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6e. CIFAR eval augmented too (deterministically).
     Mutation(
         "cifar_eval_augmented", "input_pipeline/preprocessing.py",
         "def cifar_eval(image):\n    return tf.image.per_image_standardization(image)",
         "def cifar_eval(image):\n    return cifar_train(image, tf.constant([1, 2], tf.int64))",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6f. ImageNet training preprocessing replaced by the eval path.
     Mutation(
         "imagenet_train_is_eval", "input_pipeline/preprocessing.py",
         "    box_seed, flip_seed = tf.unstack(_split_seed(seed, 2))\n",
         "    return imagenet_eval(encoded, image_size)\n",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6g. ImageNet training without the flip.
     Mutation(
         "imagenet_train_no_flip", "input_pipeline/preprocessing.py",
         "    image = tf.image.stateless_random_flip_left_right(image, flip_seed)\n"
         "    return tf.clip_by_value(image, 0.0, 255.0) / 127.5 - 1.0",
         "    return tf.clip_by_value(image, 0.0, 255.0) / 127.5 - 1.0",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 6h. ImageNet eval crop fraction changed (central 100% instead of 87.5%).
     Mutation(
         "imagenet_eval_no_central_crop", "input_pipeline/preprocessing.py",
         "    image = tf.image.central_crop(image, IMAGENET_EVAL_CROP)\n",
         "",
-        [T + "test_bite_preprocessing.py"]),
+        [T + "input/test_preprocessing.py"]),
     # 8a. Optimizer slot discovery disabled: checkpoints hold no slots.
     Mutation(
         "checkpoint_optimizer_slots_empty", "towertrain/state/checkpoint.py",
         "    slots = {id(v): {} for _, v in prefixes}\n",
         "    slots = {id(v): {} for _, v in prefixes}\n    return slots\n",
-        [T + "test_bite_checkpoint.py"]),
+        [T + "state/test_checkpoint_files.py"]),
     # 8b. A restore does not copy the slots to the other replicas.
     Mutation(
         "restore_does_not_sync_slots", "towertrain/state/checkpoint.py",
@@ -176,38 +176,38 @@ MUTATIONS = [
         "                        slot.assign(source[name])",
         "                    if name in source and slot is not source[name]:\n"
         "                        pass",
-        [T + "test_bite_checkpoint.py"]),
+        [T + "state/test_checkpoint_files.py"]),
     # 8c. A failed restore writes the fresh state over the damaged checkpoint.
     Mutation(
         "failed_restore_rewrites_checkpoint", "towertrain/state/checkpoint.py",
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n",
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
-        [T + "test_bite_checkpoint.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+        [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
         "saver = CheckpointSaver(Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep),",
         "saver = CheckpointSaver(Checkpointer(trainer, p.train_dir),",
-        [T + "test_bite_cli.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
+        [T + "commands/test_cli_checkpoints.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
     # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
     Mutation(
         "eval_checkpoint_flag_ignored", "towertrain/commands/evaluate.py",
         "    path = ckpt_lib.resolve(p.train_dir, p.checkpoint)",
         "    path = ckpt_lib.resolve(p.train_dir, None)",
-        [T + "test_bite_cli.py::test_eval_checkpoint_flag_evaluates_that_older_checkpoint"]),
+        [T + "commands/test_cli_checkpoints.py::test_eval_checkpoint_flag_evaluates_that_older_checkpoint"]),
     # --save_model_secs ignored.
     Mutation(
         "save_model_secs_ignored", "towertrain/callbacks/checkpointing.py",
         "        elif self.save_secs and self._pending_step is None and (",
         "        elif False and self.save_secs and self._pending_step is None and (",
-        [T + "test_bite_cli.py::test_save_model_secs_saves_during_the_run"]),
+        [T + "commands/test_cli_checkpoints.py::test_save_model_secs_saves_during_the_run"]),
     # --save_model_secs saves every step.
     Mutation(
         "save_model_secs_every_step", "towertrain/callbacks/checkpointing.py",
         "                time.monotonic() - self._last_save_time >= self.save_secs):",
         "                time.monotonic() - self._last_save_time >= 0):",
-        [T + "test_bite_cli.py::test_save_model_secs_saves_during_the_run"]),
+        [T + "commands/test_cli_checkpoints.py::test_save_model_secs_saves_during_the_run"]),
     # 9. Eval scores the training split instead of test_batch.bin.
     Mutation(
         "eval_reads_train_split", "input_pipeline/cifar10.py",
@@ -215,32 +215,32 @@ MUTATIONS = [
         "for f in files)\n\n    def eval_map",
         "    files = find_files(data_dir, train=True)\n    num_examples = sum(check_file(f) "
         "for f in files)\n\n    def eval_map",
-        [T + "test_trust_eval.py"]),
+        [T + "state/test_eval_checked.py"]),
     # 9b. An input without an eval split silently scores something else.
     Mutation(
         "eval_missing_split_not_an_error", "towertrain/engine/evaluation.py",
         '        raise InputError(f"cannot evaluate: {err}") from err',
         "        return None",
-        [T + "test_trust_eval.py::test_missing_test_split_is_an_error_naming_the_file",
-         T + "test_trust_eval.py::test_an_input_without_an_eval_split_is_an_error_not_a_stand_in"]),
+        [T + "state/test_eval_checked.py::test_missing_test_split_is_an_error_naming_the_file",
+         T + "state/test_eval_checked.py::test_an_input_without_an_eval_split_is_an_error_not_a_stand_in"]),
     # Exact resume with staging: checkpoints taken with batches still staged.
     Mutation(
         "staging_ignores_save_fences", "towertrain/engine/staging.py",
         "        ahead = [f for f in self._fences if f > self.consumed]",
         "        ahead = []",
-        [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
+        [T + "state/test_resume_epochs.py::test_every_example_once_per_epoch_across_an_interruption"]),
     # Non-finite gradients applied anyway.
     Mutation(
         "nonfinite_step_applied", "towertrain/engine/tower.py",
         "    return tf.reduce_all(tf.stack(checks))",
         "    return tf.constant(True)",
-        [T + "test_trust_guards.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
+        [T + "callbacks/test_guards.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
     # Every tower draws tower 0's dropout masks.
     Mutation(
         "towers_share_dropout_masks", "towertrain/engine/tower.py",
         "    if tower == 0 or not indices:",
         "    if True:",
-        [T + "test_trust_guards.py::test_towers_draw_independent_dropout_masks"]),
+        [T + "callbacks/test_guards.py::test_towers_draw_independent_dropout_masks"]),
     # Sync batch norm: each tower differentiates only its own loss (misses
     # what its slice contributed to the other towers' statistics).
     Mutation(
@@ -249,50 +249,50 @@ MUTATIONS = [
         "                         unconnected_gradients=tf.UnconnectedGradients.ZERO)",
         "    grads = [g for trainable, _, result in traced for g in tf.gradients(\n"
         "        result.scaled, trainable, unconnected_gradients=tf.UnconnectedGradients.ZERO)]",
-        [T + "test_sync_batch_norm.py"]),
+        [T + "engine/test_sync_batch_norm.py"]),
     # Sync batch norm: the cross-tower sum hands each tower its own values back.
     Mutation(
         "sync_bn_no_cross_tower_sum", "towertrain/engine/lockstep.py",
         "            return list(self._result)",
         "            return list(tensors)",
-        [T + "test_sync_batch_norm.py"]),
+        [T + "engine/test_sync_batch_norm.py"]),
     # Epoch seeds: the shuffle reshuffles from a generator carried across epochs.
     Mutation(
         "epoch_shuffle_not_seeded_by_epoch", "input_pipeline/arrays.py",
         "            data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))",
         "            data = data.shuffle(buffer_size)",
-        [T + "test_input_readers.py"]),
+        [T + "input/test_input_readers.py"]),
     # The epoch shuffle under a graph seed of 0 (--tf_random_seed=0).
     Mutation(
         "epoch_shuffle_uses_the_graph_seed", "input_pipeline/arrays.py",
         "    graph_seed, graph.seed = graph.seed, None\n", "    graph_seed = graph.seed\n",
-        [T + "test_input_readers.py::"
+        [T + "input/test_input_readers.py::"
          "test_shuffled_order_is_set_by_the_input_seed_alone_even_under_graph_seed_0"]),
     # Queue input: a resumed run's feeders start again at the first batch.
     Mutation(
         "queue_input_resumes_from_the_first_batch", "input_pipeline/queue_input.py",
         "        self._batches = self._all_batches(skip=step)",
         "        self._batches = self._all_batches(skip=0)",
-        [T + "test_trust_resume.py::test_every_example_once_per_epoch_across_an_interruption"]),
+        [T + "state/test_resume_epochs.py::test_every_example_once_per_epoch_across_an_interruption"]),
     # Seeing the run (issue 11).
     Mutation(
         "gradient_norm_left_loss_scaled", "towertrain/engine/step_outputs.py",
         "            summed = [g / tf.cast(grad_scale, g.dtype) for g in summed]\n", "",
-        [T + "test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
+        [T + "callbacks/test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
     Mutation(
         "standalone_eval_writes_no_summaries", "towertrain/commands/evaluate.py",
         "        summaries.write_eval_result(logdir, step, result)\n", "        pass\n",
-        [T + "test_summaries.py::"
+        [T + "callbacks/test_summaries.py::"
          "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),
     Mutation(
         "input_wait_counts_only_the_staging_overrun", "towertrain/engine/step_outputs.py",
         '    return (clock["ready"] - clock["start"]) + overrun', "    return overrun",
-        [T + "test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
-         T + "test_input_wait.py::test_a_balanced_run_reports_about_half"]),
+        [T + "input/test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
+         T + "input/test_input_wait.py::test_a_balanced_run_reports_about_half"]),
     Mutation(
         "scaling_skips_collective_all_reduce", "towertrain/commands/scaling.py",
         '             ("collective_all_reduce", "collective_all_reduce", None),\n', "",
-        [T + "test_scaling.py::test_table_has_exactly_a_row_per_configuration"]),
+        [T + "commands/test_scaling.py::test_table_has_exactly_a_row_per_configuration"]),
     # Library door (issue 13): labels and losses checked in the user's terms.
     Mutation(
         "door_dataset_unchecked", "input_pipeline/arrays.py",
@@ -352,40 +352,40 @@ MUTATIONS = [
     Mutation(
         "bazel_tests_without_their_helpers", "BUILD",
         '    deps = [":test_support"],', '    deps = [":towertrain"],',
-        [T + "test_build_file.py::test_every_test_target_can_import_the_test_modules_it_uses"]),
+        [T + "package/test_build_file.py::test_every_test_target_can_import_the_test_modules_it_uses"]),
     Mutation(
         "readme_quickstart_flag_misspelled", "README.md",
         "--device=cpu --num_gpus=2 --variable_update=replicated --num_batches=20",
         "--device=cpu --num_gpu=2 --variable_update=replicated --num_batches=20",
-        [T + "test_docs.py::test_every_shell_command_is_known_and_its_flags_parse"]),
+        [T + "commands/test_docs.py::test_every_shell_command_is_known_and_its_flags_parse"]),
     Mutation(
         "readme_block_forgets_logical_cpus", "README.md",
         "towertrain.use_logical_cpus(2)     # on CPU", "# towertrain.use_logical_cpus(2)  # on CPU",
-        [T + "test_docs.py::test_every_multi_device_cpu_example_and_block_configures_its_devices"]),
+        [T + "commands/test_docs.py::test_every_multi_device_cpu_example_and_block_configures_its_devices"]),
     Mutation(
         "readme_callback_never_runs", "README.md",
         "for _ in range(10):                  # your own loop: steps 1..10",
         "for _ in range(100):                  # your own loop",
-        [T + "test_docs.py::test_code_block_runs[README.md#0]"]),
+        [T + "commands/test_docs.py::test_code_block_runs[README.md#0]"]),
     Mutation(
         "private_name_made_public", "towertrain/__init__.py",
         '_EXPORTS = {\n', '_EXPORTS = {\n    "build_model": "towertrain.models",\n',
-        [T + "test_public_api.py::test_public_names_resolve_and_are_documented"]),
+        [T + "package/test_public_api.py::test_public_names_resolve_and_are_documented"]),
     Mutation(
         "late_devices_error_names_a_private_helper", "towertrain/engine/devices.py",
         "(towertrain.use_logical_cpus({count}) first thing)",
         "(towertrain.engine.devices.ensure_logical_cpus({count}) first thing)",
-        [T + "test_public_api.py::test_devices_configured_too_late_fail_naming_the_fix"]),
+        [T + "package/test_public_api.py::test_devices_configured_too_late_fail_naming_the_fix"]),
     Mutation(
         "example_callback_never_stops", "examples/custom_callback.py",
         '            self.loop.request_stop(f"loss {result.loss:.3f} < {self.target}")',
         "            pass",
-        [T + "test_examples.py::test_example_runs_at_tiny_size[custom_callback.py]"]),
+        [T + "package/test_examples.py::test_example_runs_at_tiny_size[custom_callback.py]"]),
     # The engine installs the synchronized moments into the zoo's batch norm.
     Mutation(
         "fused_sync_hook_not_installed", "towertrain/engine/sync_batch_norm.py",
         "        layer.cross_tower_moments = _lockstep_moments\n", "        pass\n",
-        [T + "test_sync_batch_norm.py"]),
+        [T + "engine/test_sync_batch_norm.py"]),
     # Issue 17: private Keras/TF names live behind private_api. Keras' own batch
     # norm no longer rerouted (its moments stay per tower).
     Mutation(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 CPU_MODES = ["parameter_server", "replicated/pscpu", "replicated/ring", "independent",
              "collective_all_reduce", "keras_mirrored"]
 EXPECTED = {(mode, n) for mode in CPU_MODES for n in (1, 2)}  # cpu, --max_devices=2

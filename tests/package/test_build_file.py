@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 
 
 def evaluate_build(with_namespace=False):
@@ -45,36 +45,68 @@ def closure(targets, name):
     return seen
 
 
+def module_name(src, root):
+    """The dotted module name of `src` (a .py file) under the sys.path root
+    `root`, or None when it does not sit under it."""
+    relative = os.path.relpath(src, root)
+    if relative.startswith(".."):
+        return None
+    parts = relative[:-len(".py")].split(os.sep)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or None
+
+
 def importable(targets, name):
-    """{module name: file} that a Python target can import by a plain top-level
-    name: its own and its deps' srcs that sit directly in a directory one of
-    those targets names in `imports` (Bazel puts each on sys.path)."""
+    """{module name: file} that a Python target can import: its own and its
+    deps' srcs under a directory one of those targets names in `imports`
+    (Bazel puts each on sys.path), by plain or dotted (package) name."""
     reachable = closure(targets, name).values()
     roots = {os.path.normpath(root) for target in reachable
              for root in target.get("imports", [])}
     modules = {}
     for target in reachable:
         for src in target.get("srcs", []):
-            directory, filename = os.path.split(src)
-            if os.path.normpath(directory or ".") in roots and filename.endswith(".py"):
-                modules[filename[:-3]] = src
+            if not src.endswith(".py"):
+                continue
+            for root in roots:
+                module = module_name(src, root)
+                if module:
+                    modules[module] = src
     return modules
+
+
+def local_modules():
+    """{module name: file} of the modules under tests/: the helpers package by
+    dotted name, and every other tests/ file (test files, conftest) by its plain
+    name, which a test must not import."""
+    tests = os.path.join(ROOT, "tests")
+    local = {}
+    for path in globlib.glob(os.path.join(tests, "**", "*.py"), recursive=True):
+        relative = os.path.relpath(path, tests)
+        name = (module_name(relative, ".") if relative.split(os.sep)[0] == "helpers"
+                else os.path.basename(path)[:-3])
+        local[name] = os.path.relpath(path, ROOT)
+    return local
 
 
 def local_test_imports(path, local):
     """The names in `local` (the tests/ modules) that the file imports anywhere
-    in it (module level or inside a function)."""
+    in it (module level or inside a function), with the packages they sit in."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
-    found = set()
+    names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found |= {n.split(".")[0] for n in names if n.split(".")[0] in local}
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    found = set()
+    for name in names:
+        parts = name.split(".")
+        found |= {".".join(parts[:k]) for k in range(1, len(parts) + 1)
+                  if ".".join(parts[:k]) in local}
     return found
 
 
@@ -111,12 +143,12 @@ def test_every_python_file_is_in_a_target_or_excluded_with_a_reason():
 
 
 def test_every_test_target_can_import_the_test_modules_it_uses():
-    """A test file's `import test_checkpoint` / `from test_equivalence import ...`
-    / `import cifar_files` (and theirs, transitively) resolve under Bazel only if
-    those files are in the target's runfiles on an `imports` root."""
+    """A test file's `import helpers.cli` / `from helpers import tiny_models`
+    (and theirs, transitively) resolve under Bazel only if those files are in
+    the target's runfiles under an `imports` root; an import of another test
+    file or conftest never does (they are in no library)."""
     targets = evaluate_build()
-    local = {os.path.basename(p)[:-3]: os.path.relpath(p, ROOT)
-             for p in globlib.glob(os.path.join(ROOT, "tests", "*.py"))}
+    local = local_modules()
     checked = 0
     for name, target in targets.items():
         if target["kind"] != "py_test":
@@ -134,7 +166,7 @@ def test_every_test_target_can_import_the_test_modules_it_uses():
                     f"{name}: {src} imports {module}, which the target cannot import "
                     f"(not in its or its deps' srcs under an `imports` root)")
                 checked += 1
-    assert checked, "no test imports a local test module: the check checks nothing"
+    assert checked, "no test imports a tests/helpers module: the check checks nothing"
 
 
 def test_deps_resolve_and_every_test_file_has_a_target():
@@ -177,3 +209,13 @@ def test_towertrain_models_resolve_in_a_bazel_runfiles_layout(tmp_path):
     files = done.stdout.split()
     assert files[-2].startswith(str(tmp_path)) and files[-2].endswith("models/__init__.py")
     assert files[-1].startswith(str(tmp_path))
+
+
+def test_test_file_names_are_unique_across_the_tree():
+    """py_test targets are named by basename, and pytest's rootdir-relative
+    import mode needs unique basenames without __init__.py in test folders."""
+    paths = globlib.glob(os.path.join(ROOT, "tests", "**", "test_*.py"), recursive=True)
+    names = [os.path.basename(p) for p in paths]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    targets = [t for t in evaluate_build().values() if t["kind"] == "py_test"]
+    assert len(targets) == len(paths)

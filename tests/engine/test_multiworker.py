@@ -19,7 +19,7 @@ import numpy as np
 import helpers.cli
 from helpers.ports import free_ports
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 NUM_EXAMPLES, PER_DEVICE, IMAGE = 34, 4, (32, 32, 3)  # 34 = 16 + 16 + 2: an uneven last batch
 GLOBAL_BATCH = PER_DEVICE * 4
 
@@ -48,7 +48,8 @@ def _hosts(count=2):
 
 def _env():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    # tests/ too: the worker mode of this file imports helpers.
+    env["PYTHONPATH"] = os.pathsep.join([REPO, os.path.join(REPO, "tests"), env.get("PYTHONPATH", "")])
     env.pop("TF_CONFIG", None)
     return env
 

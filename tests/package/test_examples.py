@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 EXPECTED = {
     "keras_cifar10_cnn.py": ["total images/sec:", "predicted classes:"],
     "multi_output_loss.py": ["step 4: loss", "predicted classes:"],

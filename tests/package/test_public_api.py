@@ -15,7 +15,7 @@ TRAINER_METHODS = ("train", "step", "evaluate", "sync_model", "export", "save", 
                    "close")
 
 STEPS, BATCH, LR = 4, 10, 0.1
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 
 
 def user_model():

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 
 # Tiny-size harness: a registered model (Params(model=NAME)) trains on batches
 # of 2 per device. Step counts and loops stay as written, so blocks keep their
