@@ -234,13 +234,13 @@ MUTATIONS = [
         "nonfinite_step_applied", "towertrain/engine/tower.py",
         "    return tf.reduce_all(tf.stack(checks))",
         "    return tf.constant(True)",
-        [T + "callbacks/test_guards.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
+        [T + "callbacks/test_divergence.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
     # Every tower draws tower 0's dropout masks.
     Mutation(
         "towers_share_dropout_masks", "towertrain/engine/tower.py",
         "    if tower == 0 or not indices:",
         "    if True:",
-        [T + "callbacks/test_guards.py::test_towers_draw_independent_dropout_masks"]),
+        [T + "engine/test_dropout_towers.py::test_towers_draw_independent_dropout_masks"]),
     # Sync batch norm: each tower differentiates only its own loss (misses
     # what its slice contributed to the other towers' statistics).
     Mutation(
