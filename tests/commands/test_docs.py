@@ -1,4 +1,4 @@
-"""The docs stay true: docs/flags.md is the generated flag reference, and every
+"""The docs stay true (the flag reference: test_flag_reference.py): every
 code block in README.md and docs/*.md is checked. ```python blocks run (each in
 a fresh process, at tiny size; some must print what they promise); indented
 shell blocks have every `python -m towertrain...` / `towertrain` command's flags
@@ -251,41 +251,6 @@ def flag_errors(module, argvs):
                                    os.environ.get("PYTHONPATH", "")))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_flag_reference_is_current():
-    done = subprocess.run([sys.executable, "-m", "towertrain.commands.flag_reference"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    with open(os.path.join(ROOT, "docs", "flags.md"), encoding="utf-8") as f:
-        assert f.read() == done.stdout, ("docs/flags.md is stale: run python -m "
-                                         "towertrain.commands.flag_reference > docs/flags.md")
-
-
-def test_flag_reference_documents_export_and_scaling_flags():
-    """python -m towertrain.export and towertrain.scaling have sections listing
-    each of their own flags."""
-    from towertrain.commands import export, scaling
-    with open(os.path.join(ROOT, "docs", "flags.md"), encoding="utf-8") as f:
-        text = f.read()
-    sections = {title: body for title, body in
-                re.findall(r"^## (.+?)\n(.*?)(?=^## |\Z)", text, re.S | re.M)}
-    for module, names in (("towertrain.export", export.FLAG_NAMES),
-                          ("towertrain.scaling", scaling.OWN_FLAGS)):
-        body = sections.get(f"`python -m {module}`")
-        assert body is not None, f"docs/flags.md has no section for python -m {module}"
-        for name in names:
-            assert f"| `--{name}` |" in body, f"python -m {module}: --{name} not documented"
-
-
-def test_flag_reference_lists_every_params_field_that_is_a_flag():
-    from towertrain.commands import flag_reference
-    from towertrain.config import flags
-    from towertrain.config import params
-    text = flag_reference.markdown()
-    for name in params.Params.__dataclass_fields__:
-        if name in flags.FLAGS:
-            assert f"`--{name}`" in text, name
 
 
 def test_docs_have_the_promised_pages_and_blocks():
