@@ -397,6 +397,12 @@ MUTATIONS = [
         "private_name_missing_not_reported", "towertrain/private_api.py",
         "        if not ok:\n            missing.append(name)\n", "",
         [T + "package/test_private_api.py::test_a_missing_name_is_reported"]),
+    # Each trace's unused CustomGradient kept every Trainer's graph alive.
+    Mutation(
+        "traced_update_leaks_its_graph", "towertrain/engine/step.py",
+        "            with private_api.forget_custom_gradients():  # else each trace leaks its graph",
+        "            with contextlib.nullcontext():  # else each trace leaks its graph",
+        [T + "package/test_private_api.py::test_trainers_leave_no_custom_gradient_behind"]),
     # Issue 17: the house. A package left out of setup.py (the wheel lacks it).
     Mutation(
         "wheel_without_callbacks", "setup.py",

@@ -8,6 +8,7 @@ not code spread over the engine. Nothing here imports towertrain.
 
 check_available() lists the names that are missing in the installed versions.
 """
+import contextlib
 import functools
 
 import keras
@@ -134,6 +135,28 @@ def eager_context():
     return context.context()
 
 
+@contextlib.contextmanager
+def forget_custom_gradients():
+    """Drops the gradient functions registered inside the block.
+
+    A traced Keras `optimizer.apply` goes through the default replica
+    context's all_reduce, a tf.custom_gradient that registers a
+    "CustomGradient-<uid>" function in TensorFlow's global gradient registry
+    for good; it is never looked up (nothing differentiates the update) and it
+    holds the whole traced graph, so every Trainer built in a process stayed
+    in memory. Touches: tensorflow.python.framework.ops._gradient_registry.
+    """
+    from tensorflow.python.framework import ops
+    registry = ops._gradient_registry._registry
+    before = set(registry)
+    try:
+        yield
+    finally:
+        for name in [n for n in registry if n not in before]:
+            if name.startswith("CustomGradient-"):
+                del registry[name]
+
+
 # --- availability -------------------------------------------------------------
 
 def _batch_norm():
@@ -147,6 +170,11 @@ def _optimizer():
     optimizer = keras.optimizers.SGD(learning_rate=0.5)
     optimizer.build([variable])
     return optimizer
+
+
+def importlib_module(name):
+    import importlib
+    return importlib.import_module(name)
 
 
 def _has_module_attribute(module, attribute):
@@ -185,6 +213,9 @@ PRIVATE_NAMES = {
     "tensorflow.python.ops.collective_ops.all_reduce_v2":
         lambda: _has_module_attribute("tensorflow.python.ops.collective_ops",
                                       "all_reduce_v2"),
+    "tensorflow.python.framework.ops._gradient_registry._registry":
+        lambda: isinstance(getattr(getattr(importlib_module("tensorflow.python.framework.ops"),
+                                           "_gradient_registry", None), "_registry", None), dict),
     "tensorflow.python.eager.context.context":
         lambda: _has_module_attribute("tensorflow.python.eager.context", "context"),
 }

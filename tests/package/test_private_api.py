@@ -133,3 +133,29 @@ def test_a_missing_name_is_reported(monkeypatch):
     monkeypatch.setitem(private_api.PRIVATE_NAMES, "keras.raises._name", lambda: 1 / 0)
     missing = private_api.check_available()
     assert "keras.gone._name" in missing and "keras.raises._name" in missing
+
+
+def test_trainers_leave_no_custom_gradient_behind():
+    """Each trace of the step used to register a CustomGradient for good (Keras'
+    optimizer.apply), holding the whole graph: every Trainer of a process stayed
+    in memory. Three trainers (three traces) now leave the registry as it was."""
+    import towertrain
+    from tensorflow.python.framework import ops
+    registry = ops._gradient_registry._registry
+
+    def custom():
+        return {n for n in registry if n.startswith("CustomGradient-")}
+
+    before = custom()
+    rng = np.random.RandomState(0)
+    images = rng.rand(16, 32, 32, 3).astype(np.float32)
+    labels = rng.randint(0, 10, 16).astype(np.int32)
+    for mode in ("parameter_server", "replicated", "independent"):
+        params = towertrain.Params(model="trivial", device="cpu", num_gpus=2,
+                                   variable_update=mode, num_warmup_batches=0,
+                                   num_batches=2)
+        trainer = towertrain.Trainer(params, input_source=towertrain.from_arrays(
+            images, labels, 8))
+        trainer.step()
+        trainer.close()
+    assert custom() == before

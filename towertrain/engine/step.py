@@ -139,9 +139,10 @@ class TrainStep:
 
         def update():
             scale = {"grad_scale": loss_scale} if self.scaled_transfer else {}
-            applied = self.variables.apply([r.grads if r else None for r in results],
-                                           [r.non_trainable if r else None for r in results],
-                                           **scale)
+            with private_api.forget_custom_gradients():  # else each trace leaks its graph
+                applied = self.variables.apply([r.grads if r else None for r in results],
+                                               [r.non_trainable if r else None for r in results],
+                                               **scale)
             return now(), tf.constant(True) if applied is None else applied
 
         # A non-finite loss or gradient anywhere applies nothing, on every copy:
