@@ -1,7 +1,7 @@
 """Peak memory and wall time of a test command's whole process tree.
 
     python bench/suite_memory.py                      # the CI line: pytest -q -n 2 --dist worksteal
-    python bench/suite_memory.py -- python -m pytest -q tests/test_equivalence.py
+    python bench/suite_memory.py -- python -m pytest -q tests/engine/test_equivalence.py
 
 Issue 17 asks for the whole suite within 15 minutes on 2 cores with the whole
 run's peak memory under 12 GB. One number per process is not enough: pytest-xdist

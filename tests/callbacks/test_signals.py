@@ -1,28 +1,17 @@
 """SIGINT/SIGTERM stop cleanly: the first stops the loop, a second exits at once;
 through the CLI the step it names is saved."""
-import json
 import os
 import re
-import shutil
 import signal
 import subprocess
-import sys
 import time
 import types
 
-import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain import Params, Trainer
-from towertrain.state import checkpoint as ckpt_lib
-from towertrain.state import export as export_lib
 from towertrain.engine import loop as loop_lib
-from towertrain.callbacks import Callback, Checkpointer, StopOnSignal
-from towertrain.state.checkpoint import CheckpointError
-from towertrain.errors import TrainingDivergedError
-from towertrain.input_pipeline import from_arrays
+from towertrain.callbacks import StopOnSignal
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli

@@ -5,8 +5,6 @@ import glob
 import os
 import re
 import struct
-import subprocess
-import sys
 import time
 
 import keras

@@ -1,8 +1,6 @@
 """The command line: tf_cnn_benchmarks output, and one clear line for bad flags."""
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 

@@ -9,8 +9,6 @@
 """
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import helpers.cli

@@ -9,7 +9,6 @@ import glob
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time

@@ -14,7 +14,6 @@ CPU), the run uses logical CPU devices with soft placement off.
   adds the holder's own piece and takes the partial from the previous device;
   the all-gather copies travel the ring to every device.
 """
-import collections
 import math
 
 import keras

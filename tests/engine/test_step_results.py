@@ -1,27 +1,13 @@
 """The user's model ends up trained, and steps count the examples they really
 trained on."""
-import json
 import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
-import time
-import types
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.state import checkpoint as ckpt_lib
-from towertrain.state import export as export_lib
-from towertrain.engine import loop as loop_lib
-from towertrain.callbacks import Callback, Checkpointer, StopOnSignal
-from towertrain.state.checkpoint import CheckpointError
-from towertrain.errors import TrainingDivergedError
+from towertrain.callbacks import Callback
 from towertrain.input_pipeline import from_arrays
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny

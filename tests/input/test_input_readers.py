@@ -1,5 +1,4 @@
 """CIFAR-10 binary and ImageNet TFRecord readers on small files written here."""
-import os
 import subprocess
 import sys
 

@@ -3,8 +3,6 @@ example once, checked against an independent computation (the exported
 .keras model in stock Keras on records decoded with numpy)."""
 import os
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np

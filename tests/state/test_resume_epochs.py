@@ -1,7 +1,6 @@
 """Exact resume with the default flags (staging on): kill -9 anywhere, restart,
 and the run ends where an uninterrupted one does; an epoch run trains on every
 example exactly once per epoch across the interruption."""
-import os
 import random
 import re
 import signal

@@ -3,12 +3,6 @@ fresh one does."""
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
-import time
-import types
 
 import keras
 import numpy as np
@@ -18,11 +12,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.state import checkpoint as ckpt_lib
 from towertrain.state import export as export_lib
-from towertrain.engine import loop as loop_lib
-from towertrain.callbacks import Callback, Checkpointer, StopOnSignal
 from towertrain.state.checkpoint import CheckpointError
-from towertrain.errors import TrainingDivergedError
-from towertrain.input_pipeline import from_arrays
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli

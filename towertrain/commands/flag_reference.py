@@ -7,7 +7,7 @@ towertrain.export` and `python -m towertrain.scaling`. The last two define
 their flags in absl's global flag set too, and export's clash with the
 training CLI's (--train_dir, --model, ... with other meanings), so each of
 their tables is read in a fresh process that defines only that command's flags.
-tests/test_docs.py fails when docs/flags.md differs from this output.
+tests/commands/test_flag_reference.py fails when docs/flags.md differs from this output.
 """
 import json
 import os
