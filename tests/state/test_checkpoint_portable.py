@@ -13,7 +13,7 @@ from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization
 
-from helpers.tiny_models import NUM_EVAL, evaluate, tiny_params  # noqa: F401 - registers ckpt_tiny
+from helpers.tiny_models import NUM_EVAL, eval_data, evaluate, tiny_params  # noqa: F401 - registers ckpt_tiny
 
 
 # Each pair changes the mode, the device count and the data format; every one
