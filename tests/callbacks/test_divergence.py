@@ -16,18 +16,6 @@ from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
 
 
-def _quiet(line):
-    del line
-
-
-def _environment():
-    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _cli(*flags):
-    return helpers.cli.command(*flags)
-
-
 # ---------------------------------------------------------------------------
 # 1. A step whose loss is finite but whose gradients are not applies nothing.
 
@@ -124,9 +112,9 @@ def _checkpoint_steps(train_dir):
 def diverged_run(tmp_path_factory):
     """(train_dir, completed process) of a trivial run at --init_learning_rate=1e10."""
     train_dir = str(tmp_path_factory.mktemp("diverged"))
-    done = subprocess.run(_cli(*DIVERGE_FLAGS, "--init_learning_rate=1e10", "--num_batches=50",
+    done = subprocess.run(helpers.cli.command(*DIVERGE_FLAGS, "--init_learning_rate=1e10", "--num_batches=50",
                                f"--train_dir={train_dir}"),
-                          capture_output=True, text=True, env=_environment(), timeout=300)
+                          capture_output=True, text=True, env=helpers.cli.unbuffered_env(), timeout=300)
     return train_dir, done
 
 
@@ -177,7 +165,7 @@ def test_resume_after_divergence_with_a_sane_learning_rate_trains(diverged_run, 
                     init_learning_rate=0.01, num_batches=resumed_from + 3, train_dir=train_dir)
     trainer = Trainer(params)
     try:
-        result = trainer.train(write=_quiet)
+        result = trainer.train(write=helpers.cli.quiet)
     finally:
         trainer.close()
     assert result.steps == resumed_from + 3 and np.isfinite(result.final_loss)

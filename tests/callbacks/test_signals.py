@@ -17,18 +17,6 @@ from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
 
 
-def _quiet(line):
-    del line
-
-
-def _environment():
-    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _cli(*flags):
-    return helpers.cli.command(*flags)
-
-
 # ---------------------------------------------------------------------------
 # 6. SIGINT/SIGTERM: the first stops the loop, a second exits at once.
 
@@ -51,7 +39,7 @@ def _wait_for(condition, timeout=10.0):
                                           (signal.SIGINT, signal.SIGTERM)])
 def test_first_signal_stops_the_loop_and_a_second_exits_at_once(monkeypatch, first, second):
     fake_trainer = types.SimpleNamespace(global_step=lambda: 0, total_steps=10)
-    callback = StopOnSignal(saves_on_stop=False, write=_quiet)
+    callback = StopOnSignal(saves_on_stop=False, write=helpers.cli.quiet)
     loop = loop_lib.Loop(fake_trainer, [callback])
     previous = {sig: signal.getsignal(sig) for sig in StopOnSignal.SIGNALS}
     monkeypatch.setattr(os, "_exit", _fake_exit)
@@ -74,11 +62,11 @@ def test_first_signal_stops_the_loop_and_a_second_exits_at_once(monkeypatch, fir
 @pytest.mark.slow
 def test_sigterm_through_the_cli_saves_the_step_it_names_and_exits_zero(tmp_path):
     train_dir = str(tmp_path)
-    proc = subprocess.Popen(_cli("--model=trivial", "--device=cpu", "--num_gpus=2",
+    proc = subprocess.Popen(helpers.cli.command("--model=trivial", "--device=cpu", "--num_gpus=2",
                                  "--num_warmup_batches=0", "--batch_size=4", "--display_every=1",
                                  "--num_batches=100000", f"--train_dir={train_dir}"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_environment())
+                            env=helpers.cli.unbuffered_env())
     lines = []
     try:
         for line in proc.stdout:

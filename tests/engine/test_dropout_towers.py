@@ -1,6 +1,5 @@
 """Towers draw their own dropout masks, and seed generators keep stable
 checkpoint keys."""
-import os
 
 import keras
 import numpy as np
@@ -13,18 +12,6 @@ from towertrain.input_pipeline import from_arrays
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
-
-
-def _quiet(line):
-    del line
-
-
-def _environment():
-    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _cli(*flags):
-    return helpers.cli.command(*flags)
 
 
 # ---------------------------------------------------------------------------
@@ -129,7 +116,7 @@ def test_checkpoint_restores_into_a_model_built_after_other_layers(tmp_path):
 
     _unrelated_dropouts(2)
     source = trainer()
-    source.train(write=_quiet)
+    source.train(write=helpers.cli.quiet)
     saved = ckpt_lib.model_variable_dict(source.model, *source.variables.primary_variables())
     _unrelated_dropouts(4)
     target = trainer()

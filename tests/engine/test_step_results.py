@@ -1,6 +1,5 @@
 """The user's model ends up trained, and steps count the examples they really
 trained on."""
-import os
 
 import keras
 import numpy as np
@@ -12,18 +11,6 @@ from towertrain.input_pipeline import from_arrays
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
-
-
-def _quiet(line):
-    del line
-
-
-def _environment():
-    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _cli(*flags):
-    return helpers.cli.command(*flags)
 
 
 # ---------------------------------------------------------------------------
@@ -40,7 +27,7 @@ def test_the_users_model_holds_the_trained_weights():
                     optimizer="momentum", num_warmup_batches=0, num_batches=3,
                     init_learning_rate=0.1, display_every=100)
     trainer = Trainer(params, model=model, input_source=from_arrays(images, labels, 8))
-    trainer.train(write=_quiet)
+    trainer.train(write=helpers.cli.quiet)
     after = model.predict(images, verbose=0)
     assert not np.allclose(after, before)
     trainable, non_trainable = trainer.variables.primary_variables()

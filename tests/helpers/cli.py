@@ -31,3 +31,13 @@ def driver(entry, deterministic=False):
               f"from towertrain.commands import {entry} as command",
               "command.run()"]
     return "\n".join(lines) + "\n"
+
+
+def quiet(line):
+    """A `write` that drops the lines a run prints."""
+    del line
+
+
+def unbuffered_env():
+    """The environment for a CLI subprocess whose output is read as it comes."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")

@@ -18,18 +18,6 @@ from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
 
 
-def _quiet(line):
-    del line
-
-
-def _environment():
-    return dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _cli(*flags):
-    return helpers.cli.command(*flags)
-
-
 # ---------------------------------------------------------------------------
 # 7. The run record is written only after a successful restore.
 
@@ -48,7 +36,7 @@ def _read_record(train_dir):
 def _train(params, **kw):
     trainer = Trainer(params, **kw)
     try:
-        return trainer.train(write=_quiet)
+        return trainer.train(write=helpers.cli.quiet)
     finally:
         trainer.close()
 
