@@ -357,7 +357,7 @@ MUTATIONS = [
         "readme_quickstart_flag_misspelled", "README.md",
         "--device=cpu --num_gpus=2 --variable_update=replicated --num_batches=20",
         "--device=cpu --num_gpu=2 --variable_update=replicated --num_batches=20",
-        [T + "commands/test_docs.py::test_every_shell_command_is_known_and_its_flags_parse"]),
+        [T + "commands/test_doc_commands.py::test_every_shell_command_is_known_and_its_flags_parse"]),
     Mutation(
         "readme_block_forgets_logical_cpus", "README.md",
         "towertrain.use_logical_cpus(2)     # on CPU", "# towertrain.use_logical_cpus(2)  # on CPU",

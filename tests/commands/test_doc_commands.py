@@ -1,0 +1,164 @@
+"""Every shell command in README.md and docs/*.md is real: each `python -m
+towertrain...` / `towertrain` command's flags are parsed by the real flag
+definitions (an unknown or misspelled flag, a bad value or a combination
+Params refuses fails), the README's first training command runs at tiny
+size, .ci/run is the README's test line, and the rest of each block is a
+command this file knows (pip extras that exist, files that exist)."""
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+
+from helpers.doc_blocks import ROOT, shell_blocks
+
+
+# The CLI modules whose flags a command may use: module -> how to define them.
+FLAG_MODULES = {
+    "towertrain": "from towertrain.config import flags as f; f.define_flags()",
+    "towertrain.export": "from towertrain.commands import export; export.define_flags()",
+    "towertrain.scaling": "from towertrain.commands import scaling; scaling.define_flags()",
+}
+# Parses each argv of one module in a fresh process (the modules' flags share
+# absl's global flag set and clash): absl's parser, then Params and the
+# command-line checks where the command builds Params from its flags.
+PARSE_SCRIPT = '''
+import json, sys
+from absl import flags
+{define}
+from towertrain.config import flags as flags_lib
+from towertrain.config import params as params_lib
+results = []
+for argv in json.loads(sys.argv[1]):
+    flags.FLAGS.unparse_flags()
+    try:
+        flags.FLAGS(["prog"] + argv)
+        if {builds_params}:
+            flags_lib.params_from_flags()
+        results.append(None)
+    except (flags.Error, ValueError, params_lib.ParamsError) as err:
+        results.append(f"{{type(err).__name__}}: {{err}}")
+print(json.dumps(results))
+'''
+
+
+def _extras():
+    with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "extras_require":
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def classify(words):
+    """(kind, detail) of one shell command: ('flags', (module, args)),
+    ('ok', why) or ('unknown', text)."""
+    while words and re.match(r"^\w+=", words[0]):  # VAR=value prefixes
+        words = words[1:]
+    text = " ".join(words)
+    if words[:1] == ["towertrain"]:
+        return "flags", ("towertrain", words[1:])
+    if words[:1] in (["python"], ["python3"]):
+        if words[1:2] == ["-m"] and words[2] in FLAG_MODULES:
+            return "flags", (words[2], words[3:])
+        if words[1:3] == ["-m", "pytest"]:
+            return "ok", "the test suite"
+        if len(words) > 1 and re.match(r"^(examples|bench)/\w+\.py$", words[1]):
+            return ("ok", words[1]) if os.path.exists(os.path.join(ROOT, words[1])) else (
+                "unknown", f"{text}: {words[1]} does not exist")
+    if words[:2] in (["pip", "install"], ["pip3", "install"]):
+        extras = set()
+        for word in words[2:]:
+            extras |= set(re.findall(r"\[([^\]]*)\]", word)[0].split(",")) if "[" in word else set()
+        missing = extras - _extras()
+        return ("ok", "pip") if not missing else (
+            "unknown", f"{text}: no extra {sorted(missing)} in setup.py")
+    return "unknown", text
+
+
+SHELL_BLOCKS = shell_blocks()
+
+
+def flag_errors(module, argvs):
+    """[None or the error] for each argv, parsed by `module`'s own flags."""
+    script = PARSE_SCRIPT.format(define=FLAG_MODULES[module],
+                                 builds_params=module != "towertrain.export")
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(argvs)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                                   PYTHONPATH=ROOT + os.pathsep +
+                                   os.environ.get("PYTHONPATH", "")))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_readme_shell_blocks_are_found():
+    """The README's quickstart, usage and multi-worker blocks are all checked."""
+    readme = [commands for doc, _, commands in SHELL_BLOCKS if doc == "README.md"]
+    flat = [" ".join(words) for commands in readme for words in commands]
+    assert len(readme) >= 3, readme
+    assert any("--worker_hosts" in line and "--task_index=1" in line for line in flat), flat
+    assert any(line.startswith("pip install") for line in flat), flat
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    """.ci/run's command is the README's second fresh-machine line."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme_test_line = [line.strip() for line in f.read().splitlines()[:12]
+                            if "pytest" in line][0]
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        ci_lines = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert ci_lines[-1] == readme_test_line
+
+
+# Commands that must fail the same check, parsed alongside the documented ones
+# (one process per module: Params' checks import TensorFlow): a misspelled
+# flag, a bad enum value, a combination Params refuses.
+MUST_FAIL = {"towertrain": [["--model=resnet20", "--num_gpu=2"],
+                            ["--variable_update=replicate"],
+                            ["--num_batches=5", "--num_epochs=1"]],
+             "towertrain.export": [["--outptu=m.keras"]],
+             "towertrain.scaling": [["--max_device=4"]]}
+
+
+def test_every_shell_command_is_known_and_its_flags_parse():
+    """Every command in an indented block: flags of python -m towertrain[.export,
+    .scaling] / towertrain parsed by their real definitions (and Params' checks
+    where the command builds Params), the rest one of the commands this file
+    knows. The MUST_FAIL commands show the check is live."""
+    by_module = {module: [] for module in FLAG_MODULES}
+    for doc, number, commands in SHELL_BLOCKS:
+        for words in commands:
+            kind, detail = classify(words)
+            assert kind != "unknown", f"{doc}:{number}: a command this test cannot check: {detail}"
+            if kind == "flags":
+                module, args = detail
+                by_module[module].append((f"{doc}:{number}", args))
+    assert by_module["towertrain"]
+    for module, cases in by_module.items():
+        bad = MUST_FAIL[module]
+        errors = flag_errors(module, [args for _, args in cases] + bad)
+        for (where, args), error in zip(cases, errors):
+            assert error is None, f"{where}: python -m {module} {' '.join(args)}: {error}"
+        for args, error in zip(bad, errors[len(cases):]):
+            assert error is not None, f"python -m {module} {' '.join(args)} was accepted"
+
+
+def test_readme_first_training_command_runs_at_tiny_size(tmp_path):
+    """The quickstart's training command, as written, with its step count and
+    batch cut to tiny size (2 per device, 1 warmup + 2 timed steps)."""
+    first = next(detail for doc, _, commands in SHELL_BLOCKS if doc == "README.md"
+                 for kind, detail in map(classify, commands)
+                 if kind == "flags" and detail[0] == "towertrain")
+    tiny = {"num_batches": "2", "num_warmup_batches": "1", "batch_size": "2"}
+    args = [arg for arg in first[1] if arg.split("=")[0].lstrip("-") not in tiny]
+    args += [f"--{name}={value}" for name, value in tiny.items()]
+    done = subprocess.run([sys.executable, "-m", "towertrain", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                                   PYTHONPATH=ROOT + os.pathsep +
+                                   os.environ.get("PYTHONPATH", "")))
+    assert done.returncode == 0, f"python -m towertrain {' '.join(args)}\n{done.stderr[-3000:]}"
+    assert "total images/sec:" in done.stdout, done.stdout[-2000:]
