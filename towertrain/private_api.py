@@ -10,6 +10,7 @@ check_available() lists the names that are missing in the installed versions.
 """
 import contextlib
 import functools
+import importlib
 
 import keras
 import tensorflow as tf
@@ -172,13 +173,7 @@ def _optimizer():
     return optimizer
 
 
-def importlib_module(name):
-    import importlib
-    return importlib.import_module(name)
-
-
 def _has_module_attribute(module, attribute):
-    import importlib
     try:
         return callable(getattr(importlib.import_module(module), attribute, None))
     except ImportError:
@@ -214,7 +209,7 @@ PRIVATE_NAMES = {
         lambda: _has_module_attribute("tensorflow.python.ops.collective_ops",
                                       "all_reduce_v2"),
     "tensorflow.python.framework.ops._gradient_registry._registry":
-        lambda: isinstance(getattr(getattr(importlib_module("tensorflow.python.framework.ops"),
+        lambda: isinstance(getattr(getattr(importlib.import_module("tensorflow.python.framework.ops"),
                                            "_gradient_registry", None), "_registry", None), dict),
     "tensorflow.python.eager.context.context":
         lambda: _has_module_attribute("tensorflow.python.eager.context", "context"),

@@ -21,7 +21,7 @@ import socket
 import time
 
 from towertrain.config.cluster_spec import (  # noqa: F401 - the cluster's description
-    JOB, SINGLE, Cluster, from_params, from_tf_config, parse_worker_hosts)
+    JOB, SINGLE, Cluster, from_params, from_tf_config)
 from towertrain.errors import ClusterError  # noqa: F401 - a ParamsError: one-line flag error
 
 DEFAULT_COLLECTIVE_TIMEOUT_SECS = 60.0
