@@ -441,4 +441,26 @@ MUTATIONS = [
         [T + "config/test_settings.py::test_scaling_help_offers_exactly_the_shared_flags",
          T + "config/test_settings.py::"
          "test_one_changed_definition_changes_flag_field_group_and_lists_together"]),
+    # --- issue 20: values wired through, lists derived, features together ---
+    # A mode-dependent flag loses its applies_with (adam_epsilon silently
+    # accepted with --optimizer=sgd).
+    Mutation(
+        "mode_flag_adam_epsilon_dropped", "towertrain/config/settings.py",
+        '"Adam epsilon.", training_only=True,\n                applies_with=("optimizer", ("adam",))),',
+        '"Adam epsilon.", training_only=True),',
+        [T + "config/test_ignored_flags.py::test_the_mode_rules_are_the_table_s"]),
+    # The generic mode check runs for the command line only: Params (library
+    # users) takes a value its mode ignores.
+    Mutation(
+        "mode_check_cli_only", "towertrain/config/mode_checks.py",
+        "        if actual in allowed:\n",
+        "        if actual in allowed or explicit is None:\n",
+        [T + "config/test_ignored_flags.py::"
+         "test_a_flag_its_mode_ignores_is_an_error_naming_flag_and_mode"]),
+    # --eval takes --global_norm_clip (dropped from the training-only flags).
+    Mutation(
+        "eval_takes_global_norm_clip", "towertrain/config/settings.py",
+        '"global norm (the same on every copy).", training_only=True)),',
+        '"global norm (the same on every copy).")),',
+        [T + "config/test_ignored_flags.py::test_eval_refuses_every_flag_of_the_training_groups"]),
 ]

@@ -29,7 +29,7 @@ from towertrain.engine import devices
      r"--num_batches=5: conflicts with --num_epochs=2.*drop one"),
     ({"variable_update": "replicated", "local_parameter_device": "cpu"},
      r"--local_parameter_device=cpu: only applies to --variable_update=parameter_server "
-     r"\(got replicated\)"),
+     r"\(got --variable_update=replicated\)"),
     ({"eval": True, "train_dir": "d", "eval_during_training_every_n_steps": 5},
      r"--eval_during_training_every_n_steps=5: only applies to training; --eval ignores it"),
     ({"eval": True, "train_dir": "d", "num_epochs": 1},

@@ -9,6 +9,7 @@ that its combination would ignore, even when its value equals the default.
 """
 from absl import flags
 
+from towertrain.config import mode_checks
 from towertrain.config import params as params_lib
 from towertrain.config import settings
 
@@ -71,14 +72,9 @@ def check_command_line(p, explicit):
                                               p.eval_during_training_every_n_steps):
         _fail("eval_batch_size", p.eval_batch_size, "only applies with --eval or "
               "--eval_during_training_every_n_steps")
-    if "momentum" in explicit and p.optimizer != "momentum":
-        _fail("momentum", p.momentum, "only applies to --optimizer=momentum "
-              f"(got --optimizer={p.optimizer}; rmsprop has --rmsprop_momentum)")
-    for prefix, optimizer in (("rmsprop_", "rmsprop"), ("adam_", "adam")):
-        for name in sorted(explicit):
-            if name.startswith(prefix) and p.optimizer != optimizer:
-                _fail(name, getattr(p, name), f"only applies to --optimizer={optimizer} "
-                      f"(got --optimizer={p.optimizer})")
+    # Given explicitly with a mode that ignores it (Setting.applies_with), even
+    # at its default value.
+    mode_checks.check(p, _fail, explicit)
     if "max_ckpts_to_keep" in explicit and not p.train_dir:
         _fail("max_ckpts_to_keep", p.max_ckpts_to_keep,
               "needs --train_dir (nothing is saved without one)")

@@ -9,6 +9,7 @@ import os
 from typing import Optional
 
 from towertrain.config import cluster_checks as params_cluster
+from towertrain.config import mode_checks
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import settings
@@ -122,12 +123,8 @@ def validate(p: Params) -> None:
     if p.local_parameter_device == "gpu" and device == "cpu":
         _fail("local_parameter_device", "gpu",
               "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
-    if p.local_parameter_device is not None and p.variable_update != "parameter_server":
-        _fail("local_parameter_device", p.local_parameter_device,
-              f"only applies to --variable_update=parameter_server (got {p.variable_update})")
-    if p.all_reduce_spec is not None and p.variable_update != "replicated":
-        _fail("all_reduce_spec", p.all_reduce_spec,
-              f"only applies to --variable_update=replicated (got {p.variable_update})")
+    # Flags their mode ignores (Setting.applies_with), one check for all of them.
+    mode_checks.check(p, _fail)
     if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
         _fail("all_reduce_spec", p.all_reduce_spec,
               "needs --device=gpu; on CPU devices use pscpu or ring")

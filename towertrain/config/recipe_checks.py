@@ -89,9 +89,6 @@ def _validate_schedule(p, fail):
     if p.base_batch_size is not None:
         if p.base_batch_size < 1:
             fail("base_batch_size", p.base_batch_size, "must be >= 1")
-        if p.scale_learning_rate is None:
-            fail("base_batch_size", p.base_batch_size,
-                 "only applies with --scale_learning_rate=linear")
     if p.num_examples_per_epoch is not None:
         if p.num_examples_per_epoch < 1:
             fail("num_examples_per_epoch", p.num_examples_per_epoch, "must be >= 1")
@@ -102,8 +99,6 @@ def _validate_schedule(p, fail):
 
 
 def _validate_optimizer_options(p, fail):
-    if p.nesterov and p.optimizer != "momentum":
-        fail("nesterov", True, f"only applies to --optimizer=momentum (got {p.optimizer})")
     for flag, low, high in (("rmsprop_decay", 0, 1), ("rmsprop_momentum", 0, 1),
                             ("adam_beta1", 0, 1), ("adam_beta2", 0, 1)):
         if not low <= getattr(p, flag) < high:
@@ -131,17 +126,10 @@ def _validate_precision(p, fail):
     if p.use_fp16 and p.use_bf16:
         fail("use_fp16", True, "conflicts with --use_bf16; pick one half-precision type")
     if p.fp16_loss_scale is not None:
-        if not p.use_fp16:
-            fail("fp16_loss_scale", p.fp16_loss_scale, "only applies with --use_fp16")
         if not p.fp16_loss_scale > 0:
             fail("fp16_loss_scale", p.fp16_loss_scale, "must be > 0")
-    if p.fp16_enable_auto_loss_scale and not p.use_fp16:
-        fail("fp16_enable_auto_loss_scale", True, "only applies with --use_fp16")
     if p.fp16_inc_loss_scale_every_n < 1:
         fail("fp16_inc_loss_scale_every_n", p.fp16_inc_loss_scale_every_n, "must be >= 1")
-    if p.compact_gradient_transfer and p.variable_update != "replicated":
-        fail("compact_gradient_transfer", True,
-             f"only applies to --variable_update=replicated (got {p.variable_update})")
     if (p.compact_gradient_transfer and p.use_bf16
             and p.resolved_all_reduce_spec == "nccl"):
         fail("compact_gradient_transfer", True, "with --use_bf16 sends bfloat16, which "

@@ -42,6 +42,9 @@ class Setting:
     scaling: str = SHARED
     param: bool = True  # False: a command-line-only flag, no Params field
     group: str = ""  # the --help group; set by `group`
+    # (mode setting, values): only those values of the mode read this setting;
+    # given with another, it is an error (towertrain.config.mode_checks).
+    applies_with: Optional[Tuple[str, Tuple[object, ...]]] = None
 
     def __post_init__(self):
         # A malformed entry fails on import, naming itself.
@@ -51,6 +54,9 @@ class Setting:
             raise ValueError(f"setting {self.name}: choices go with type ENUM, and only there")
         if self.scaling not in (SHARED, PER_CONFIGURATION, NOT_USED):
             raise ValueError(f"setting {self.name}: unknown scaling {self.scaling!r}")
+        if self.applies_with is not None and (
+                len(self.applies_with) != 2 or not isinstance(self.applies_with[1], tuple)):
+            raise ValueError(f"setting {self.name}: applies_with is (mode name, (values, ...))")
 
     @property
     def python_type(self):
@@ -87,10 +93,12 @@ SETTINGS = (
                 choices=VARIABLE_UPDATES, scaling=PER_CONFIGURATION),
         Setting("local_parameter_device", ENUM, None, "parameter_server only: where the "
                 "variables live (default: --device).", choices=DEVICES,
-                scaling=PER_CONFIGURATION),
+                scaling=PER_CONFIGURATION,
+                applies_with=("variable_update", ("parameter_server",))),
         Setting("all_reduce_spec", ENUM, None, "replicated only: the all-reduce (default: "
                 "nccl on gpu, pscpu on cpu).", choices=ALL_REDUCE_SPECS,
-                scaling=PER_CONFIGURATION)),
+                scaling=PER_CONFIGURATION,
+                applies_with=("variable_update", ("replicated",)))),
     *group("Training",
         Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
                 "not with --num_epochs).", training_only=True),
@@ -102,8 +110,10 @@ SETTINGS = (
                 training_only=True, scaling=NOT_USED),
         Setting("optimizer", ENUM, "sgd", "Optimizer.", choices=OPTIMIZERS,
                 training_only=True),
-        Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum and rmsprop.",
-                training_only=True),
+        Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum (rmsprop has "
+                "--rmsprop_momentum).",
+                training_only=True,
+                applies_with=("optimizer", ("momentum",))),
         Setting("init_learning_rate", FLOAT, None, "Initial learning rate (default: the "
                 "model's).", training_only=True),
         Setting("weight_decay", FLOAT, 0.0, "L2 weight decay on the variables the model marks "
@@ -132,19 +142,27 @@ SETTINGS = (
                 "global batch / --base_batch_size.", choices=LEARNING_RATE_SCALINGS,
                 training_only=True),
         Setting("base_batch_size", INTEGER, None, "The global batch the base learning rate "
-                "was tuned for (with --scale_learning_rate).", training_only=True),
+                "was tuned for (with --scale_learning_rate).", training_only=True,
+                applies_with=("scale_learning_rate", ("linear",))),
         Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
                 "(epoch-based schedules); --data_dir sets it from its files.",
                 training_only=True)),
     *group("Optimizer options",
         Setting("nesterov", BOOLEAN, False, "Nesterov momentum (--optimizer=momentum).",
-                training_only=True),
-        Setting("rmsprop_decay", FLOAT, 0.9, "RMSProp decay (rho).", training_only=True),
-        Setting("rmsprop_momentum", FLOAT, 0.9, "RMSProp momentum.", training_only=True),
-        Setting("rmsprop_epsilon", FLOAT, 1.0, "RMSProp epsilon.", training_only=True),
-        Setting("adam_beta1", FLOAT, 0.9, "Adam beta1.", training_only=True),
-        Setting("adam_beta2", FLOAT, 0.999, "Adam beta2.", training_only=True),
-        Setting("adam_epsilon", FLOAT, 1e-08, "Adam epsilon.", training_only=True),
+                training_only=True,
+                applies_with=("optimizer", ("momentum",))),
+        Setting("rmsprop_decay", FLOAT, 0.9, "RMSProp decay (rho).", training_only=True,
+                applies_with=("optimizer", ("rmsprop",))),
+        Setting("rmsprop_momentum", FLOAT, 0.9, "RMSProp momentum.", training_only=True,
+                applies_with=("optimizer", ("rmsprop",))),
+        Setting("rmsprop_epsilon", FLOAT, 1.0, "RMSProp epsilon.", training_only=True,
+                applies_with=("optimizer", ("rmsprop",))),
+        Setting("adam_beta1", FLOAT, 0.9, "Adam beta1.", training_only=True,
+                applies_with=("optimizer", ("adam",))),
+        Setting("adam_beta2", FLOAT, 0.999, "Adam beta2.", training_only=True,
+                applies_with=("optimizer", ("adam",))),
+        Setting("adam_epsilon", FLOAT, 1e-08, "Adam epsilon.", training_only=True,
+                applies_with=("optimizer", ("adam",))),
         Setting("gradient_clip", FLOAT, None, "Clip every gradient element to [-value, "
                 "value].", training_only=True),
         Setting("global_norm_clip", FLOAT, None, "Clip the all-reduced gradient to this "
@@ -153,15 +171,19 @@ SETTINGS = (
         Setting("use_fp16", BOOLEAN, False, "float16 compute, float32 variables, loss "
                 "scaling."),
         Setting("fp16_loss_scale", FLOAT, None, "Fixed loss scale with --use_fp16 (default "
-                "128), or the starting scale with auto loss scaling.", training_only=True),
+                "128), or the starting scale with auto loss scaling.", training_only=True,
+                applies_with=("use_fp16", (True,))),
         Setting("fp16_enable_auto_loss_scale", BOOLEAN, False, "Dynamic loss scale: halve it "
                 "on overflow (nothing applied), double it after --fp16_inc_loss_scale_every_n "
-                "finite steps.", training_only=True),
+                "finite steps.", training_only=True,
+                applies_with=("use_fp16", (True,))),
         Setting("fp16_inc_loss_scale_every_n", INTEGER, 1000, "See "
-                "--fp16_enable_auto_loss_scale.", training_only=True),
+                "--fp16_enable_auto_loss_scale.", training_only=True,
+                applies_with=("fp16_enable_auto_loss_scale", (True,))),
         Setting("use_bf16", BOOLEAN, False, "bfloat16 compute, float32 variables."),
         Setting("compact_gradient_transfer", BOOLEAN, False, "All-reduce gradients in float16 "
-                "(bfloat16 with --use_bf16); replicated only.", training_only=True),
+                "(bfloat16 with --use_bf16); replicated only.", training_only=True,
+                applies_with=("variable_update", ("replicated",))),
         Setting("xla_compile", BOOLEAN, False, "Compile each tower's forward and backward "
                 "with XLA."),
         Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
@@ -236,6 +258,11 @@ def groups(table=None):
 def training_only(table=None):
     """The names --eval refuses."""
     return tuple(s.name for s in _table(table) if s.training_only)
+
+
+def mode_dependent(table=None):
+    """The settings only some values of another setting read (`applies_with`)."""
+    return tuple(s for s in _table(table) if s.applies_with is not None)
 
 
 def for_scaling(treatment, table=None):
