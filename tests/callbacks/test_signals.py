@@ -4,6 +4,8 @@ import os
 import re
 import signal
 import subprocess
+import sys
+import threading
 import time
 import types
 
@@ -20,14 +22,6 @@ import helpers.cli
 # ---------------------------------------------------------------------------
 # 6. SIGINT/SIGTERM: the first stops the loop, a second exits at once.
 
-class _Exited(Exception):
-    pass
-
-
-def _fake_exit(code):
-    raise _Exited(code)
-
-
 def _wait_for(condition, timeout=10.0):
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
@@ -37,26 +31,69 @@ def _wait_for(condition, timeout=10.0):
 
 @pytest.mark.parametrize("first,second", [(signal.SIGTERM, signal.SIGTERM),
                                           (signal.SIGINT, signal.SIGTERM)])
-def test_first_signal_stops_the_loop_and_a_second_exits_at_once(monkeypatch, first, second):
+def test_first_signal_stops_the_loop_and_a_second_exits_at_once(first, second, capfd):
     fake_trainer = types.SimpleNamespace(global_step=lambda: 0, total_steps=10)
-    callback = StopOnSignal(saves_on_stop=False, write=helpers.cli.quiet)
+    exits = []
+    callback = StopOnSignal(saves_on_stop=False, write=helpers.cli.quiet, exit=exits.append)
     loop = loop_lib.Loop(fake_trainer, [callback])
     previous = {sig: signal.getsignal(sig) for sig in StopOnSignal.SIGNALS}
-    monkeypatch.setattr(os, "_exit", _fake_exit)
     callback.before_train(loop)
     try:
         os.kill(os.getpid(), first)  # handled: nothing exits
         assert _wait_for(lambda: loop.stop_reason is not None)
         assert loop.stop_reason == signal.Signals(first).name
-        with pytest.raises(_Exited) as exited:
-            os.kill(os.getpid(), second)
-            _wait_for(lambda: False, timeout=5)
-        assert exited.value.args == (128 + second,)
+        assert not exits
+        assert "send it again to exit at once" in capfd.readouterr().err
+        os.kill(os.getpid(), second)
+        assert _wait_for(lambda: exits)
+        assert exits == [128 + second]
         assert loop.stop_reason == signal.Signals(first).name  # the first reason is kept
     finally:
         callback.close()
     for sig, handler in previous.items():
         assert signal.getsignal(sig) is handler
+    assert signal.set_wakeup_fd(-1) == -1  # the wakeup socket is released
+
+
+# A step that lasts a minute: one TensorFlow call the main thread does not
+# return from, so a Python signal handler would only run after it.
+_LONG_STEP = """
+import sys
+sys.path.insert(0, {tests!r})
+from towertrain import Params, Trainer
+from helpers.slow_input import SlowInput, model
+params = Params(device="cpu", num_gpus=1, staging_depth=0, num_batches=5,
+                num_warmup_batches=0, init_learning_rate=0.01)
+trainer = Trainer(params, model=model(compute_s=60), input_source=SlowInput(0))
+trainer.train()
+"""
+
+
+def test_a_second_sigint_during_a_long_step_exits_at_once_with_130():
+    proc = subprocess.Popen([sys.executable, "-c", _LONG_STEP.format(tests=helpers.cli.TESTS_DIR)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=helpers.cli.unbuffered_env())
+    try:
+        errors = []
+        threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True).start()
+        for line in proc.stdout:  # the header ends before the first step
+            if line.startswith("=========="):
+                break
+        time.sleep(2)  # into the first step (tracing, then the 60 s sleep)
+        proc.send_signal(signal.SIGINT)
+        assert _wait_for(lambda: any("received SIGINT: stopping after the current step" in line
+                                     for line in errors), timeout=10), errors
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+        assert time.monotonic() - sent < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGINT
+    assert _wait_for(lambda: any("received SIGINT again: exiting now" in line
+                                 for line in errors)), errors
 
 
 @pytest.mark.slow
