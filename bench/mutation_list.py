@@ -463,4 +463,38 @@ MUTATIONS = [
         '"global norm (the same on every copy).", training_only=True)),',
         '"global norm (the same on every copy).")),',
         [T + "config/test_ignored_flags.py::test_eval_refuses_every_flag_of_the_training_groups"]),
+    # Step time measured from the end of the previous step: the callbacks in
+    # between (evals, saves) count as step time.
+    Mutation(
+        "step_time_from_previous_step_end", "towertrain/engine/loop.py",
+        "                started = time.perf_counter()\n                result = trainer.step(outputs)\n"
+        "                seconds = time.perf_counter() - started\n",
+        "                started = getattr(self, '_ended', None) or time.perf_counter()\n"
+        "                result = trainer.step(outputs)\n"
+        "                seconds = time.perf_counter() - started\n"
+        "                self._ended = time.perf_counter()\n",
+        [T + "callbacks/test_step_time.py"]),
+    # Eval's top-5 counted as top-1.
+    Mutation(
+        "eval_top5_is_top1", "towertrain/engine/evaluation.py",
+        "tf.math.in_top_k(labels, logits, k5)", "tf.math.in_top_k(labels, logits, 1)",
+        [T + "state/test_eval_top5.py"]),
+    # --use_fp16 --compact_gradient_transfer: the central sum done in float32
+    # and rounded to float16 after (the data still crosses in float16).
+    Mutation(
+        "compact_sum_in_float32", "towertrain/engine/allreduce/central.py",
+        "            total = tf.add_n(packed)\n",
+        "            total = tf.cast(tf.add_n([tf.cast(p, tf.float32) for p in packed]),\n"
+        "                            packed[0].dtype)\n",
+        [T + "recipe/test_compact_fp16.py::test_the_traced_gpu_all_reduce_adds_in_float16",
+         T + "recipe/test_compact_fp16.py::test_the_sum_rounds_to_float16_after_each_add"]),
+    # fp16 x compact transfer x clipping: the clip sees the loss-scaled sum.
+    Mutation(
+        "compact_fp16_clips_before_unscaling", "towertrain/engine/variable_mgr/replicated.py",
+        "                grads_i = summed[i]\n                if grad_scale is not None:\n"
+        "                    grads_i = [g / grad_scale for g in grads_i]\n",
+        "                grads_i = gradients.clip_for(self.params, summed[i])\n"
+        "                if grad_scale is not None:\n"
+        "                    grads_i = [g / grad_scale for g in grads_i]\n",
+        [T + "recipe/test_compact_fp16.py::test_fp16_compact_transfer_clips_the_unscaled_global_norm"]),
 ]
