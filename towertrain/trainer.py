@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from towertrain import models
+from towertrain.engine import accumulate
 from towertrain.engine import devices as devices_lib
 from towertrain.engine import header
 from towertrain.engine import model_checks
@@ -31,6 +32,7 @@ from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
 from towertrain.engine import input_factory
 from towertrain.input_pipeline.base import Input
 from towertrain.engine.loop import TrainResult  # noqa: F401 - re-exported
+from towertrain.recipe import accumulation
 from towertrain.recipe import lr_schedule
 from towertrain.recipe import optimizers
 from towertrain.engine import sync_batch_norm
@@ -104,14 +106,18 @@ class Trainer:
         # --- end multi-worker
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
+        # Global batches per update (--gradient_accumulation_steps): the global
+        # step counts updates, the input position batches (recipe/accumulation.py).
+        self.accumulation = accumulation.Plan(
+            params.gradient_accumulation_steps,
+            lr_schedule.epoch_steps(params, self.input.steps_per_epoch, self.global_batch_size))
         self.num_warmup_batches, self.num_batches = self._plan_steps()
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(
             params, params.init_learning_rate or spec.default_learning_rate,
-            global_batch=self.global_batch_size, total_steps=self.total_steps,
-            steps_per_epoch=lr_schedule.epoch_steps(params, self.input.steps_per_epoch,
-                                                    self.global_batch_size))
+            global_batch=self.global_batch_size * self.accumulation.steps,
+            total_steps=self.total_steps, steps_per_epoch=self.accumulation.updates_per_epoch)
         # The staging wrapper when staging is on, else None: the one place that decides.
         self._staging = None
         if params.staging_depth > 0 and self.input.stage:
@@ -119,11 +125,13 @@ class Trainer:
         self.input.create(self.devices)
         self._input_started = False
         if self._staging is not None:
-            self._staging.start_at(0, self.total_steps)
+            self._staging.start_at(0, self._position(self.total_steps))
 
         self.variables = variable_mgr.create(params.variable_update, self.devices, params)
         self.variables.create(self.model, optimizers.make_optimizer_factory(
             params, self.learning_rate))
+        self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
+                             if self.accumulation.accumulating else None)
         self.loss_scale = precision.LossScale.from_params(params)
         # The step function (towers, exchange, finite check, update): engine/step.py.
         self._step_fn = step_lib.TrainStep(self, self._staging).fn
@@ -151,8 +159,7 @@ class Trainer:
         p = self.params
         if p.num_epochs is None:
             return p.num_warmup_batches, p.resolved_num_batches
-        per_epoch = lr_schedule.epoch_steps(p, self.input.steps_per_epoch,
-                                            self.global_batch_size)
+        per_epoch = self.accumulation.updates_per_epoch
         if not per_epoch:
             raise ParamsError(f"--num_epochs={p.num_epochs}: needs the epoch length "
                               "(--data_dir, --num_examples_per_epoch, or an input with "
@@ -167,12 +174,26 @@ class Trainer:
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
         self._start_input(self.global_step())  # stepping without train() / begin()
-        with step_lib.input_errors(self.input, self._staging, self.global_step):
-            started = time.perf_counter()
-            put = self._staging.before_step() if self._staging is not None else True
-            waited = time.perf_counter() - started  # priming after a fence is input wait
-            loss, examples, finite, extras = self._step_fn(put, outputs)
-            extras = step_outputs.to_python(extras)
+        with step_lib.input_errors(self.input, self._staging,
+                                   lambda: self._position(self.global_step())):
+            waited = 0.0
+            for phase in self._phases():
+                started = time.perf_counter()
+                put = self._staging.before_step() if self._staging is not None else True
+                waited += time.perf_counter() - started  # priming after a fence is input wait
+                try:
+                    if phase == accumulate.WHOLE:
+                        loss, examples, finite, extras = self._step_fn(put, outputs)
+                    else:  # a micro-batch: only the update's last one outputs more
+                        loss, examples, finite, extras = self._step_fn(
+                            put, outputs if phase == accumulate.APPLY else 0, phase)
+                except BaseException:
+                    if self.accumulators is not None:  # a failed update leaves no partial sums
+                        self.accumulators.reset()
+                    raise
+                extras = step_outputs.to_python(extras)
+                if phase == accumulate.ACCUMULATE:
+                    waited += extras.get("input_wait_seconds", 0.0)
             if "input_wait_seconds" in extras:
                 extras["input_wait_seconds"] += waited
             examples = int(examples)
@@ -185,10 +206,21 @@ class Trainer:
         """Updates applied so far (restored from checkpoints, drives schedules)."""
         return int(self.variables.iterations().numpy())
 
+    def _phases(self):
+        """The step function calls of the next update: one, or one per micro-batch."""
+        if self.accumulators is None:
+            return [accumulate.WHOLE]
+        count = self.accumulation.micro_batches(self.global_step())
+        return [accumulate.ACCUMULATE] * (count - 1) + [accumulate.APPLY]
+
+    def _position(self, step):
+        """The input's position (global batches handed out) after global step `step`."""
+        return self.accumulation.batches_before(step)
+
     def begin(self, start_step):
         """The loop starts after global step `start_step` (0, or a resumed step)."""
         if self._staging is not None:
-            self._staging.start_at(start_step, self.total_steps)
+            self._staging.start_at(self._position(start_step), self._position(self.total_steps))
         self._start_input(start_step)
 
     def _start_input(self, start_step):
@@ -196,17 +228,29 @@ class Trainer:
         there); once, before the first step."""
         if not self._input_started:
             self._input_started = True
-            self.input.resume_after(start_step)
+            self.input.resume_after(self._position(start_step))
 
     def add_fence(self, step):
         """Nothing will be staged past global step `step`: a checkpoint taken
         right after it holds the input's exact position."""
         if self._staging is not None:
-            self._staging.add_fence(step)
+            self._staging.add_fence(self._position(step))
 
     def drain(self):
-        """Stops staging; returns how many steps remain to train on what is staged."""
-        return self._staging.drain() if self._staging is not None else 0
+        """Stops staging; returns how many steps remain to train on what is staged.
+        With accumulation the areas empty at the end of an update: staging goes
+        on until that update's last micro-batch, never stopping mid-update."""
+        if self._staging is None:
+            return 0
+        if self.accumulators is None:
+            return self._staging.drain()
+        if not self._staging.staged:
+            return 0
+        step = self.global_step()
+        end = self.accumulation.first_update_at_or_after(
+            self._position(step) + self._staging.staged)
+        self._staging.add_fence(self._position(end))
+        return end - step
 
     def engine_variables(self):
         """Engine state that checkpoints carry besides the model (the loss scale)."""
@@ -220,6 +264,8 @@ class Trainer:
 
     def trace_step(self):
         """The step's concrete function, traced but not run (graph inspection)."""
+        if self.accumulators is not None:  # the micro-batch that exchanges and applies
+            return self._step_fn.get_concrete_function(True, 0, accumulate.APPLY)
         return self._step_fn.get_concrete_function(True, 0)
 
     def sync_model(self):
@@ -292,4 +338,5 @@ class Trainer:
                                   engine_variables=self.engine_variables())
         self.sync_model()
         if self._staging is not None:  # staged batches belong to the old position
-            self._staging.start_at(self.global_step(), self.total_steps)
+            self._staging.start_at(self._position(self.global_step()),
+                                   self._position(self.total_steps))

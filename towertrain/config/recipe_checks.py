@@ -32,6 +32,7 @@ def validate_recipe(p, fail):
     _validate_schedule(p, fail)
     _validate_optimizer_options(p, fail)
     _validate_precision(p, fail)
+    _validate_accumulation(p, fail)
 
 
 def _validate_schedule(p, fail):
@@ -134,3 +135,13 @@ def _validate_precision(p, fail):
             and p.resolved_all_reduce_spec == "nccl"):
         fail("compact_gradient_transfer", True, "with --use_bf16 sends bfloat16, which "
              "NCCL cannot carry; use --all_reduce_spec=psgpu or ring")
+
+
+def _validate_accumulation(p, fail):
+    steps = p.gradient_accumulation_steps
+    if steps < 1:
+        fail("gradient_accumulation_steps", steps, "must be >= 1 (1: no accumulation)")
+    if steps > 1 and p.variable_update == "independent":
+        fail("gradient_accumulation_steps", steps, "conflicts with "
+             "--variable_update=independent: towers there update on their own and "
+             "exchange nothing; use replicated or parameter_server, or drop the flag")

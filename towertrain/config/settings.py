@@ -106,6 +106,9 @@ SETTINGS = (
                 training_only=True),
         Setting("num_epochs", INTEGER, None, "Train this many passes over --data_dir instead "
                 "of --num_batches steps.", training_only=True, scaling=NOT_USED),
+        Setting("gradient_accumulation_steps", INTEGER, 1, "Sum the gradients of this many "
+                "consecutive global batches on each device, then exchange and apply one "
+                "update of their mean; a step is one update.", training_only=True),
         Setting("display_every", INTEGER, 10, "Print a step line every this many steps.",
                 training_only=True, scaling=NOT_USED),
         Setting("optimizer", ENUM, "sgd", "Optimizer.", choices=OPTIMIZERS,

@@ -32,6 +32,8 @@ def training_info(trainer, synced_batch_norms=0):
         info.append(("Cluster", f"{workers} workers x {len(devices)} "
                                 f"devices, task {cluster.task_index}"
                                 f"{' (chief)' if cluster.is_chief else ''}"))
+    if trainer.accumulation.accumulating:
+        info.append(("Accumulation", trainer.accumulation.describe(trainer.global_batch_size)))
     if p.variable_update == "replicated":
         info.append(("AllReduce", p.resolved_all_reduce_spec))
     if gradients.describe(p):

@@ -12,6 +12,7 @@ import functools
 import tensorflow as tf
 
 from towertrain import private_api
+from towertrain.engine import accumulate
 from towertrain.engine import model_checks
 from towertrain.engine import step_outputs
 from towertrain.engine import tower
@@ -77,18 +78,31 @@ class TrainStep:
             # Each tower's forward and backward as one XLA cluster on its device;
             # the exchange and the update stay outside (they cross devices).
             self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
+        # --gradient_accumulation_steps: the per-device sums between an
+        # update's micro-batches, and the loss denominator of one micro-batch
+        # (the global batch; the update's true count rescales at the end).
+        self.accumulators = trainer.accumulators
+        self.nominal = trainer.global_batch_size
         self.fn = tf.function(self._train_step)
         if staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
             # variant now: traced on first use it would stall a timed step
             # (measured: ~100 ms).
+            phases = ([accumulate.WHOLE] if self.accumulators is None
+                      else [accumulate.ACCUMULATE, accumulate.APPLY])
             for put in (True, False):
-                for outputs in step_outputs.levels(self.params):
-                    self.fn.get_concrete_function(put, outputs)
+                for phase in phases:
+                    for outputs in (step_outputs.levels(self.params)
+                                    if phase != accumulate.ACCUMULATE else (0,)):
+                        self.fn.get_concrete_function(put, outputs, phase)
 
-    def _train_step(self, put=True, outputs=0):
+    def _train_step(self, put=True, outputs=0, phase=accumulate.WHOLE):
         """One step. outputs: 0 the usual scalars; 1 also the global norm of the
-        all-reduced gradient; 2 also the summed gradients (histograms)."""
+        all-reduced gradient; 2 also the summed gradients (histograms).
+        phase (engine/accumulate.py): WHOLE computes and applies one global
+        batch; with accumulation, ACCUMULATE adds a micro-batch to the
+        accumulators (no exchange, no update), APPLY adds the last one, then
+        exchanges and applies the update."""
         # Timestamps measure the input wait; TensorFlow refuses them under op
         # determinism, and then the wait is not reported (never a made-up 0).
         timed = not private_api.op_determinism_enabled()
@@ -112,15 +126,21 @@ class TrainStep:
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
-            if self.num_workers > 1:  # multi-worker: examples on every worker's towers
+            if phase != accumulate.WHOLE:
+                # A micro-batch's loss is divided by the nominal global batch (no
+                # exchange for the count); the update rescales by nominal / count.
+                local_count, denominator = global_count, tf.constant(self.nominal)
+            elif self.num_workers > 1:  # multi-worker: examples on every worker's towers
                 global_count = self.variables.cluster_count(global_count)
+            if phase == accumulate.WHOLE:
+                denominator = global_count
             loss_scale = self.loss_scale.value() if self.loss_scale else None
         # A statically empty slice (fewer examples than towers) computes nothing.
         active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
         if self.params.sync_batch_norm and len(active) > 1:
-            computed = self._towers_in_lockstep(active, batches, global_count, loss_scale)
+            computed = self._towers_in_lockstep(active, batches, denominator, loss_scale)
         else:
-            computed = {i: self._tower(i, *batches[i], global_count, loss_scale)
+            computed = {i: self._tower(i, *batches[i], denominator, loss_scale)
                         for i in active}
         results, finite = [], []
         for i, device in enumerate(self.devices):
@@ -132,6 +152,12 @@ class TrainStep:
                         undo=True))
                     finite.append(tower.all_finite(result))
             results.append(result)
+        if phase == accumulate.ACCUMULATE:
+            return self._accumulate(results, finite, local_count, clock, timed, now)
+        update_loss = update_correct = None
+        if phase == accumulate.APPLY:
+            results, global_count, update_loss, update_correct, finite = self._take_update(
+                results, finite, local_count)
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
             if self.num_workers > 1:  # multi-worker: every worker takes the same branch
@@ -155,16 +181,66 @@ class TrainStep:
             extras = step_outputs.extras(
                 results, self.loss_scale, applied, outputs,
                 grad_scale=loss_scale if self.scaled_transfer else None)
+            if update_correct is not None:
+                extras["top1_correct"] = update_correct
             with tf.control_dependencies([clock["computed"]]):
                 clock["end"] = now()
             if timed:
                 extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+            if update_loss is not None:
+                return update_loss, global_count, applied, extras
             losses = [r.loss for r in results if r is not None]
             total = tf.add_n(losses)
             if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
                 total = self.variables.cluster_loss(total)
             loss = total if synchronous else total / len(losses)
             return loss, global_count, applied, extras
+
+    def _local_sums(self, results, finite):
+        """On the CPU: this micro-batch's summed loss, top-1 count (None: not a
+        classifier) and whether every tower's loss and gradients are finite."""
+        with tf.device("/cpu:0"):
+            live = [r for r in results if r is not None]
+            correct = tf.add_n([r.correct for r in live]) if self.count_correct else None
+            return tf.add_n([r.loss for r in live]), correct, tf.reduce_all(tf.stack(finite))
+
+    def _accumulate(self, results, finite, local_count, clock, timed, now):
+        """ACCUMULATE: adds the micro-batch to the accumulators and keeps its
+        batch-norm statistics; returns (loss, local examples, finite, extras)."""
+        loss, correct, all_finite = self._local_sums(results, finite)
+        done = self.accumulators.add(results, local_count, loss, correct, all_finite)
+        accumulate.keep_statistics(self.variables, results)
+        with tf.device("/cpu:0"):
+            with tf.control_dependencies(done):
+                clock["computed"] = now()
+                clock["end"] = now()
+            extras = {"input_wait_seconds": step_outputs.input_wait(clock)} if timed else {}
+            return loss, local_count, all_finite, extras
+
+    def _take_update(self, results, finite, local_count):
+        """APPLY: the update's results from the accumulators plus this last
+        micro-batch. Returns (per-tower results carrying the update's
+        gradients, the update's examples over every worker, its loss, its top-1
+        count, per-tower finite flags). The micro-batches' losses were divided
+        by the nominal global batch: nominal / count makes both the mean over
+        the update's examples, so a partial last batch weighs what it holds."""
+        loss, correct, all_finite = self._local_sums(results, finite)
+        grads, count, loss, correct, all_finite = self.accumulators.take(
+            results, local_count, loss, correct, all_finite)
+        with tf.device("/cpu:0"):
+            if self.num_workers > 1:  # one exchange of count and loss per update
+                count = self.variables.cluster_count(count)
+                loss = self.variables.cluster_loss(loss)
+            ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)
+            loss = loss * ratio
+        combined, finite = [], [all_finite]
+        for i, device in enumerate(self.devices):
+            with tf.device(device):
+                scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]
+                new_stats = results[i].non_trainable if results[i] is not None else None
+                combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))
+                finite.append(tower.all_finite(combined[-1]))
+        return combined, count, loss, correct, finite
 
     def _seed_tower(self, i):
         """The tower's index for random streams: multi-worker, the global one."""
