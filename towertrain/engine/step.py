@@ -112,8 +112,14 @@ class TrainStep:
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            stop_requests = None
             if self.num_workers > 1:  # multi-worker: examples on every worker's towers
-                global_count = self.variables.cluster_count(global_count)
+                # The stop requests travel in the same collective (one more value,
+                # no round trip): every worker learns of a preemption notice in
+                # the step it arrived (towertrain.callbacks.cluster_stop).
+                both = self.variables.cluster_count(
+                    tf.stack([global_count, self.trainer.stop_request.read_value()]))
+                global_count, stop_requests = both[0], both[1]
             loss_scale = self.loss_scale.value() if self.loss_scale else None
         # A statically empty slice (fewer examples than towers) computes nothing.
         active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
@@ -159,6 +165,8 @@ class TrainStep:
                 clock["end"] = now()
             if timed:
                 extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+            if stop_requests is not None:
+                extras["stop_requests"] = stop_requests
             losses = [r.loss for r in results if r is not None]
             total = tf.add_n(losses)
             if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
