@@ -103,6 +103,10 @@ class Trainer:
         self.cluster = cluster_lib.for_params(params)
         self.num_workers = self.cluster.num_workers
         self.input = input_factory.shard_for_worker(self.input, self.cluster)
+        self.stop_request = None  # 1: this worker was asked to stop (callbacks/cluster_stop.py)
+        if self.num_workers > 1:
+            with tf.device("/cpu:0"):
+                self.stop_request = tf.Variable(0, trainable=False, name="stop_request")
         # --- end multi-worker
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)

@@ -4,6 +4,7 @@ Write your own by subclassing `Callback` and pass it as
 `Trainer.train(callbacks=[...])`.
 """
 from .base import Callback
+from .cluster_stop import ClusterStop
 from .checkpointing import Checkpointer, CheckpointSaver, run_record_of
 from .divergence import DivergenceGuard
 from .periodic_eval import PeriodicEval
@@ -13,9 +14,9 @@ from .step_printer import StepPrinter
 from .summaries import Summaries
 from .trace import StepTrace
 
-__all__ = ["Callback", "CheckpointSaver", "Checkpointer", "DivergenceGuard", "PeriodicEval",
-           "ProfileSteps", "StepPrinter", "StepTrace", "StopOnSignal", "Summaries",
-           "default_callbacks"]
+__all__ = ["Callback", "CheckpointSaver", "Checkpointer", "ClusterStop", "DivergenceGuard",
+           "PeriodicEval", "ProfileSteps", "StepPrinter", "StepTrace", "StopOnSignal",
+           "Summaries", "default_callbacks"]
 
 
 def default_callbacks(trainer, write=print, eval_data=None):
@@ -50,8 +51,15 @@ def default_callbacks(trainer, write=print, eval_data=None):
         ckpt_lib.write_run_info(p.train_dir, run_record_of(trainer))
         callbacks.append(saver)
     callbacks.extend(_observers(trainer, summaries, logdir, write))
-    callbacks.append(StopOnSignal(saves_on_stop=saver is not None, write=write))
+    callbacks.append(_stop_on_signal(trainer, saver is not None, write))
     return callbacks
+
+
+def _stop_on_signal(trainer, saves_on_stop, write):
+    """SIGINT/SIGTERM handling: multi-worker, every worker stops at one step."""
+    if trainer.num_workers > 1:
+        return ClusterStop(trainer, write)
+    return StopOnSignal(saves_on_stop=saves_on_stop, write=write)
 
 
 def _observers(trainer, summaries, logdir, write):
@@ -80,4 +88,4 @@ def _worker_callbacks(trainer, write):
             write(f"resumed from the chief's checkpoint {path}")
     return [DivergenceGuard(trainer.learning_rate),
             StepPrinter(p.display_every, trainer.num_warmup_batches, lambda *_: None),
-            StopOnSignal(saves_on_stop=False, write=write)]
+            ClusterStop(trainer, write)]

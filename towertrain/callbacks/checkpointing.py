@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import topology as topology_lib
 from towertrain.errors import TrainingDivergedError
 
 from .base import Callback
@@ -25,8 +26,10 @@ class Checkpointer:
         self.trainer = trainer
         self.train_dir = train_dir
         self.max_to_keep = max_to_keep
+        self.topology = topology_lib.Topology(trainer)  # who wrote a restored checkpoint
         self.state = ckpt_lib.EngineState(trainer.model, trainer.variables, trainer.input,
-                                          trainer.engine_variables())
+                                          dict(trainer.engine_variables(),
+                                               **self.topology.variables()))
         self._checkpoint = self.state.checkpoint()
         self.manager = tf.train.CheckpointManager(self._checkpoint, train_dir,
                                                   max_to_keep=max_to_keep)
@@ -39,6 +42,7 @@ class Checkpointer:
             return None
         ckpt_lib.restore(self._checkpoint, path, self.state.variables)
         self.state.sync_copies()
+        self.topology.after_restore()
         self.last_saved_step = self.state.global_step()
         return path
 
@@ -115,6 +119,7 @@ class CheckpointSaver(Callback):
         if self.resumed_from:
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
+            info.extend(self.checkpointer.topology.header_info())
         return info
 
     def _fence_after(self, step):

@@ -1,13 +1,15 @@
 """Checks of the multi-worker flags (--worker_hosts, --task_index,
---collective_timeout_secs), kept apart from params.py so each file stays
+--collective_timeout_secs, --cluster_source, --slurm_port_base), kept apart from params.py so each file stays
 small. Every message starts with the flag at fault."""
 from towertrain.config import cluster_spec
+from towertrain.config.settings import CLUSTER_SOURCES
 from towertrain.errors import ClusterError
 
 
 def validate_cluster(p, fail):
     if p.collective_timeout_secs is not None and not p.collective_timeout_secs > 0:
         fail("collective_timeout_secs", p.collective_timeout_secs, "must be > 0 seconds")
+    _validate_source(p, fail)
     if p.task_index < 0:
         fail("task_index", p.task_index, "must be >= 0 (0 is the chief)")
     if p.worker_hosts is None:
@@ -29,3 +31,19 @@ def validate_cluster(p, fail):
              "--variable_update=collective_all_reduce")
     if p.sync_batch_norm:
         fail("sync_batch_norm", True, "is not supported across workers yet")
+
+
+def _validate_source(p, fail):
+    if p.cluster_source not in CLUSTER_SOURCES:
+        fail("cluster_source", p.cluster_source, f"must be one of {', '.join(CLUSTER_SOURCES)}")
+    if not 0 < p.slurm_port_base < 65536:
+        fail("slurm_port_base", p.slurm_port_base, "must be a port number in 1..65535")
+    if p.cluster_source == "flags" and p.worker_hosts is None:
+        fail("cluster_source", "flags", "needs --worker_hosts (and --task_index)")
+    if p.cluster_source in ("tf_config", "slurm"):
+        if p.worker_hosts is not None:
+            fail("worker_hosts", p.worker_hosts, f"is not read with --cluster_source="
+                 f"{p.cluster_source}; drop it, or use --cluster_source=flags")
+        if p.variable_update != "collective_all_reduce":
+            fail("cluster_source", p.cluster_source, "needs --variable_update="
+                 f"collective_all_reduce (got {p.variable_update})")

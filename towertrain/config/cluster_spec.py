@@ -1,12 +1,11 @@
-"""Which cluster a run belongs to, from --worker_hosts/--task_index or TF_CONFIG.
+"""A cluster's description, and the one --worker_hosts/--task_index give.
 
 Pure Python and no TensorFlow: Params checks the flags with it before anything
-is built, and towertrain.engine.distributed.cluster joins the cluster it
-describes. Worker 0 is the chief.
+is built. towertrain.engine.distributed.resolvers finds the cluster of a run
+(flags, TF_CONFIG or Slurm) and towertrain.engine.distributed.cluster joins
+it. Worker 0 is the chief.
 """
 import dataclasses
-import json
-import os
 from typing import Optional, Tuple
 
 from towertrain.errors import ClusterError
@@ -18,6 +17,9 @@ JOB = "worker"
 class Cluster:
     workers: Tuple[str, ...]  # "host:port" per task, task 0 is the chief
     task_index: int = 0
+    # Where it came from (towertrain.engine.distributed.resolvers.SOURCES): the
+    # header says; two resolutions of one cluster are equal whatever the source.
+    source: str = dataclasses.field(default="flags", compare=False)
 
     @property
     def num_workers(self) -> int:
@@ -39,7 +41,7 @@ class Cluster:
         return f"worker task {index} ({self.workers[index]})"
 
 
-SINGLE = Cluster(workers=("local",), task_index=0)
+SINGLE = Cluster(workers=("local",), task_index=0, source="local")
 
 
 def parse_worker_hosts(text: str) -> Tuple[str, ...]:
@@ -55,37 +57,10 @@ def parse_worker_hosts(text: str) -> Tuple[str, ...]:
     return hosts
 
 
-def from_tf_config(text: str) -> Cluster:
-    try:
-        config = json.loads(text)
-        workers = tuple(config["cluster"]["worker"])
-        task = config.get("task", {})
-        if task.get("type", JOB) != JOB:
-            raise ClusterError(f"TF_CONFIG: task type {task.get('type')!r}: only 'worker' "
-                               "tasks are supported (no parameter servers, no evaluator)")
-        index = int(task.get("index", 0))
-    except (ValueError, KeyError, TypeError) as err:
-        if isinstance(err, ClusterError):
-            raise
-        raise ClusterError(f"TF_CONFIG: not a cluster description ({err}); expected "
-                           '{"cluster": {"worker": ["h:p", ...]}, "task": {"type": '
-                           '"worker", "index": K}}') from None
-    hosts = parse_worker_hosts(",".join(workers))
-    if not 0 <= index < len(hosts):
-        raise ClusterError(f"TF_CONFIG: task index {index} is not in 0..{len(hosts) - 1}")
-    return Cluster(hosts, index)
-
-
-def from_params(params, environ=None) -> Cluster:
-    """The cluster of a run: --worker_hosts/--task_index, else TF_CONFIG, else
-    one local process (SINGLE). Runs no TensorFlow op."""
-    environ = os.environ if environ is None else environ
-    if params.worker_hosts:
-        hosts = parse_worker_hosts(params.worker_hosts)
-        if not 0 <= params.task_index < len(hosts):
-            raise ClusterError(f"--task_index={params.task_index}: must be in "
-                               f"0..{len(hosts) - 1} (--worker_hosts lists {len(hosts)})")
-        return Cluster(hosts, params.task_index)
-    if params.variable_update == "collective_all_reduce" and environ.get("TF_CONFIG"):
-        return from_tf_config(environ["TF_CONFIG"])
-    return SINGLE
+def from_flags(params) -> Cluster:
+    """The cluster --worker_hosts/--task_index describe (checked by Params)."""
+    hosts = parse_worker_hosts(params.worker_hosts)
+    if not 0 <= params.task_index < len(hosts):
+        raise ClusterError(f"--task_index={params.task_index}: must be in "
+                           f"0..{len(hosts) - 1} (--worker_hosts lists {len(hosts)})")
+    return Cluster(hosts, params.task_index, source="flags")

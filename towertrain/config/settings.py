@@ -20,6 +20,7 @@ DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
+CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
 
 # Types: each names its absl DEFINE_<type> and the Python type of its Params field.
 STRING, INTEGER, FLOAT, BOOLEAN, ENUM = "string", "integer", "float", "boolean", "enum"
@@ -235,7 +236,13 @@ SETTINGS = (
                 "--worker_hosts; 0 is the chief (checkpoints, output)."),
         Setting("collective_timeout_secs", FLOAT, None, "Multi-worker: a collective that does "
                 "not complete in this many seconds stops the run (a dead or unreachable "
-                "worker) (default: 60).")),
+                "worker) (default: 60)."),
+        Setting("cluster_source", ENUM, "auto", "Multi-worker: where the cluster comes "
+                "from: flags (--worker_hosts/--task_index), tf_config (TF_CONFIG, as "
+                "Kubernetes operators write it), slurm (the environment srun sets), or auto "
+                "(the one present; more than one is an error).", choices=CLUSTER_SOURCES),
+        Setting("slurm_port_base", INTEGER, 8888, "Multi-worker under Slurm: the first "
+                "port of a node's tasks (task k on a node listens on this + k).")),
     *group("Output",
         Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "
                 "such as oneDNN's, INFO logging from TensorFlow and Keras), hidden by "

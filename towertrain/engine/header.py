@@ -29,9 +29,9 @@ def training_info(trainer, synced_batch_norms=0):
     ]
     if workers > 1:  # multi-worker
         cluster = trainer.cluster
+        from towertrain.engine.distributed import resolvers
         info.append(("Cluster", f"{workers} workers x {len(devices)} "
-                                f"devices, task {cluster.task_index}"
-                                f"{' (chief)' if cluster.is_chief else ''}"))
+                                f"devices, {resolvers.describe(cluster)}"))
     if trainer.accumulation.accumulating:
         info.append(("Accumulation", trainer.accumulation.describe(trainer.global_batch_size)))
     if p.variable_update == "replicated":

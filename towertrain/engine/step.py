@@ -126,12 +126,13 @@ class TrainStep:
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
             global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            stop_requests = None
             if phase != accumulate.WHOLE:
                 # A micro-batch's loss is divided by the nominal global batch (no
                 # exchange for the count); the update rescales by nominal / count.
                 local_count, denominator = global_count, tf.constant(self.nominal)
             elif self.num_workers > 1:  # multi-worker: examples on every worker's towers
-                global_count = self.variables.cluster_count(global_count)
+                global_count, stop_requests = self._cluster_count_and_stop(global_count)
             if phase == accumulate.WHOLE:
                 denominator = global_count
             loss_scale = self.loss_scale.value() if self.loss_scale else None
@@ -156,8 +157,8 @@ class TrainStep:
             return self._accumulate(results, finite, local_count, clock, timed, now)
         update_loss = update_correct = None
         if phase == accumulate.APPLY:
-            results, global_count, update_loss, update_correct, finite = self._take_update(
-                results, finite, local_count)
+            (results, global_count, update_loss, update_correct, finite,
+             stop_requests) = self._take_update(results, finite, local_count)
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
             if self.num_workers > 1:  # multi-worker: every worker takes the same branch
@@ -187,6 +188,8 @@ class TrainStep:
                 clock["end"] = now()
             if timed:
                 extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+            if stop_requests is not None:
+                extras["stop_requests"] = stop_requests
             if update_loss is not None:
                 return update_loss, global_count, applied, extras
             losses = [r.loss for r in results if r is not None]
@@ -228,8 +231,9 @@ class TrainStep:
         grads, count, loss, correct, all_finite = self.accumulators.take(
             results, local_count, loss, correct, all_finite)
         with tf.device("/cpu:0"):
+            stop_requests = None
             if self.num_workers > 1:  # one exchange of count and loss per update
-                count = self.variables.cluster_count(count)
+                count, stop_requests = self._cluster_count_and_stop(count)
                 loss = self.variables.cluster_loss(loss)
             ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)
             loss = loss * ratio
@@ -240,7 +244,17 @@ class TrainStep:
                 new_stats = results[i].non_trainable if results[i] is not None else None
                 combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))
                 finite.append(tower.all_finite(combined[-1]))
-        return combined, count, loss, correct, finite
+        return combined, count, loss, correct, finite, stop_requests
+
+    def _cluster_count_and_stop(self, count):
+        """Multi-worker: the examples over every worker, and how many workers
+        asked to stop. The stop requests travel in the same collective (one
+        more value, no round trip): every worker learns of a preemption notice
+        in the step (with accumulation, the update) it arrived in
+        (towertrain.callbacks.cluster_stop)."""
+        both = self.variables.cluster_count(
+            tf.stack([count, self.trainer.stop_request.read_value()]))
+        return both[0], both[1]
 
     def _seed_tower(self, i):
         """The tower's index for random streams: multi-worker, the global one."""

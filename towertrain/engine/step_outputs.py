@@ -3,7 +3,8 @@
 Always: 'input_wait_seconds' (the time the step spent waiting for its input:
 until its batch was there, plus any time the staging put ran past the
 compute), 'top1' (training accuracy of the step, classifiers only) and
-'loss_scale' (with --use_fp16). On request: 'grad_norm' (global norm of the
+'loss_scale' (with --use_fp16); multi-worker 'stop_requests' (workers asked
+to stop, towertrain.callbacks.cluster_stop). On request: 'grad_norm' (global norm of the
 all-reduced gradient) and 'gradients' (the summed gradients, for histograms).
 Both are true gradients: with a loss-scaled transfer (--use_fp16
 --compact_gradient_transfer) the towers hand over gradients still multiplied
@@ -61,7 +62,7 @@ def to_python(extras):
     for name, value in extras.items():
         if name == "gradients":
             out[name] = [g.numpy() for g in value]
-        elif name == "top1_correct":
+        elif name in ("top1_correct", "stop_requests"):
             out[name] = int(value)
         else:
             out[name] = float(value)

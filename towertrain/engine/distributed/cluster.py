@@ -1,10 +1,10 @@
 """Multi-worker training on TensorFlow's distributed runtime (gRPC + collectives).
 
-The cluster comes from --worker_hosts=h1:p1,h2:p2 --task_index=K, or from the
-TF_CONFIG environment variable ({"cluster": {"worker": [...]}, "task":
-{"type": "worker", "index": K}}). Worker 0 is the chief.
+The cluster comes from --worker_hosts=h1:p1,h2:p2 --task_index=K, the
+TF_CONFIG environment variable or a Slurm step (resolvers.py,
+--cluster_source). Worker 0 is the chief.
 
-    cluster = cluster.from_params(params)      # pure Python, no TensorFlow op
+    cluster = cluster.from_params(params)      # no TensorFlow op
     cluster.setup(cluster, params)             # BEFORE any TensorFlow op runs
 
 setup() makes the local logical CPU devices (--device=cpu), then configures
@@ -20,8 +20,9 @@ task in the cluster (not 0.0.0.0).
 import socket
 import time
 
-from towertrain.config.cluster_spec import (  # noqa: F401 - the cluster's description
-    JOB, SINGLE, Cluster, from_params, from_tf_config)
+from towertrain.config.cluster_spec import JOB, SINGLE, Cluster  # noqa: F401
+from towertrain.engine.distributed.resolvers import (  # noqa: F401 - where a cluster comes from
+    from_params, from_tf_config)
 from towertrain.errors import ClusterError  # noqa: F401 - a ParamsError: one-line flag error
 
 DEFAULT_COLLECTIVE_TIMEOUT_SECS = 60.0

@@ -1,0 +1,100 @@
+"""Where the cluster comes from (--cluster_source): --worker_hosts, TF_CONFIG
+(Kubernetes) or Slurm, through TensorFlow's cluster resolvers."""
+import json
+
+import pytest
+
+from helpers import cluster_runs as runs
+
+from towertrain.config.params import Params, ParamsError
+from towertrain.engine.distributed import resolvers
+
+SLURM_TWO_TASKS = {"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2",
+                   "SLURM_STEP_NODELIST": "127.0.0.1", "SLURM_STEP_TASKS_PER_NODE": "2"}
+
+
+def _params(**changes):
+    base = dict(model="trivial", device="cpu", variable_update="collective_all_reduce")
+    base.update(changes)
+    return Params(**base)
+
+
+def test_slurm_environment_gives_the_cluster_through_the_resolver():
+    cluster = resolvers.from_params(_params(slurm_port_base=7000), SLURM_TWO_TASKS)
+    assert cluster.workers == ("127.0.0.1:7000", "127.0.0.1:7001")
+    assert (cluster.task_index, cluster.source) == (1, "slurm")
+    assert resolvers.describe(cluster) == "task 1 of 2 at 127.0.0.1:7001, from Slurm"
+    # Two nodes of two tasks each, in Slurm's compressed notations.
+    four = dict(SLURM_TWO_TASKS, SLURM_PROCID="2", SLURM_STEP_NUM_TASKS="4",
+                SLURM_STEP_NODELIST="node[07-08]", SLURM_STEP_TASKS_PER_NODE="2(x2)")
+    cluster = resolvers.from_params(_params(), four)
+    assert cluster.workers == ("node07:8888", "node07:8889", "node08:8888", "node08:8889")
+    assert cluster.address == "node08:8888" and not cluster.is_chief
+    # One task is one process; without collective_all_reduce Slurm is not a cluster.
+    assert resolvers.from_params(_params(), dict(SLURM_TWO_TASKS, SLURM_STEP_NUM_TASKS="1",
+                                                 SLURM_STEP_TASKS_PER_NODE="1",
+                                                 SLURM_PROCID="0")).num_workers == 1
+    assert resolvers.from_params(_params(variable_update="replicated"),
+                                 SLURM_TWO_TASKS).num_workers == 1
+    with pytest.raises(ParamsError, match="--cluster_source=slurm: SLURM_PROCID not found"):
+        resolvers.from_params(_params(cluster_source="slurm"), {})
+
+
+def test_tf_config_with_a_chief_job_and_source_conflicts():
+    config = {"cluster": {"chief": ["c:1"], "worker": ["a:1", "b:2"]},
+              "task": {"type": "worker", "index": 1}}
+    cluster = resolvers.from_params(_params(), {"TF_CONFIG": json.dumps(config)})
+    assert (cluster.workers, cluster.task_index, cluster.source) == (
+        ("c:1", "a:1", "b:2"), 2, "tf_config")
+    config["task"] = {"type": "chief", "index": 0}
+    assert resolvers.from_params(_params(), {"TF_CONFIG": json.dumps(config)}).is_chief
+    both = dict(SLURM_TWO_TASKS, TF_CONFIG=json.dumps(config))
+    with pytest.raises(ParamsError, match=r"given more than once \(TF_CONFIG, Slurm\); "
+                                          r"choose one with --cluster_source=tf_config\|slurm"):
+        resolvers.from_params(_params(), both)
+    assert resolvers.from_params(_params(cluster_source="slurm"), both).source == "slurm"
+    assert resolvers.from_params(_params(cluster_source="tf_config"), both).source == "tf_config"
+    flags = _params(worker_hosts="h:1,h:2", task_index=1)
+    with pytest.raises(ParamsError, match=r"\(--worker_hosts/--task_index, Slurm\)"):
+        resolvers.from_params(flags, SLURM_TWO_TASKS)
+    assert resolvers.from_params(_params(worker_hosts="h:1,h:2", task_index=1,
+                                         cluster_source="flags"), both).address == "h:2"
+    with pytest.raises(ParamsError, match="--cluster_source=tf_config: the TF_CONFIG"):
+        resolvers.from_params(_params(cluster_source="tf_config"), {})
+
+
+def test_cluster_source_flag_checks():
+    with pytest.raises(ParamsError, match="--cluster_source=slurm: needs --variable_update="):
+        _params(cluster_source="slurm", variable_update="replicated")
+    with pytest.raises(ParamsError, match="--cluster_source=flags: needs --worker_hosts"):
+        _params(cluster_source="flags")
+    with pytest.raises(ParamsError, match="--worker_hosts=a:1,b:2: is not read with "
+                                          "--cluster_source=slurm"):
+        _params(cluster_source="slurm", worker_hosts="a:1,b:2")
+    with pytest.raises(ParamsError, match="--cluster_source=mpi: must be one of"):
+        _params(cluster_source="mpi")
+    with pytest.raises(ParamsError, match="--slurm_port_base=0: must be a port"):
+        _params(slurm_port_base=0)
+
+
+@pytest.mark.slow
+def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path,
+                                                                        tmp_path_factory):
+    """What srun sets for 2 tasks on one node: 2 processes find each other and
+    train as one process holding both devices."""
+    data_dir, reference = runs.data_and_reference(tmp_path_factory, num_epochs=2)
+    train_dir = str(tmp_path / "slurm")
+    base = runs.free_port_run(2)
+    flags = runs.run_flags(data_dir, train_dir, 2, *runs.topology(2, 1),
+                           f"--slurm_port_base={base}")
+    with runs.Processes(str(tmp_path)) as procs:
+        for task in range(2):
+            procs.start(runs.towertrain(*flags), f"task{task}",
+                        runs.env(**dict(SLURM_TWO_TASKS, SLURM_PROCID=str(task))))
+        statuses = procs.wait(timeout=240)
+        assert statuses == [0, 0], procs.log(0)[-2000:] + procs.log(1)[-2000:]
+        chief = procs.log(0)
+    assert "2 workers x 1 devices, task 0 of 2 (chief) at 127.0.0.1:%d, from Slurm" % base \
+        in chief, chief[:2000]
+    assert runs.checkpoint_steps(train_dir)[-1] == 12
+    runs.assert_same_model(train_dir, reference)

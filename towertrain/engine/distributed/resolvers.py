@@ -1,0 +1,167 @@
+"""Which cluster this process belongs to, through TensorFlow's cluster resolvers.
+
+--cluster_source picks where the cluster comes from:
+
+  flags      --worker_hosts/--task_index, as given;
+  tf_config  the TF_CONFIG variable Kubernetes operators (TFJob, ...) write,
+             read by tf.distribute.cluster_resolver.TFConfigClusterResolver; a
+             'chief' job, if any, is task 0 and the 'worker' tasks follow;
+  slurm      the environment `srun` sets for each task, read by
+             tf.distribute.cluster_resolver.SlurmClusterResolver (one task
+             per node; a node's tasks listen on --slurm_port_base + k; with
+             --device=gpu each task gets --num_gpus of the node's GPUs through
+             CUDA_VISIBLE_DEVICES);
+  auto       (default) the one present: --worker_hosts, TF_CONFIG, or a Slurm
+             step of more than one task (the last two only with
+             --variable_update=collective_all_reduce). More than one present
+             is an error that asks for --cluster_source.
+
+Runs no TensorFlow op: it must run before the cluster is joined.
+"""
+import contextlib
+import json
+import os
+
+from towertrain.config.cluster_spec import JOB, SINGLE, Cluster, from_flags, parse_worker_hosts
+from towertrain.errors import ClusterError
+
+SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
+           "slurm": "Slurm", "local": "one process"}
+CHIEF = "chief"
+
+
+def from_params(params, environ=None) -> Cluster:
+    """The cluster of a run (SINGLE for one local process)."""
+    environ = os.environ if environ is None else environ
+    source = params.cluster_source
+    if source == "auto":
+        present = _present(params, environ)
+        if len(present) > 1:
+            raise ClusterError(f"--cluster_source=auto: the cluster is given more than once "
+                               f"({', '.join(SOURCES[s] for s in present)}); choose one with "
+                               f"--cluster_source={'|'.join(present)}")
+        source = present[0] if present else "local"
+    if source == "flags":
+        return from_flags(params)
+    if source == "tf_config":
+        text = environ.get("TF_CONFIG")
+        if not text:
+            raise ClusterError("--cluster_source=tf_config: the TF_CONFIG environment "
+                               "variable is not set")
+        return from_tf_config(text)
+    if source == "slurm":
+        return from_slurm(params, environ)
+    return SINGLE
+
+
+def _present(params, environ):
+    found = ["flags"] if params.worker_hosts else []
+    if params.variable_update == "collective_all_reduce":
+        if environ.get("TF_CONFIG"):
+            found.append("tf_config")
+        if _int(environ.get("SLURM_STEP_NUM_TASKS"), 1) > 1:
+            found.append("slurm")
+    return found
+
+
+def _int(text, default):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return default
+
+
+@contextlib.contextmanager
+def _environment(environ, names):
+    """TensorFlow's resolvers read os.environ only: while they run, the
+    variables `names` of a given mapping (tests) stand in for the real ones."""
+    if environ is os.environ:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ.pop(name, None)
+        if environ.get(name) is not None:
+            os.environ[name] = environ[name]
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
+def from_tf_config(text) -> Cluster:
+    """The cluster of a TF_CONFIG text: {"cluster": {["chief": [..],] "worker":
+    [..]}, "task": {"type": "worker", "index": K}}."""
+    import tensorflow as tf
+    try:
+        json.loads(text)
+        with _environment({"TF_CONFIG": text}, ["TF_CONFIG"]):
+            resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+            jobs = resolver.cluster_spec().as_dict()
+            task_type, task_id = resolver.task_type, resolver.task_id
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ClusterError(f"TF_CONFIG: not a cluster description ({err}); expected "
+                           '{"cluster": {"worker": ["h:p", ...]}, "task": {"type": '
+                           '"worker", "index": K}}') from None
+    other = sorted(set(jobs) - {JOB, CHIEF}) or (
+        [task_type] if task_type not in (JOB, CHIEF, None) else [])
+    if other:
+        raise ClusterError(f"TF_CONFIG: task type {other[0]!r}: only 'chief' and 'worker' "
+                           "tasks are supported (no parameter servers, no evaluator)")
+    chiefs, workers = _addresses(jobs.get(CHIEF)), _addresses(jobs.get(JOB))
+    if len(chiefs) > 1:
+        raise ClusterError(f"TF_CONFIG: {len(chiefs)} 'chief' tasks; at most one")
+    hosts = parse_worker_hosts(",".join(chiefs + workers))
+    index = (0 if task_type == CHIEF else len(chiefs) + int(task_id or 0))
+    if task_type == CHIEF and task_id:
+        raise ClusterError(f"TF_CONFIG: chief task index {task_id}; the chief is index 0")
+    if not 0 <= index < len(hosts):
+        raise ClusterError(f"TF_CONFIG: task index {task_id} is not in "
+                           f"0..{len(workers) - 1}")
+    return Cluster(hosts, index, source="tf_config")
+
+
+def _addresses(job):
+    """A ClusterSpec job (a list, or {index: address}) as a list in index order."""
+    if job is None:
+        return []
+    if isinstance(job, dict):
+        return [job[i] for i in sorted(job)]
+    return list(job)
+
+
+def from_slurm(params, environ=None) -> Cluster:
+    """The cluster of this Slurm step, from SlurmClusterResolver: one task per
+    worker, a node's tasks on --slurm_port_base + 0, 1, ..."""
+    import tensorflow as tf
+    environ = os.environ if environ is None else environ
+    tasks = _int(environ.get("SLURM_STEP_NUM_TASKS"), 0)
+    gpu = params.resolved_device == "gpu"
+    # On CPU no GPU is handed out: the resolver still counts "GPUs per task",
+    # so give it one per task and let it set nothing.
+    options = (dict(gpus_per_task=params.num_gpus, auto_set_gpu=True) if gpu else
+               dict(gpus_per_node=max(tasks, 1), gpus_per_task=1, auto_set_gpu=False))
+    try:
+        names = [n for n in environ if n.startswith("SLURM_")] + ["CUDA_VISIBLE_DEVICES"]
+        with _environment(environ, names):
+            resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+                port_base=params.slurm_port_base, **options)
+            workers = _addresses(resolver.cluster_spec().as_dict().get(JOB))
+            task_id = resolver.task_id
+    except (RuntimeError, ValueError, KeyError, IndexError) as err:
+        raise ClusterError(f"--cluster_source=slurm: {str(err).splitlines()[0]} (run under "
+                           "srun, which sets SLURM_PROCID, SLURM_STEP_NUM_TASKS, "
+                           "SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE)") from None
+    if len(workers) == 1:
+        return SINGLE
+    return Cluster(parse_worker_hosts(",".join(workers)), int(task_id), source="slurm")
+
+
+def describe(cluster: Cluster) -> str:
+    """The header's line: the task's place in the cluster and its source."""
+    role = " (chief)" if cluster.is_chief else ""
+    return (f"task {cluster.task_index} of {cluster.num_workers}{role} at {cluster.address}, "
+            f"from {SOURCES.get(cluster.source, cluster.source)}")

@@ -1,0 +1,57 @@
+"""The cluster shape a checkpoint was written by: global batch, workers, devices.
+
+A train_dir's checkpoints carry it (under engine/topology/), so a resume knows
+what changed. Workers x devices may change freely: with the same global
+batch every step trains on the same examples in the same order (the input
+position is that of the global batch sequence), so the run continues exactly.
+A changed global batch is reported in the header: the run goes on from the
+saved step count with the new batch (README, "Restart on another topology").
+"""
+import tensorflow as tf
+
+NAMES = ("global_batch", "workers", "devices_per_worker")
+
+
+class Topology:
+    """The trainer's topology as checkpoint variables, and what a restore found."""
+
+    def __init__(self, trainer):
+        self.current = (int(trainer.global_batch_size), int(trainer.num_workers),
+                        len(trainer.devices))
+        with tf.device("/cpu:0"):
+            self._variables = [tf.Variable(value, dtype=tf.int64, trainable=False,
+                                           name=f"topology_{name}")
+                               for name, value in zip(NAMES, self.current)]
+        self.saved = None  # the restored checkpoint's (global batch, workers, devices)
+
+    def variables(self):
+        """{name: variable} for the checkpoint's engine variables."""
+        return {f"topology/{name}": v for name, v in zip(NAMES, self._variables)}
+
+    def after_restore(self):
+        """Reads what the restored checkpoint recorded (a checkpoint from before
+        this was kept records nothing: taken as unchanged), then puts the
+        current topology back for the next save."""
+        self.saved = tuple(int(v.numpy()) for v in self._variables)
+        for variable, value in zip(self._variables, self.current):
+            variable.assign(value)
+
+    @property
+    def batch_changed(self):
+        return self.saved is not None and self.saved[0] != self.current[0]
+
+    def header_info(self):
+        if self.saved is None or self.saved == self.current:
+            return []
+        (old_batch, old_workers, old_devices), (batch, workers, devices) = (
+            self.saved, self.current)
+        shape = (f"checkpoint written by {old_workers} worker(s) x {old_devices} device(s), "
+                 f"now {workers} x {devices}")
+        if not self.batch_changed:
+            return [("Topology", f"{shape}; same global batch {batch}: continues exactly")]
+        return [("Topology", shape),
+                ("Global batch", f"CHANGED at resume: {old_batch} in the checkpoint, now "
+                                 f"{batch}; the saved step count goes on with the new batch "
+                                 "(epoch boundaries, --num_epochs and schedule steps are "
+                                 "counted in new-batch steps; README 'Restart on another "
+                                 "topology')")]
