@@ -307,7 +307,7 @@ class Trainer:
         """Top-1/top-5 of the current variables over `eval_data` (default: the
         input's eval split); prints the result line when `write` is given."""
         from towertrain.engine import evaluation
-        data = eval_data or evaluation.eval_data_for(self)
+        data = evaluation.eval_data_for(self, eval_data)
         result = evaluation.Evaluator(self).evaluate(data)
         if write is not None:
             write(evaluation.format_result(result, self.global_step()))

@@ -24,7 +24,8 @@ def default_callbacks(trainer, write=print, eval_data=None):
     restores the latest checkpoint (so the loop starts at its step) and only then
     records the run, so a failed resume leaves the train_dir's record as it was."""
     from towertrain.state import checkpoint as ckpt_lib
-    from towertrain.engine import evaluation
+    from towertrain.engine import eval_schedule, evaluation
+    from towertrain.recipe import lr_schedule
     from towertrain.state import run_record
     p = trainer.params
     cluster = getattr(trainer, "cluster", None)
@@ -33,14 +34,18 @@ def default_callbacks(trainer, write=print, eval_data=None):
     dynamic = bool(trainer.loss_scale and trainer.loss_scale.dynamic)
     callbacks = [DivergenceGuard(trainer.learning_rate, dynamic_loss_scale=dynamic),
                  StepPrinter(p.display_every, trainer.num_warmup_batches, write,
-                             print_training_accuracy=p.print_training_accuracy)]
+                             print_training_accuracy=p.print_training_accuracy,
+                             ewma=p.display_perf_ewma, loss_name=p.loss_type_to_report)]
     logdir = p.summary_dir or p.train_dir
     summaries = (Summaries(trainer, logdir, p.summary_verbosity, p.save_summaries_steps)
                  if p.summary_verbosity else None)
-    if p.eval_during_training_every_n_steps:
-        data = eval_data or evaluation.eval_data_for(trainer)
-        callbacks.append(PeriodicEval(trainer, p.eval_during_training_every_n_steps, data,
-                                      write, on_result=summaries and summaries.eval_result))
+    schedule = eval_schedule.for_params(p, trainer.total_steps, lr_schedule.epoch_steps(
+        p, trainer.input.steps_per_epoch, trainer.global_batch_size))
+    if schedule is not None:
+        data = evaluation.eval_data_for(trainer, eval_data)
+        callbacks.append(PeriodicEval(trainer, schedule, data, write,
+                                      on_result=summaries and summaries.eval_result,
+                                      stop_at_top_1=p.stop_at_top_1_accuracy))
     saver = None
     if p.train_dir:
         saver = CheckpointSaver(Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep),

@@ -170,11 +170,14 @@ class CheckpointSaver(Callback):
     def after_train(self):
         path = self._save()
         step = self.checkpointer.last_saved_step
-        if self.loop.stop_reason:
+        if self.loop.stop_reason and not self.loop.stop_is_final:
             self.write(f"Received {self.loop.stop_reason}: saved checkpoint at step {step} "
                        f"to {path}")
         elif self.loop.step > self.loop.start_step:
             self.write(f"Saved checkpoint at step {step} to {path}")
+        if self.loop.completed:  # an evaluator following train_dir stops after this one
+            from towertrain.state import run_record
+            run_record.mark_final(self.checkpointer.train_dir, step, path)
 
 
 def run_record_of(trainer):

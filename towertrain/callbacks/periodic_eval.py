@@ -1,28 +1,66 @@
-"""Eval during training: top-1/top-5 on the eval split every N steps."""
-from towertrain.engine import evaluation
+"""Eval during training: top-1/top-5 on the eval split on a schedule
+(towertrain.engine.eval_schedule), and --stop_at_top_1_accuracy."""
+from towertrain.engine import eval_schedule, evaluation
 
 from .base import Callback
 
 
 class PeriodicEval(Callback):
-    """Evaluates the primary copy every `every_n_steps` steps on `eval_data`
-    (an EvalData, resolved before training so a missing split fails first).
-    on_result(step, EvalResult), if given, also gets each result (the
-    TensorBoard summaries write it under eval/)."""
+    """Evaluates the primary copy after the steps `schedule` names (an
+    EvalSchedule, or an int N: every N steps, as before schedules existed) on
+    `eval_data` (an EvalData, resolved before training so a missing split
+    fails first). on_result(step, EvalResult), if given, also gets each result
+    (the TensorBoard summaries write it under eval/).
 
-    def __init__(self, trainer, every_n_steps, eval_data, write=print, on_result=None):
-        self.every_n_steps = every_n_steps
+    stop_at_top_1: once a result's top-1 reaches it, the run stops right there
+    (no later eval, no draining: each eval step is a staging fence) and the
+    stop counts as the run's end (its checkpoint is the final one).
+    """
+
+    def __init__(self, trainer, schedule, eval_data, write=print, on_result=None,
+                 stop_at_top_1=None):
+        if isinstance(schedule, int):
+            schedule = eval_schedule.EvalSchedule(None, every_n_steps=schedule)
+        self.schedule = schedule
         self.eval_data = eval_data
         self.write = write
         self.on_result = on_result
+        self.stop_at_top_1 = stop_at_top_1
         self.evaluator = evaluation.Evaluator(trainer)
 
     def header_info(self):
-        return [("Eval data", evaluation.describe(self.eval_data, self.evaluator))]
+        info = [("Eval data", evaluation.describe(self.eval_data, self.evaluator))]
+        if self.schedule.total_steps is not None:
+            info.append(("Eval", self.schedule.describe() + (
+                f"; stop at top-1 >= {self.stop_at_top_1:g}" if self.stop_at_top_1 else "")))
+        return info
+
+    def before_train(self, loop):
+        super().before_train(loop)
+        if self.schedule.total_steps is None:  # an int schedule: the loop's end
+            self.schedule = eval_schedule.EvalSchedule(
+                loop.total_steps, every_n_steps=self.schedule.every_n_steps)
+        self._fence_after(loop.start_step)
+
+    def _fence_after(self, step):
+        # Nothing staged past an eval step: a stop there leaves the input exact.
+        following = self.schedule.next_after(step)
+        if following is not None:
+            self.loop.trainer.add_fence(following)
 
     def after_step(self, step, result, seconds):
-        if step % self.every_n_steps == 0:
-            result = self.evaluator.evaluate(self.eval_data)
-            self.write(evaluation.format_result(result, step))
-            if self.on_result is not None:
-                self.on_result(step, result)
+        if self.schedule.due(step):  # the run's last step is always due
+            self._evaluate(step)
+            self._fence_after(step)
+
+    def _evaluate(self, step):
+        result = self.evaluator.evaluate(self.eval_data)
+        self.write(evaluation.format_result(result, step))
+        if self.on_result is not None:
+            self.on_result(step, result)
+        if self.stop_at_top_1 is not None and result.top1 >= self.stop_at_top_1:
+            # tf_cnn_benchmarks' line; the run ends here, its checkpoint is final.
+            self.write(f"Stopping, as eval accuracy at least {self.stop_at_top_1:g} was "
+                       "reached")
+            self.loop.request_stop(f"--stop_at_top_1_accuracy={self.stop_at_top_1:g} "
+                                   f"(top-1 {result.top1:.4f} at step {step})", final=True)

@@ -80,7 +80,7 @@ class StopOnSignal(Callback):
         self.loop.request_stop(name)
 
     def after_train(self):
-        if self.loop.stop_reason and not self.saves_on_stop:
+        if self.loop.stop_reason and not (self.saves_on_stop or self.loop.stop_is_final):
             self.write(f"Received {self.loop.stop_reason}: stopping at step {self.loop.step} "
                        "(no --train_dir, nothing saved)")
 

@@ -13,17 +13,21 @@ class StepPrinter(Callback):
     since the previous line spent waiting for input ('wait 37%'), so an
     input-bound run shows at a glance.
 
+    ewma: --display_perf_ewma (images/sec from a weighted average of step
+    times); loss_name: the loss column's title (--loss_type_to_report).
+
     The first `num_warmup_batches` steps of every process are untimed, a
     resumed one's too: they include tracing and filling the pipeline.
     """
 
     def __init__(self, display_every, num_warmup_batches, write=print,
-                 print_training_accuracy=False):
+                 print_training_accuracy=False, ewma=None, loss_name="total_loss"):
         self.display_every = display_every
         self.num_warmup_batches = num_warmup_batches
         self.write = write
         self.print_training_accuracy = print_training_accuracy
-        self.times = benchmark_log.StepTimes()
+        self.loss_name = loss_name  # --loss_type_to_report: the step lines' loss
+        self.times = benchmark_log.StepTimes(ewma)
         self.wait = benchmark_log.WaitShare()
         self._steps_run = 0
         self._warmup = 0
@@ -48,7 +52,7 @@ class StepPrinter(Callback):
                 self.write("Done warm up")
             return
         if not self.times:
-            self.write("Step\tImg/sec\ttotal_loss" +
+            self.write(f"Step\tImg/sec\t{self.loss_name}" +
                        ("\ttop_1_accuracy" if self.print_training_accuracy else ""))
         self.times.add(result.examples, seconds)
         if "input_wait_seconds" in result.extras:

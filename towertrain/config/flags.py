@@ -68,10 +68,12 @@ def check_command_line(p, explicit):
                   f"{p.eval_batch_size} instead; drop one")
     # Library users may call Trainer.evaluate() at any time, so only the CLI
     # knows that no eval will run.
-    if p.eval_batch_size is not None and not (p.eval or
-                                              p.eval_during_training_every_n_steps):
-        _fail("eval_batch_size", p.eval_batch_size, "only applies with --eval or "
-              "--eval_during_training_every_n_steps")
+    from towertrain.config.eval_checks import eval_during_training
+    for flag in ("eval_batch_size", "num_eval_batches", "num_eval_epochs"):
+        if getattr(p, flag) is not None and not (p.eval or eval_during_training(p)):
+            _fail(flag, getattr(p, flag), "only applies with --eval or "
+                  "--eval_during_training_every_n_steps (or another "
+                  "--eval_during_training_* flag)")
     # Given explicitly with a mode that ignores it (Setting.applies_with), even
     # at its default value.
     mode_checks.check(p, _fail, explicit)

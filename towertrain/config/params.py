@@ -10,6 +10,7 @@ from typing import Optional
 
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import mode_checks
+from towertrain.config import eval_checks as params_eval
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import settings
@@ -115,6 +116,7 @@ def validate(p: Params) -> None:
     _validate_input(p)
     params_recipe.validate_recipe(p, _fail)
     params_observe.validate_observe(p, _fail)
+    params_eval.validate_eval(p, _fail)
     params_cluster.validate_cluster(p, _fail)
 
     # Whether the GPUs exist is checked when devices are set up

@@ -21,6 +21,8 @@ DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
+RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
+LOSS_TYPES = ("base_loss", "total_loss")
 
 # Types: each names its absl DEFINE_<type> and the Python type of its Params field.
 STRING, INTEGER, FLOAT, BOOLEAN, ENUM = "string", "integer", "float", "boolean", "enum"
@@ -84,7 +86,14 @@ SETTINGS = (
                 "queue (a FIFOQueue filled by threads).", choices=INPUTS, scaling=NOT_USED),
         Setting("batch_size", INTEGER, None, "Batch size per device (default: the model's)."),
         Setting("data_format", ENUM, None, "Image layout (default: NCHW on gpu, NHWC on cpu).",
-                choices=DATA_FORMATS)),
+                choices=DATA_FORMATS),
+        Setting("distortions", BOOLEAN, False, "Training augmentation: cifar10 random pad-4 "
+                "crops and flips (off: none); imagenet adds color distortions to its "
+                "always-on random crop and flip.", training_only=True, scaling=NOT_USED),
+        Setting("resize_method", ENUM, "bilinear", "imagenet resize: nearest, bilinear, "
+                "bicubic, area, round_robin (the four by example position) or crop (a "
+                "random/central crop of the input size, no resize).",
+                choices=RESIZE_METHODS, scaling=NOT_USED)),
     *group("Devices and variables",
         Setting("device", ENUM, None, "Compute device type (default: gpu if one is present, "
                 "else cpu).", choices=DEVICES),
@@ -112,6 +121,10 @@ SETTINGS = (
                 "update of their mean; a step is one update.", training_only=True),
         Setting("display_every", INTEGER, 10, "Print a step line every this many steps.",
                 training_only=True, scaling=NOT_USED),
+        Setting("display_perf_ewma", FLOAT, None, "Step lines show images/sec as an "
+                "exponentially weighted average of step times with this weight on the "
+                "newest step (0 < w <= 1) instead of the plain average.",
+                training_only=True, scaling=NOT_USED),
         Setting("optimizer", ENUM, "sgd", "Optimizer.", choices=OPTIMIZERS,
                 training_only=True),
         Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum (rmsprop has "
@@ -122,6 +135,12 @@ SETTINGS = (
                 "model's).", training_only=True),
         Setting("weight_decay", FLOAT, 0.0, "L2 weight decay on the variables the model marks "
                 "for it (conv and dense kernels; never BN or biases).", training_only=True),
+        Setting("single_l2_loss_op", BOOLEAN, False, "Compute the weight decay as one L2 "
+                "loss of all decayed variables concatenated, instead of one per variable.",
+                training_only=True),
+        Setting("loss_type_to_report", ENUM, "total_loss", "The loss the step lines and "
+                "summaries show: total_loss (with weight decay) or base_loss (without).",
+                choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers and synthetic data."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
@@ -227,7 +246,31 @@ SETTINGS = (
         Setting("eval_batch_size", INTEGER, None, "Batch size per device for evaluation "
                 "(default: the training batch per device).", scaling=NOT_USED),
         Setting("eval_during_training_every_n_steps", INTEGER, None, "Evaluate every this "
-                "many training steps.", training_only=True, scaling=NOT_USED)),
+                "many training steps, and at the end.", training_only=True, scaling=NOT_USED),
+        Setting("eval_during_training_every_n_epochs", FLOAT, None, "Evaluate after every "
+                "this many epochs, and at the end.", training_only=True, scaling=NOT_USED),
+        Setting("eval_during_training_at_specified_steps", STRING, None, "'S1,S2,...': "
+                "evaluate after these global steps, and at the end.", training_only=True,
+                scaling=NOT_USED),
+        Setting("eval_during_training_at_specified_epochs", STRING, None, "'E1,E2,...': "
+                "evaluate after these epochs (fractions allowed), and at the end.",
+                training_only=True, scaling=NOT_USED),
+        Setting("stop_at_top_1_accuracy", FLOAT, None, "Stop training once an eval during "
+                "training reaches this top-1 (the last checkpoint is then final).",
+                training_only=True, scaling=NOT_USED),
+        Setting("num_eval_batches", INTEGER, None, "Evaluate this many full batches, "
+                "repeating the eval split as needed (default: the split once).",
+                scaling=NOT_USED),
+        Setting("num_eval_epochs", FLOAT, None, "Evaluate ceil(this x split size / batch) "
+                "full batches, repeating the split as needed (default: 1 pass).",
+                scaling=NOT_USED),
+        Setting("eval_interval_secs", FLOAT, 0.0, "With --eval: follow --train_dir, "
+                "checking for new checkpoints every this many seconds; each is evaluated "
+                "once, in step order, until the run's final one (0: evaluate once).",
+                scaling=NOT_USED),
+        Setting("eval_dir", STRING, None, "With --eval: write the results as TensorBoard "
+                "events (accuracy/top1, accuracy/top5 at each checkpoint's step) here.",
+                scaling=NOT_USED)),
     *group("Cluster",
         Setting("worker_hosts", STRING, None, "Multi-worker: comma-separated host:port of "
                 "every worker, the chief first; needs --variable_update=collective_all_reduce "

@@ -28,14 +28,24 @@ def speed_stats(speeds):
     return mean, uncertainty, jitter
 
 
+def ewma_speed(examples, seconds, alpha):
+    """tf_cnn_benchmarks' --display_perf_ewma: images/sec from step times
+    averaged with weight (1 - alpha)^age (the newest step has age 0)."""
+    weights = [(1 - alpha) ** age for age in range(len(seconds) - 1, -1, -1)]
+    time_mean = sum(w * t for w, t in zip(weights, seconds))
+    examples_mean = sum(w * n for w, n in zip(weights, examples))
+    return examples_mean / time_mean if time_mean > 0 else 0.0
+
+
 class StepTimes:
     """Examples and seconds of the timed steps. A step counts the examples it
     really trained on (a partial batch counts as its size), and only the time
     of the step itself, so evals and saves between steps are left out."""
 
-    def __init__(self):
+    def __init__(self, ewma=None):
         self.examples = []
         self.seconds = []
+        self.ewma = ewma  # --display_perf_ewma: weight of the newest step
 
     def add(self, examples, seconds):
         self.examples.append(examples)
@@ -49,6 +59,8 @@ class StepTimes:
         top-1 when given and the input-wait share when given ('wait 37%')."""
         speeds = [n / t for n, t in zip(self.examples, self.seconds)]
         mean, uncertainty, jitter = speed_stats(speeds)
+        if self.ewma:
+            mean = ewma_speed(self.examples, self.seconds, self.ewma)
         line = (f"{step}\timages/sec: {mean:.1f} +/- {uncertainty:.1f} "
                 f"(jitter = {jitter:.1f})\t{loss:.3f}")
         if top1 is not None:

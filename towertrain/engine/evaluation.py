@@ -106,12 +106,17 @@ def eval_batch_size(trainer):
     return per_device * len(trainer.devices)
 
 
-def eval_data_for(trainer):
-    """The trainer input's eval split; an error naming what is missing if it has none."""
-    try:
-        return trainer.input.eval_data(eval_batch_size(trainer))
-    except NoEvalSplitError as err:
-        raise InputError(f"cannot evaluate: {err}") from err
+def eval_data_for(trainer, eval_data=None):
+    """`eval_data`, else the trainer input's eval split (an error naming what is
+    missing if it has none); cut or repeated to --num_eval_batches or
+    --num_eval_epochs when given (towertrain.engine.eval_amount)."""
+    from towertrain.engine import eval_amount
+    if eval_data is None:
+        try:
+            eval_data = trainer.input.eval_data(eval_batch_size(trainer))
+        except NoEvalSplitError as err:
+            raise InputError(f"cannot evaluate: {err}") from err
+    return eval_amount.limit(eval_data, trainer.params, eval_batch_size(trainer))
 
 
 def describe(eval_data, evaluator=None):

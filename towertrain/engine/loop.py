@@ -30,14 +30,23 @@ class Loop:
         self.total_steps = trainer.total_steps
         self.step = self.start_step  # the last finished step
         self.stop_reason = None
+        self.stop_is_final = False  # the stop ends the run (a goal reached), not pauses it
         self.error = None  # the exception that ended the run, if one did
         self.images_per_sec = 0.0  # set by the step logger
         self.final_loss = float("nan")
 
-    def request_stop(self, reason):
-        """Stops after the staged batches are trained on; the first reason is kept."""
+    def request_stop(self, reason, final=False):
+        """Stops after the staged batches are trained on; the first reason is kept.
+        final: the run is complete (e.g. --stop_at_top_1_accuracy reached), so its
+        last checkpoint is recorded as the final one."""
         if self.stop_reason is None:
             self.stop_reason = reason
+            self.stop_is_final = final
+
+    @property
+    def completed(self):
+        """Whether the run reached its end: its last step, or a final stop."""
+        return self.step >= self.total_steps or self.stop_is_final
 
     def header_info(self):
         """The run's header: the trainer's facts, then each callback's."""

@@ -17,6 +17,7 @@ from towertrain.engine import model_checks
 from towertrain.engine import step_outputs
 from towertrain.engine import tower
 from towertrain.input_pipeline.arrays import InputError
+from towertrain.recipe import l2_loss
 
 
 def _empty_tower(trainable, non_trainable, count_correct):
@@ -73,6 +74,7 @@ class TrainStep:
         # A half-precision transfer carries the loss-scaled gradients, unscaled
         # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
         self.scaled_transfer = bool(self.loss_scale) and self.params.compact_gradient_transfer
+        self.loss_options = l2_loss.from_params(self.params)  # decay op, reported loss
         self.compute_tower = tower.compute_tower
         if self.params.xla_compile:
             # Each tower's forward and backward as one XLA cluster on its device;
@@ -276,7 +278,8 @@ class TrainStep:
             compute = functools.partial(
                 self.compute_tower, self.model, trainable, non_trainable, images,
                 labels, denominator, t.loss_fn, self.params.weight_decay,
-                t.decay_mask, loss_scale, self.count_correct, not self.scaled_transfer)
+                t.decay_mask, loss_scale, self.count_correct, not self.scaled_transfer,
+                loss_options=self.loss_options)
             if images.shape[0] is None:
                 # A dynamic slice (the last partial batch) may be empty at run
                 # time: the guard gives zero gradients and unchanged batch-norm
@@ -300,7 +303,8 @@ class TrainStep:
                     trainable, non_trainable = self._tower_values(i)
                     return trainable, labels, tower.forward(
                         self.model, trainable, non_trainable, images, labels, global_count,
-                        t.loss_fn, self.params.weight_decay, t.decay_mask, loss_scale)
+                        t.loss_fn, self.params.weight_decay, t.decay_mask, loss_scale,
+                        self.loss_options)
             return run
 
         results = tower.compute_towers_in_lockstep(

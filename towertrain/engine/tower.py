@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from towertrain import private_api
 from towertrain.engine import model_checks
+from towertrain.recipe import l2_loss
 
 # correct: how many examples the logits classify right (None: not a classifier).
 TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable correct",
@@ -29,7 +30,7 @@ TowerForward = collections.namedtuple("TowerForward", "loss scaled outputs non_t
 
 def compute_tower(model, trainable, non_trainable, images, labels, denominator,
                   loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
-                  loss_scale=None, count_correct=False, unscale=True):
+                  loss_scale=None, count_correct=False, unscale=True, loss_options=None):
     """Runs one tower under the caller's device scope.
 
     The tower's loss is sum(per-example loss) / denominator. With the global
@@ -45,18 +46,20 @@ def compute_tower(model, trainable, non_trainable, images, labels, denominator,
     loss before differentiation, so small float16 gradients do not underflow,
     and divides the gradients after (unscale=False leaves that to the
     exchange, for a half-precision transfer); the loss returned is unscaled.
+    loss_options: towertrain.recipe.l2_loss.LossOptions (how the decay term is
+    computed, whether the returned loss leaves it out).
     """
     with tf.GradientTape() as tape:
         tape.watch(trainable)
         result = forward(model, trainable, non_trainable, images, labels, denominator,
-                         loss_fn, weight_decay, decay_mask, loss_scale)
+                         loss_fn, weight_decay, decay_mask, loss_scale, loss_options)
     grads = tape.gradient(result.scaled, trainable)
     return finish(result, grads, trainable, labels, loss_scale, count_correct, unscale)
 
 
 def forward(model, trainable, non_trainable, images, labels, denominator,
             loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
-            loss_scale=None):
+            loss_scale=None, loss_options=None):
     """The forward half of compute_tower: a TowerForward."""
     outputs, new_non_trainable = model.stateless_call(
         trainable, non_trainable, images, training=True)
@@ -65,13 +68,15 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
     if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
         per_example = model_checks.per_example_losses(per_example, images, loss_fn)
     denominator = tf.cast(denominator, tf.float32)
-    loss = tf.reduce_sum(per_example) / denominator
+    base = loss = tf.reduce_sum(per_example) / denominator
+    options = loss_options or l2_loss.LossOptions()
     decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
     if weight_decay and decayed:
         share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
-        loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
+        loss += weight_decay * share * l2_loss.l2_loss(decayed, options.single_op)
     scaled = loss * loss_scale if loss_scale is not None else loss
-    return TowerForward(loss, scaled, outputs, list(new_non_trainable))
+    return TowerForward(base if options.report_base else loss, scaled, outputs,
+                        list(new_non_trainable))
 
 
 def finish(result, grads, trainable, labels, loss_scale=None, count_correct=False,

@@ -37,6 +37,22 @@ def read(train_dir):
     return record
 
 
+def mark_final(train_dir, step, path):
+    """Records checkpoint `path` (of global step `step`) as the run's final one:
+    `--eval --eval_interval_secs` following train_dir stops once it evaluated
+    it. Written after the checkpoint, so a reader that sees the mark sees the
+    checkpoint; a resumed run rewrites the record without it at its start."""
+    from towertrain.state.checkpoint import write_run_info
+    record = read(train_dir)
+    record.update(final_step=int(step), final_checkpoint=os.path.basename(path))
+    write_run_info(train_dir, record)
+
+
+def final_step(record):
+    """The global step of the run's final checkpoint, or None while it runs."""
+    return record.get("final_step")
+
+
 def directory(params):
     """Where the record of the checkpoint `params` evaluates or resumes lives:
     next to --checkpoint when given, else --train_dir."""

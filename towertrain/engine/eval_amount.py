@@ -1,0 +1,36 @@
+"""How much one evaluation reads: --num_eval_batches / --num_eval_epochs.
+
+tf_cnn_benchmarks evaluates a number of full batches: --num_eval_batches of
+them, or ceil(--num_eval_epochs x split size / batch); the split repeats as
+often as needed. Without either flag towertrain reads the split exactly once
+(every example counted once, the last batch partial), where tf_cnn_benchmarks
+would fall back to --num_batches batches.
+"""
+from towertrain.input_pipeline.arrays import InputError
+from towertrain.input_pipeline.base import EvalData
+
+
+def num_batches(params, num_examples, batch_size):
+    """The batches the flags ask for, or None (the split once)."""
+    if params.num_eval_batches is not None:
+        return params.num_eval_batches
+    if params.num_eval_epochs is None:
+        return None
+    if not num_examples:
+        raise InputError(f"--num_eval_epochs={params.num_eval_epochs:g}: the eval set's "
+                         "size is unknown; use --num_eval_batches")
+    return int(params.num_eval_epochs * num_examples + batch_size - 1) // batch_size
+
+
+def limit(eval_data, params, default_batch_size):
+    """eval_data as the flags ask: unchanged, or that many full batches of its
+    batch size (default_batch_size if it has none) from the split repeated."""
+    batch = eval_data.batch_size or default_batch_size
+    count = num_batches(params, eval_data.num_examples, batch)
+    if count is None:
+        return eval_data
+    # Re-batched from single examples: full batches across the split's end.
+    dataset = (eval_data.dataset.unbatch().repeat().batch(batch, drop_remainder=True)
+               .take(count))
+    return EvalData(dataset, count * batch,
+                    f"{eval_data.description}, {count} batches of {batch}", batch)
