@@ -20,6 +20,7 @@ from towertrain import models
 from towertrain.engine import devices as devices_lib
 from towertrain.engine import header
 from towertrain.engine import model_checks
+from towertrain.engine import runtime
 from towertrain.engine import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine import loop as loop_lib
@@ -63,8 +64,10 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
-        self.devices = devices_lib.tower_devices(params.resolved_device, params.num_gpus,
-                                                 check=check_devices)
+        runtime.configure(params)  # threads, XLA, GPU memory: before TensorFlow initializes
+        self.devices = devices_lib.tower_devices(
+            params.resolved_device, params.num_gpus, check=check_devices,
+            indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))
         spec = models.get_spec(params.model)
         self.data_format = params.resolved_data_format
         if check_devices:
@@ -127,6 +130,7 @@ class Trainer:
         self.loss_scale = precision.LossScale.from_params(params)
         # The step function (towers, exchange, finite check, update): engine/step.py.
         self._step_fn = step_lib.TrainStep(self, self._staging).fn
+        self._sync_devices = runtime.sync_after_step(params)
 
     def _build_model(self, spec):
         """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""
@@ -172,6 +176,8 @@ class Trainer:
             put = self._staging.before_step() if self._staging is not None else True
             waited = time.perf_counter() - started  # priming after a fence is input wait
             loss, examples, finite, extras = self._step_fn(put, outputs)
+            if self._sync_devices is not None:  # --sync_on_finish
+                self._sync_devices()
             extras = step_outputs.to_python(extras)
             if "input_wait_seconds" in extras:
                 extras["input_wait_seconds"] += waited

@@ -10,6 +10,7 @@ that its combination would ignore, even when its value equals the default.
 from absl import flags
 
 from towertrain.config import params as params_lib
+from towertrain.config import runtime_checks
 from towertrain.config import settings
 
 FLAGS = flags.FLAGS
@@ -79,6 +80,7 @@ def check_command_line(p, explicit):
             if name.startswith(prefix) and p.optimizer != optimizer:
                 _fail(name, getattr(p, name), f"only applies to --optimizer={optimizer} "
                       f"(got --optimizer={p.optimizer})")
+    runtime_checks.check_command_line(p, explicit, _fail)
     if "max_ckpts_to_keep" in explicit and not p.train_dir:
         _fail("max_ckpts_to_keep", p.max_ckpts_to_keep,
               "needs --train_dir (nothing is saved without one)")
