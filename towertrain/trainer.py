@@ -21,6 +21,7 @@ from towertrain.engine import accumulate
 from towertrain.engine import devices as devices_lib
 from towertrain.engine import header
 from towertrain.engine import model_checks
+from towertrain.engine import runtime
 from towertrain.engine import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine import loop as loop_lib
@@ -65,8 +66,10 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
-        self.devices = devices_lib.tower_devices(params.resolved_device, params.num_gpus,
-                                                 check=check_devices)
+        runtime.configure(params)  # threads, XLA, GPU memory: before TensorFlow initializes
+        self.devices = devices_lib.tower_devices(
+            params.resolved_device, params.num_gpus, check=check_devices,
+            indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))
         spec = models.get_spec(params.model)
         self.data_format = params.resolved_data_format
         if check_devices:
@@ -139,6 +142,7 @@ class Trainer:
         self.loss_scale = precision.LossScale.from_params(params)
         # The step function (towers, exchange, finite check, update): engine/step.py.
         self._step_fn = step_lib.TrainStep(self, self._staging).fn
+        self._sync_devices = runtime.sync_after_step(params)
 
     def _build_model(self, spec):
         """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""
@@ -191,6 +195,8 @@ class Trainer:
                     else:  # a micro-batch: only the update's last one outputs more
                         loss, examples, finite, extras = self._step_fn(
                             put, outputs if phase == accumulate.APPLY else 0, phase)
+                    if self._sync_devices is not None:  # --sync_on_finish
+                        self._sync_devices()
                 except BaseException:
                     if self.accumulators is not None:  # a failed update leaves no partial sums
                         self.accumulators.reset()

@@ -23,7 +23,8 @@ COMMAND_LINE_ONLY = {"verbose"}
 # The --help groups: titles and order as the CLI has always shown them.
 TITLES = ["Model and data", "Devices and variables", "Training", "Learning rate",
           "Optimizer options", "Precision and speed", "Summaries and traces",
-          "Checkpoints and evaluation", "Cluster", "Output"]
+          "Checkpoints and evaluation", "Cluster", "Runtime and threads",
+          "Input pipeline (--data_dir with --input=dataset)", "Output"]
 FLAG_TYPES = {"string": str, "int": int, "float": float, "bool": bool}
 TRAINING = "only applies to training; --eval ignores it"
 NOT_USED = "not used by the scaling benchmark (it times training steps on synthetic data)"

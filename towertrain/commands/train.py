@@ -13,6 +13,9 @@ from towertrain.commands import common
 def main(argv):
     if len(argv) > 1:
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
+    from absl import flags
+    from towertrain.engine import runtime
+    runtime.set_environment(flags.FLAGS)  # --mkl: OpenMP reads it as TensorFlow loads
     common.import_tensorflow_quietly()
     # Deferred until flags are parsed and logging is set: these import TensorFlow.
     from towertrain import errors, trainer as trainer_lib
@@ -23,6 +26,7 @@ def main(argv):
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
+        runtime.configure(params)  # threads, XLA, GPU memory: before any op runs
         # Multi-worker: join the cluster before TensorFlow runs any op.
         cluster = cluster_lib.setup(cluster_lib.from_params(params), params)
         if params.eval:

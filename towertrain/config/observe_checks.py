@@ -37,8 +37,9 @@ def validate_observe(p, fail):
                  f"is inside the warm-up (--num_warmup_batches={p.num_warmup_batches}: "
                  f"steps 1..{p.num_warmup_batches}); choose a step after it, or leave "
                  f"--trace_step out to trace the first timed step")
-    if p.trace_file and not p.trace_file.endswith(".json"):
-        fail("trace_file", p.trace_file, "must end in .json (a Chrome/Perfetto trace)")
+    if p.trace_file and p.use_chrome_trace_format and not p.trace_file.endswith(".json"):
+        fail("trace_file", p.trace_file, "must end in .json (a Chrome/Perfetto trace; "
+             "--nouse_chrome_trace_format writes the raw proto under any name)")
     if p.profile_steps is not None:
         try:
             parse_profile_steps(p.profile_steps)

@@ -13,6 +13,7 @@ from towertrain.config import mode_checks
 from towertrain.config import eval_checks as params_eval
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
+from towertrain.config import runtime_checks as params_runtime
 from towertrain.config import settings
 # The enum settings' choices: the flags offer the same tuples Params checks.
 from towertrain.config.settings import (  # noqa: F401 - also read as params.VARIABLE_UPDATES
@@ -118,6 +119,7 @@ def validate(p: Params) -> None:
     params_observe.validate_observe(p, _fail)
     params_eval.validate_eval(p, _fail)
     params_cluster.validate_cluster(p, _fail)
+    params_runtime.validate_runtime(p, _fail)
 
     # Whether the GPUs exist is checked when devices are set up
     # (towertrain.engine.devices.tower_devices), so a GPU graph can be traced anywhere.

@@ -23,6 +23,7 @@ INPUTS = ("dataset", "queue")
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
 RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
 LOSS_TYPES = ("base_loss", "total_loss")
+VARIABLE_CONSISTENCIES = ("strong", "relaxed")
 
 # Types: each names its absl DEFINE_<type> and the Python type of its Params field.
 STRING, INTEGER, FLOAT, BOOLEAN, ENUM = "string", "integer", "float", "boolean", "enum"
@@ -108,7 +109,16 @@ SETTINGS = (
         Setting("all_reduce_spec", ENUM, None, "replicated only: the all-reduce (default: "
                 "nccl on gpu, pscpu on cpu).", choices=ALL_REDUCE_SPECS,
                 scaling=PER_CONFIGURATION,
-                applies_with=("variable_update", ("replicated",)))),
+                applies_with=("variable_update", ("replicated",))),
+        Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
+                "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
+                "many as --num_gpus (default: 0..num_gpus-1).", training_only=True,
+                scaling=NOT_USED),
+        Setting("variable_consistency", ENUM, "strong", "replicated only: strong applies "
+                "each step's all-reduced gradients in that step; relaxed applies them one "
+                "step later, so the exchange overlaps the next step's compute (the variables "
+                "lag one step).", choices=VARIABLE_CONSISTENCIES, training_only=True,
+                scaling=NOT_USED)),
     *group("Training",
         Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
                 "not with --num_epochs).", training_only=True),
@@ -193,6 +203,9 @@ SETTINGS = (
     *group("Precision and speed",
         Setting("use_fp16", BOOLEAN, False, "float16 compute, float32 variables, loss "
                 "scaling."),
+        Setting("fp16_vars", BOOLEAN, False, "With --use_fp16: keep the trainable variables "
+                "(and the optimizer's slots) in float16 too, not float32.",
+                training_only=True),
         Setting("fp16_loss_scale", FLOAT, None, "Fixed loss scale with --use_fp16 (default "
                 "128), or the starting scale with auto loss scaling.", training_only=True,
                 applies_with=("use_fp16", (True,))),
@@ -209,6 +222,9 @@ SETTINGS = (
                 applies_with=("variable_update", ("replicated",))),
         Setting("xla_compile", BOOLEAN, False, "Compile each tower's forward and backward "
                 "with XLA."),
+        Setting("xla", BOOLEAN, False, "XLA auto-clustering (tf.config.optimizer.set_jit): "
+                "TensorFlow compiles the clusters of the step it can and runs the rest as "
+                "usual; on CPU devices it also sets TF_XLA_FLAGS=--tf_xla_cpu_global_jit."),
         Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
                 "global batch instead of each tower's slice.", training_only=True)),
     *group("Summaries and traces",
@@ -227,6 +243,16 @@ SETTINGS = (
                 scaling=NOT_USED),
         Setting("trace_step", INTEGER, None, "The global step --trace_file traces (default: "
                 "the first after warmup).", scaling=NOT_USED),
+        Setting("use_chrome_trace_format", BOOLEAN, True, "--trace_file in Chrome trace "
+                "format (JSON); off: the profiler's raw XSpace proto, in text format.",
+                scaling=NOT_USED),
+        Setting("graph_file", STRING, None, "Write the training step's graph (a GraphDef "
+                "with shapes) to this file before the first step: text if the name ends in "
+                "'txt', else binary.", training_only=True, scaling=NOT_USED),
+        Setting("benchmark_log_dir", STRING, None, "Write machine-readable results here: "
+                "benchmark_run.log (the run, one JSON object) and metric.log (one JSON "
+                "object per line: images/sec per display step, the average, accuracy).",
+                training_only=True, scaling=NOT_USED),
         Setting("profile_steps", STRING, None, "'A,B': a TensorBoard profile of global steps "
                 "A to B, under the summary directory.", scaling=NOT_USED)),
     *group("Checkpoints and evaluation",
@@ -286,6 +312,53 @@ SETTINGS = (
                 "(the one present; more than one is an error).", choices=CLUSTER_SOURCES),
         Setting("slurm_port_base", INTEGER, 8888, "Multi-worker under Slurm: the first "
                 "port of a node's tasks (task k on a node listens on this + k).")),
+    *group("Runtime and threads",
+        Setting("num_intra_threads", INTEGER, None, "Threads of TensorFlow's intra-op pool; "
+                "0: TensorFlow picks (default: 1 on GPUs, TensorFlow's choice on CPUs)."),
+        Setting("num_inter_threads", INTEGER, 0, "Threads of TensorFlow's inter-op pool; "
+                "0: TensorFlow picks."),
+        Setting("mkl", BOOLEAN, False, "Set the MKL/OpenMP environment before TensorFlow "
+                "loads: KMP_BLOCKTIME, KMP_SETTINGS, KMP_AFFINITY, and OMP_NUM_THREADS from "
+                "--num_intra_threads. Only OpenMP builds of TensorFlow (Intel's) read them.",
+                scaling=NOT_USED),
+        Setting("kmp_blocktime", INTEGER, 0, "With --mkl: KMP_BLOCKTIME, milliseconds a "
+                "thread waits after a parallel region before sleeping.", scaling=NOT_USED),
+        Setting("kmp_affinity", STRING, "granularity=fine,verbose,compact,1,0", "With --mkl: "
+                "KMP_AFFINITY, which cores OpenMP threads are bound to.", scaling=NOT_USED),
+        Setting("kmp_settings", INTEGER, 1, "With --mkl: KMP_SETTINGS; 1 prints the OpenMP "
+                "settings when it loads.", scaling=NOT_USED),
+        Setting("allow_growth", BOOLEAN, None, "GPU memory growth "
+                "(tf.config.experimental.set_memory_growth on every GPU): allocate as needed "
+                "instead of all at start (default: TensorFlow's, all at start); GPUs only."),
+        Setting("sync_on_finish", BOOLEAN, False, "Wait for every device to finish its work "
+                "at the end of each step (inside the step's time).", training_only=True)),
+    *group("Input pipeline (--data_dir with --input=dataset)",
+        Setting("datasets_use_prefetch", BOOLEAN, True, "Prefetch global batches at the end "
+                "of the tf.data pipeline.", training_only=True, scaling=NOT_USED),
+        Setting("datasets_prefetch_buffer_size", INTEGER, None, "Batches that prefetch holds "
+                "(default: tf.data's AUTOTUNE; tf_cnn_benchmarks used 1).",
+                training_only=True, scaling=NOT_USED),
+        Setting("datasets_num_private_threads", INTEGER, None, "Threads of a private pool "
+                "for the pipeline (tf.data Options.threading.private_threadpool_size); 0 or "
+                "unset: TensorFlow's shared pool.", training_only=True, scaling=NOT_USED),
+        Setting("datasets_use_caching", BOOLEAN, False, "Cache the records (still encoded) "
+                "in memory after the first epoch reads them.", training_only=True,
+                scaling=NOT_USED),
+        Setting("datasets_parallel_interleave_cycle_length", INTEGER, None, "imagenet: "
+                "TFRecord shards read at once (default: 8, or fewer shards).",
+                training_only=True, scaling=NOT_USED),
+        Setting("datasets_sloppy_parallel_interleave", BOOLEAN, False, "imagenet: take "
+                "records from whichever shard is ready (faster with stragglers; the order, "
+                "and so an exact resume, is lost).", training_only=True, scaling=NOT_USED),
+        Setting("datasets_parallel_interleave_prefetch", INTEGER, None, "imagenet: shards "
+                "opened ahead of the interleave (default: tf.data's AUTOTUNE).",
+                training_only=True, scaling=NOT_USED),
+        Setting("datasets_repeat_cached_sample", BOOLEAN, False, "Read one record, keep it "
+                "in memory and repeat it for every example: measures the pipeline without "
+                "file reads.", training_only=True, scaling=NOT_USED),
+        Setting("batch_group_size", INTEGER, 1, "With staging (--staging_depth >= 1): put "
+                "this many batches on each device at a time, every this many steps.",
+                training_only=True, scaling=NOT_USED)),
     *group("Output",
         Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "
                 "such as oneDNN's, INFO logging from TensorFlow and Keras), hidden by "

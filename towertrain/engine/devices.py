@@ -31,12 +31,14 @@ def ensure_logical_cpus(count: int) -> None:
             f"(towertrain.use_logical_cpus({count}) first thing)") from err
 
 
-def tower_devices(device: str, count: int, check: bool = True) -> list:
+def tower_devices(device: str, count: int, check: bool = True, indices=None) -> list:
     """Device names for `count` towers, e.g. ['/cpu:0', '/cpu:1'].
 
     check=False skips making the devices exist, for tracing a GPU graph on a
-    machine without GPUs (placement tests).
+    machine without GPUs (placement tests). indices: the devices' numbers in
+    tower order (--gpu_indices; default 0..count-1).
     """
+    indices = list(range(count)) if indices is None else list(indices)
     if not check:
         # Variables for absent devices fall back to the CPU through soft
         # placement. TF 2.21 stops applying it to eager ops once a multi-device
@@ -50,7 +52,11 @@ def tower_devices(device: str, count: int, check: bool = True) -> list:
         if count > present:
             raise DeviceError(f"--num_gpus={count}: only {present} GPU(s) present; lower "
                               "--num_gpus or use --device=cpu (logical CPU devices)")
-    return [f"/{device}:{i}" for i in range(count)]
+        if max(indices) >= present:
+            raise DeviceError(f"--gpu_indices={','.join(map(str, indices))}: GPU "
+                              f"{max(indices)} does not exist ({present} present: 0.."
+                              f"{present - 1})")
+    return [f"/{device}:{i}" for i in indices]
 
 
 def check_data_format(device: str, data_format: str) -> None:
