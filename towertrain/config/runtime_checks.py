@@ -38,17 +38,12 @@ def validate_runtime(p, fail):
         if len(indices) != p.num_gpus:
             fail("gpu_indices", p.gpu_indices, f"lists {len(indices)} GPU(s) for "
                  f"--num_gpus={p.num_gpus} towers; list one GPU per tower")
-    if p.fp16_vars and not p.use_fp16:
-        fail("fp16_vars", True, "needs --use_fp16 (float16 variables for float16 compute)")
     if p.fp16_vars and p.resolved_all_reduce_spec == "nccl":
         # tf_cnn_benchmarks refuses the same: NCCL all-reduce of float16 variables.
         fail("fp16_vars", True, "not with --all_reduce_spec=nccl (as tf_cnn_benchmarks); "
              "use psgpu or ring")
     if p.variable_consistency not in ("strong", "relaxed"):
         fail("variable_consistency", p.variable_consistency, "must be one of strong, relaxed")
-    if p.variable_consistency == "relaxed" and p.variable_update != "replicated":
-        fail("variable_consistency", "relaxed", "only applies to --variable_update="
-             f"replicated (got {p.variable_update})")
     if p.batch_group_size > 1 and p.staging_depth < p.batch_group_size:
         fail("batch_group_size", p.batch_group_size, f"needs --staging_depth >= "
              f"{p.batch_group_size} (room for a group of batches on each device; got "

@@ -118,7 +118,7 @@ SETTINGS = (
                 "each step's all-reduced gradients in that step; relaxed applies them one "
                 "step later, so the exchange overlaps the next step's compute (the variables "
                 "lag one step).", choices=VARIABLE_CONSISTENCIES, training_only=True,
-                scaling=NOT_USED)),
+                scaling=NOT_USED, applies_with=("variable_update", ("replicated",)))),
     *group("Training",
         Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
                 "not with --num_epochs).", training_only=True),
@@ -205,7 +205,7 @@ SETTINGS = (
                 "scaling."),
         Setting("fp16_vars", BOOLEAN, False, "With --use_fp16: keep the trainable variables "
                 "(and the optimizer's slots) in float16 too, not float32.",
-                training_only=True),
+                training_only=True, applies_with=("use_fp16", (True,))),
         Setting("fp16_loss_scale", FLOAT, None, "Fixed loss scale with --use_fp16 (default "
                 "128), or the starting scale with auto loss scaling.", training_only=True,
                 applies_with=("use_fp16", (True,))),
