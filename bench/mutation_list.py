@@ -548,4 +548,15 @@ MUTATIONS = [
         "queue_input_not_staged", "input_pipeline/queue_input.py",
         '    name = "queue"\n', '    name = "queue"\n    stage = False\n',
         [T + "input/test_staging_doors.py::test_staging_trains_each_door_on_the_batches_it_gives_unstaged[queue]"]),
+    # A flag without a row in docs/flag_tests.md (its value-reaches-code test unnamed).
+    Mutation(
+        "flag_tests_row_missing", "docs/flag_tests.md",
+        "| `--verbose` | `tests/commands/test_cli.py::test_eval_takes_the_model_and_dataset_from_the_train_dir` | TensorFlow's log lines reach stderr |\n", "",
+        [T + "commands/test_flag_tests_table.py::test_every_flag_has_a_row"]),
+    # The scaling command takes --save_model_secs (dropped from its not-used flags).
+    Mutation(
+        "scaling_takes_save_model_secs", "towertrain/config/settings.py",
+        '"Save a checkpoint every this many seconds.",\n                training_only=True, scaling=NOT_USED),',
+        '"Save a checkpoint every this many seconds.",\n                training_only=True),',
+        [T + "config/test_ignored_flags.py::test_scaling_refuses_every_summary_trace_and_checkpoint_flag"]),
 ]
