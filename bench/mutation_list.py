@@ -497,4 +497,66 @@ MUTATIONS = [
         "                if grad_scale is not None:\n"
         "                    grads_i = [g / grad_scale for g in grads_i]\n",
         [T + "recipe/test_compact_fp16.py::test_fp16_compact_transfer_clips_the_unscaled_global_norm"]),
+    # parameter_server, --local_parameter_device=gpu: every variable created on
+    # the first GPU while sums and updates stay spread (the placement list is right).
+    Mutation(
+        "ps_gpu_variables_created_on_gpu0", "towertrain/engine/variable_mgr/parameter_server.py",
+        "            new_variables([t.value], [t], self.parameter_devices[d], True)[0]",
+        "            new_variables([t.value], [t], self.parameter_devices[0], True)[0]",
+        [T + "engine/test_ps_variable_devices.py"]),
+    # Multi-worker batch norm: each worker keeps its own tower 0's moving
+    # statistics instead of the chief's.
+    Mutation(
+        "multiworker_stats_from_own_tower0", "towertrain/engine/variable_mgr/collective.py",
+        '                stats = self._from_chief(stats, source, KEYS["stats"])\n',
+        "                stats = [stats[source]] * len(self.devices)\n",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # --minimum_learning_rate multiplied by the linear-scaling factor.
+    Mutation(
+        "minimum_learning_rate_scaled", "towertrain/recipe/lr_schedule.py",
+        "        self.minimum = float(minimum or 0.0)\n",
+        "        self.minimum = float(minimum or 0.0) * self.scale\n",
+        [T + "commands/test_flag_values.py::test_minimum_learning_rate_is_not_scaled_with_linear_scaling"]),
+    # Flag values that must reach their code (docs/flag_tests.md).
+    Mutation(
+        "display_every_ignored", "towertrain/callbacks/step_printer.py",
+        "step % self.display_every == 0", "step % 10 == 0",
+        [T + "commands/test_flag_values.py::test_batch_steps_warmup_and_display_every_shape_the_run"]),
+    Mutation(
+        "num_warmup_batches_ignored", "towertrain/trainer.py",
+        "            return p.num_warmup_batches, p.resolved_num_batches",
+        "            return 10, p.resolved_num_batches",
+        [T + "commands/test_flag_values.py::test_batch_steps_warmup_and_display_every_shape_the_run"]),
+    Mutation(
+        "tf_random_seed_ignored", "towertrain/trainer.py",
+        "        keras.utils.set_random_seed(params.tf_random_seed)",
+        "        keras.utils.set_random_seed(1234)",
+        [T + "commands/test_flag_values.py::test_tf_random_seed_sets_the_initial_weights"]),
+    Mutation(
+        "data_name_ignored", "towertrain/trainer.py",
+        "        self.dataset_name = params.data_name or spec.default_dataset",
+        "        self.dataset_name = spec.default_dataset",
+        [T + "commands/test_flag_values.py::test_model_data_name_and_data_format_choose_the_network_and_its_shape"]),
+    # Staging x input doors: --staging_depth's value ignored (always 1).
+    Mutation(
+        "staging_depth_ignored", "towertrain/trainer.py",
+        "staging.StagedInput(self.input, params.staging_depth)",
+        "staging.StagedInput(self.input, 1)",
+        [T + "input/test_staging_doors.py::test_staging_trains_each_door_on_the_batches_it_gives_unstaged"]),
+    # The queue door left unstaged (the flag is silently without effect there).
+    Mutation(
+        "queue_input_not_staged", "input_pipeline/queue_input.py",
+        '    name = "queue"\n', '    name = "queue"\n    stage = False\n',
+        [T + "input/test_staging_doors.py::test_staging_trains_each_door_on_the_batches_it_gives_unstaged[queue]"]),
+    # A flag without a row in docs/flag_tests.md (its value-reaches-code test unnamed).
+    Mutation(
+        "flag_tests_row_missing", "docs/flag_tests.md",
+        "| `--verbose` | `tests/commands/test_cli.py::test_eval_takes_the_model_and_dataset_from_the_train_dir` | TensorFlow's log lines reach stderr |\n", "",
+        [T + "commands/test_flag_tests_table.py::test_every_flag_has_a_row"]),
+    # The scaling command takes --save_model_secs (dropped from its not-used flags).
+    Mutation(
+        "scaling_takes_save_model_secs", "towertrain/config/settings.py",
+        '"Save a checkpoint every this many seconds.",\n                training_only=True, scaling=NOT_USED),',
+        '"Save a checkpoint every this many seconds.",\n                training_only=True),',
+        [T + "config/test_ignored_flags.py::test_scaling_refuses_every_summary_trace_and_checkpoint_flag"]),
 ]

@@ -113,3 +113,16 @@ def test_eval_refuses_every_flag_of_the_training_groups(tmp_path, name):
     with pytest.raises(ParamsError) as err:
         flags_lib.check_command_line(p, {name})
     assert str(err.value) == f"--{name}={getattr(p, name)}: {TRAINING}"
+
+
+# The scaling command times training steps on synthetic data: it writes no
+# summaries, traces or checkpoints and never evaluates.
+@pytest.mark.parametrize("name", [n for title, names in settings.groups()
+                                  if title in ("Summaries and traces",
+                                               "Checkpoints and evaluation") for n in names])
+def test_scaling_refuses_every_summary_trace_and_checkpoint_flag(name):
+    from towertrain.commands import scaling
+    from towertrain.config import params as params_lib
+    flags_lib.define_flags()
+    with pytest.raises(ParamsError, match=f"^--{name}=.*: not used by the scaling benchmark"):
+        scaling._flag_checks(params_lib, {name})

@@ -16,10 +16,11 @@ import time
 import numpy as np
 
 import helpers.cli
+import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
 from helpers.ports import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
-NUM_EXAMPLES, PER_DEVICE, IMAGE = 34, 4, (32, 32, 3)  # 34 = 16 + 16 + 2: an uneven last batch
+NUM_EXAMPLES, PER_DEVICE, IMAGE = 34, 4, (8, 8, 3)  # 34 = 16 + 16 + 2: an uneven last batch
 GLOBAL_BATCH = PER_DEVICE * 4
 
 
@@ -32,7 +33,8 @@ def _data():
 
 def _params(**changes):
     from towertrain.config.params import Params
-    base = dict(model="cifar_cnn", device="cpu", batch_size=PER_DEVICE, num_epochs=1,
+    # A batch-norm model: its moving statistics must be the chief tower 0's.
+    base = dict(model="ckpt_tiny", device="cpu", batch_size=PER_DEVICE, num_epochs=1,
                 num_warmup_batches=0, optimizer="momentum", init_learning_rate=0.05,
                 data_format="NHWC")
     base.update(changes)
@@ -84,7 +86,9 @@ def _run_worker(hosts, task, out_path):
         images, labels, GLOBAL_BATCH, num_epochs=1))
     assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
     losses = [float(trainer.step()) for _ in range(trainer.total_steps)]
-    copies = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
+    copies = [[v.numpy() for v in copy] + [v.numpy() for v in stats] for copy, stats in
+              zip(trainer.variables.trainable_copies(),
+                  trainer.variables.non_trainable_copies())]
     np.savez(out_path, losses=np.array(losses), steps=trainer.global_step(),
              **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
                 for i, value in enumerate(copy)})
@@ -115,8 +119,10 @@ def test_two_workers_equal_one_process_with_four_devices(tmp_path):
                                     input_source=from_arrays(images, labels, GLOBAL_BATCH,
                                                              num_epochs=1))
     ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
-    expected = [v.numpy() for v in reference.variables.primary_variables()[0]]
+    trainable, stats = reference.variables.primary_variables()
+    expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
     assert reference.total_steps == 3
+    assert len(stats) == 2  # the batch norm's moving mean and variance: global tower 0's
     initial = [v.numpy() for v in reference.model.trainable_variables]
     assert any(not np.allclose(a, b) for a, b in zip(initial, expected)), "nothing trained"
 

@@ -1,10 +1,12 @@
 """Every setting of a run, defined once: name, type, default, help, --help
-group, whether --eval ignores it, and how the scaling command treats it.
+group, whether --eval ignores it, which mode reads it, and how the scaling
+command treats it.
 
 Generated from this table: the fields of towertrain.Params (`declare_fields`),
 the absl flags of `python -m towertrain` (towertrain.config.flags), their
---help groups (`groups`), the flags --eval refuses (`training_only`) and the
-scaling command's lists (`for_scaling`). A new setting is one `Setting` line
+--help groups (`groups`), the flags --eval refuses (`training_only`), the
+flags a mode ignores (`mode_dependent`, checked by
+towertrain.config.mode_checks) and the scaling command's lists (`for_scaling`). A new setting is one `Setting` line
 here, plus its check in Params when it needs one.
 """
 import dataclasses
