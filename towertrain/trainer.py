@@ -18,11 +18,13 @@ import tensorflow as tf
 
 from towertrain import models
 from towertrain.engine import devices as devices_lib
+from towertrain.engine import epochs as epochs_lib
 from towertrain.engine import header
 from towertrain.engine import model_checks
 from towertrain.engine import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine import loop as loop_lib
+from towertrain.recipe import native_precision
 from towertrain.recipe import precision
 from towertrain.engine import staging
 from towertrain.engine import step as step_lib
@@ -63,8 +65,13 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
+        if check_devices:
+            devices_lib.check_implicit_cpu_towers(params.device, params.num_gpus)
         self.devices = devices_lib.tower_devices(params.resolved_device, params.num_gpus,
                                                  check=check_devices)
+        # An emulated half precision is refused before anything is built.
+        self.precision_support = (native_precision.check(params, params.resolved_device)
+                                  if check_devices else None)
         spec = models.get_spec(params.model)
         self.data_format = params.resolved_data_format
         if check_devices:
@@ -92,6 +99,8 @@ class Trainer:
             raise TypeError(f"input_source: {type(input_source).__name__} is not a "
                             "towertrain.input_pipeline.base.Input; subclass it (create, "
                             "tower_batches; optionally steps_per_epoch, eval_data, ...)")
+        # One place decides the epochs: Params(num_epochs) against the input's.
+        input_source = epochs_lib.agree(params, input_source)
         self.input = input_source or input_factory.make_input(
             params, image_shape=self.model.input_shape[1:],
             num_classes=self.model.output_shape[-1],
@@ -105,6 +114,7 @@ class Trainer:
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
         self.num_warmup_batches, self.num_batches = self._plan_steps()
+        epochs_lib.check_lasts(params, self.input, self.total_steps, self.global_batch_size)
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(
@@ -248,6 +258,8 @@ class Trainer:
           towertrain.callbacks.Callback objects, run after the built-in ones.
         """
         from towertrain import callbacks as callbacks_lib  # callbacks know the trainer
+        from towertrain.state import writable
+        writable.check_run(self.params)  # before anything is written or trained
         built = callbacks_lib.default_callbacks(self, write, eval_data)
         result = loop_lib.run(self, built + list(callbacks), write)
         self.sync_model()

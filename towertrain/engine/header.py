@@ -4,6 +4,7 @@ import tensorflow as tf
 
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
+from towertrain.recipe import native_precision
 from towertrain.recipe import precision
 
 
@@ -39,5 +40,7 @@ def training_info(trainer, synced_batch_norms=0):
     if synced_batch_norms:
         info.append(("Batch norm", f"synchronized over the global batch "
                                    f"({synced_batch_norms} layers)"))
-    info.extend(precision.header_info(p, trainer.loss_scale))
+    support = getattr(trainer, "precision_support", None)
+    info.extend(precision.header_info(p, trainer.loss_scale, support and native_precision.describe(
+        support, p.resolved_device)))
     return info

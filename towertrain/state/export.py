@@ -123,6 +123,8 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
         raise ckpt_lib.CheckpointError("nothing to write: give --output and/or --saved_model")
     if output and not output.endswith(".keras"):
         raise ckpt_lib.CheckpointError(f"--output={output}: must end in .keras")
+    from towertrain.state import writable  # before the work, nothing written on failure
+    writable.check([("output", output, True), ("saved_model", saved_model, False)])
     path = ckpt_lib.resolve(train_dir, checkpoint)
     run_dir = train_dir or os.path.dirname(path)
     info = ckpt_lib.read_run_info(run_dir)
