@@ -95,6 +95,10 @@ class Trainer:
                 raise ParamsError(f"--sync_batch_norm: model {self.model.name!r} has no "
                                   "batch-norm layers to synchronize; drop the flag")
 
+        # The header's Dataset line: where a user's own input comes from.
+        self.input_origin = None if input_source is None else (
+            getattr(input_source, "origin", None) or f"{type(input_source).__name__} "
+            "(your input)")
         if input_source is not None and not isinstance(input_source, Input):
             raise TypeError(f"input_source: {type(input_source).__name__} is not a "
                             "towertrain.input_pipeline.base.Input; subclass it (create, "
