@@ -48,12 +48,11 @@ def _probe_machine(device, dtype):
     ('cpu' or 'gpu') of this machine."""
     if device == "cpu":
         if dtype == "float16":
-            return Support(False, "CPUs have no float16 arithmetic (it is emulated)")
+            return Support(False, "CPUs have no float16 arithmetic")
         found = sorted(_cpu_flags() & set(BF16_CPU_FLAGS))
         if found:
             return Support(True, f"CPU has {', '.join(found)}")
-        return Support(False, "CPU has neither avx512_bf16 nor amx_bf16 (bfloat16 is "
-                              "emulated)")
+        return Support(False, "CPU has neither avx512_bf16 nor amx_bf16")
     import tensorflow as tf  # deferred: only a GPU run asks
     wanted = GPU_MINIMUM[dtype]
     for gpu in tf.config.list_physical_devices("GPU"):
