@@ -51,7 +51,9 @@ def main():
             params = params_lib.Params(
                 model=model, device="cpu", num_gpus=args.num_devices,
                 batch_size=args.batch_size, variable_update="replicated",
-                all_reduce_spec="pscpu", num_warmup_batches=0, **switches)
+                all_reduce_spec="pscpu", num_warmup_batches=0,
+                # A bench measures, emulated or not (the header of a run says which).
+                allow_emulated_precision=True, **switches)
             config = scaling.Configuration(f"{model} {name}", "replicated", "pscpu",
                                            args.num_devices,
                                            args.batch_size * args.num_devices)

@@ -33,15 +33,36 @@ class DatasetInput(Input):
     # then checked on the CPU in the step: one min and one max.
     door = None
     label_classes = None
+    # Passes over the data this input yields (None: without end); the Trainer
+    # compares it with Params(num_epochs) (towertrain.engine.epochs).
+    num_epochs = None
+    # In-memory data of known length that repeats without end: examples per
+    # pass, and epochs_fn(K) -> a dataset of exactly K epochs (with_epochs).
+    known_examples = None
+    epochs_fn = None
+    origin = None  # where the data comes from, for the header (e.g. 'from_arrays: ...')
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
-                 eval_fn=None):
+                 eval_fn=None, num_epochs=None):
         self.dataset = dataset
         self.global_batch = global_batch
         self.num_examples = num_examples
+        self.num_epochs = num_epochs
         self.description = description  # e.g. the data_dir, for error messages
         self._eval_fn = eval_fn
         self._iterator = None
+
+    def with_epochs(self, num_epochs):
+        """This in-memory input as exactly `num_epochs` passes (each ending with
+        its partial batch), or None when it cannot say where its epochs end."""
+        if self.epochs_fn is None:
+            return None
+        result = DatasetInput(self.epochs_fn(num_epochs), self.global_batch,
+                              num_examples=self.known_examples, description=self.description,
+                              eval_fn=self._eval_fn, num_epochs=num_epochs)
+        result.label_range, result.door = self.label_range, self.door
+        result.origin = self.origin
+        return result
 
     def create(self, devices):
         del devices  # the global batch is assembled on the CPU and split per step
@@ -171,7 +192,8 @@ def records_input(records, data_dir, global_batch, num_examples, train, num_epoc
                             buffer_size=min(num_examples, 10000),
                             map_fn=train_map if train else eval_map, data_format=data_format)
     return DatasetInput(batches, global_batch, num_examples=num_examples,
-                        description=f"--data_dir={data_dir}", eval_fn=eval_fn)
+                        description=f"--data_dir={data_dir}", eval_fn=eval_fn,
+                        num_epochs=num_epochs)
 
 
 def eval_records(records, num_examples, batch_size, eval_map, data_format, description):
@@ -188,15 +210,21 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     Default: repeats forever in full batches. num_epochs=K: K exact epochs,
     each ending with its partial batch.
     """
+    check_global_batch("from_arrays", global_batch)
+    check_num_epochs("from_arrays", num_epochs)
     images = np.asarray(images)
     labels = np.asarray(labels)
     if len(images) != len(labels):
         raise ValueError(f"images ({len(images)}) and labels ({len(labels)}) differ in length")
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
+
+    def epochs(count, examples=dataset):  # the examples, not the batches built below
+        return epoch_batches(examples, global_batch, count, shuffle, seed,
+                             buffer_size=len(images))
+
     if num_epochs is not None:
-        batches = epoch_batches(dataset, global_batch, num_epochs, shuffle, seed,
-                                buffer_size=len(images))
-        result = DatasetInput(batches, global_batch, num_examples=len(images))
+        result = DatasetInput(epochs(num_epochs), global_batch, num_examples=len(images),
+                              num_epochs=num_epochs)
     else:
         if repeat:
             # Batches run across epoch ends; each epoch's order is still a
@@ -211,10 +239,29 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
         dataset = dataset.batch(global_batch, drop_remainder=repeat)
         result = DatasetInput(with_epoch_seeded_shuffle(dataset.prefetch(tf.data.AUTOTUNE)),
                               global_batch,
-                              num_examples=None if repeat else len(images))
+                              num_examples=None if repeat else len(images),
+                              num_epochs=None if repeat else 1)
+        if repeat:  # Params(num_epochs=K) rebuilds it as K exact epochs
+            result.known_examples, result.epochs_fn = len(images), epochs
+    result.origin = f"from_arrays: {len(images)} examples in memory"
     if labels.size and np.issubdtype(labels.dtype, np.number):
         result.label_range = (labels.min().item(), labels.max().item())
     return result
+
+
+def check_global_batch(door, global_batch):
+    """A bad global_batch fails where it is given, not as a TF error in the step."""
+    if isinstance(global_batch, bool) or not isinstance(global_batch, (int, np.integer)) \
+            or global_batch < 1:
+        raise InputError(f"{door}: global_batch={global_batch!r}: must be a positive integer "
+                         "(examples per step, over all devices)")
+
+
+def check_num_epochs(door, num_epochs):
+    if num_epochs is not None and (isinstance(num_epochs, bool) or not isinstance(
+            num_epochs, (int, np.integer)) or num_epochs < 1):
+        raise InputError(f"{door}: num_epochs={num_epochs!r}: must be a positive integer or "
+                         "None (repeat without end)")
 
 
 def from_generator(generator_fn, output_signature, global_batch, num_examples=None,
@@ -223,10 +270,14 @@ def from_generator(generator_fn, output_signature, global_batch, num_examples=No
 
     generator_fn() is called once per epoch. Give num_examples for epoch runs.
     """
+    check_global_batch("from_generator", global_batch)
+    check_num_epochs("from_generator", num_epochs)
     dataset = tf.data.Dataset.from_generator(generator_fn, output_signature=output_signature)
     batches = epoch_batches(dataset, global_batch, num_epochs)
-    result = DatasetInput(batches, global_batch, num_examples=num_examples)
+    result = DatasetInput(batches, global_batch, num_examples=num_examples,
+                          num_epochs=num_epochs)
     result.door = "from_generator"
+    result.origin = "from_generator"
     return result
 
 
@@ -252,16 +303,20 @@ def from_dataset(dataset, global_batch=None, batched=False, num_examples=None,
         raise InputError(f"from_dataset: elements must be (images, labels) pairs of "
                          f"tensors; this dataset yields {spec}")
     if not batched:
-        if not global_batch:
+        if global_batch is None:
             raise InputError("from_dataset: a dataset of single examples needs "
                              "global_batch (examples per step); pass batched=True if "
                              "its elements are already batches")
+        check_global_batch("from_dataset", global_batch)
         result = DatasetInput(epoch_batches(dataset, global_batch, num_epochs), global_batch,
-                              num_examples=num_examples)
+                              num_examples=num_examples, num_epochs=num_epochs)
     else:
         if global_batch is None:
             global_batch = spec[0].shape[0] if spec[0].shape.rank else None
+        else:
+            check_global_batch("from_dataset", global_batch)
         result = DatasetInput(dataset.repeat(num_epochs).prefetch(tf.data.AUTOTUNE),
-                              global_batch, num_examples=num_examples)
+                              global_batch, num_examples=num_examples, num_epochs=num_epochs)
     result.door = "from_dataset"
+    result.origin = "from_dataset"
     return result

@@ -19,12 +19,14 @@ import tensorflow as tf
 from towertrain import models
 from towertrain.engine import accumulate
 from towertrain.engine import devices as devices_lib
+from towertrain.engine import epochs as epochs_lib
 from towertrain.engine import header
 from towertrain.engine import model_checks
 from towertrain.engine import runtime
 from towertrain.engine import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine import loop as loop_lib
+from towertrain.recipe import native_precision
 from towertrain.recipe import precision
 from towertrain.engine import staging
 from towertrain.engine import step as step_lib
@@ -67,9 +69,14 @@ class Trainer:
                  check_devices=True):
         self.params = params
         runtime.configure(params)  # threads, XLA, GPU memory: before TensorFlow initializes
+        if check_devices:
+            devices_lib.check_implicit_cpu_towers(params.device, params.num_gpus)
         self.devices = devices_lib.tower_devices(
             params.resolved_device, params.num_gpus, check=check_devices,
             indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))
+        # An emulated half precision is refused before anything is built.
+        self.precision_support = (native_precision.check(params, params.resolved_device)
+                                  if check_devices else None)
         spec = models.get_spec(params.model)
         self.data_format = params.resolved_data_format
         if check_devices:
@@ -93,10 +100,16 @@ class Trainer:
                 raise ParamsError(f"--sync_batch_norm: model {self.model.name!r} has no "
                                   "batch-norm layers to synchronize; drop the flag")
 
+        # The header's Dataset line: where a user's own input comes from.
+        self.input_origin = None if input_source is None else (
+            getattr(input_source, "origin", None) or f"{type(input_source).__name__} "
+            "(your input)")
         if input_source is not None and not isinstance(input_source, Input):
             raise TypeError(f"input_source: {type(input_source).__name__} is not a "
                             "towertrain.input_pipeline.base.Input; subclass it (create, "
                             "tower_batches; optionally steps_per_epoch, eval_data, ...)")
+        # One place decides the epochs: Params(num_epochs) against the input's.
+        input_source = epochs_lib.agree(params, input_source)
         self.input = input_source or input_factory.make_input(
             params, image_shape=self.model.input_shape[1:],
             num_classes=self.model.output_shape[-1],
@@ -119,6 +132,8 @@ class Trainer:
             params.gradient_accumulation_steps,
             lr_schedule.epoch_steps(params, self.input.steps_per_epoch, self.global_batch_size))
         self.num_warmup_batches, self.num_batches = self._plan_steps()
+        epochs_lib.check_lasts(params, self.input, self.total_steps,
+                               self.global_batch_size * self.accumulation.steps)
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(
@@ -304,6 +319,8 @@ class Trainer:
           towertrain.callbacks.Callback objects, run after the built-in ones.
         """
         from towertrain import callbacks as callbacks_lib  # callbacks know the trainer
+        from towertrain.state import writable
+        writable.check_run(self.params)  # before anything is written or trained
         built = callbacks_lib.default_callbacks(self, write, eval_data)
         result = loop_lib.run(self, built + list(callbacks), write)
         self.sync_model()

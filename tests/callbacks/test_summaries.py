@@ -72,7 +72,8 @@ def train(train_dir, lines=None, eval_data=None, **kw):
 def test_verbosity_1_writes_every_scalar_on_the_grid_and_eval_under_eval(tmp_path):
     lines = []
     trainer, result = train(tmp_path, lines, eval_data=tiny_models.eval_data("NHWC"),
-                            summary_verbosity=1, use_fp16=True, num_warmup_batches=2,
+                            summary_verbosity=1, use_fp16=True, allow_emulated_precision=True,
+                            num_warmup_batches=2,
                             learning_rate_schedule="cosine",
                             num_batches=4, eval_during_training_every_n_steps=3)
     tags = by_tag(tmp_path)
@@ -188,7 +189,8 @@ def test_gradient_norm_and_histograms_are_the_true_unscaled_gradient(tmp_path, f
     rng = np.random.default_rng(5)
     images = rng.standard_normal((8, 16)).astype(np.float32)
     labels = rng.integers(0, 10, 8).astype(np.int32)
-    extra = dict(use_fp16=True, compact_gradient_transfer=compact) if fp16 else {}
+    extra = dict(use_fp16=True, compact_gradient_transfer=compact,
+                 allow_emulated_precision=True) if fp16 else {}
     params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     num_warmup_batches=0, num_batches=1, display_every=100,
                     init_learning_rate=0.1, train_dir=str(tmp_path), summary_verbosity=2,

@@ -56,6 +56,9 @@ def command_line():
 @pytest.mark.parametrize("args,message", [
     (["--foo=1"], "--foo: unknown flag; see --help"),
     (["--modle=resnet20"], "--modle: unknown flag; did you mean --model?"),
+    # Every unknown flag in one message, not one per run.
+    (["--modl=x", "--device=cpu", "--num_gpu=2", "--foo"], "3 unknown flags: --modl (did you "
+     "mean --model?), --num_gpu (did you mean --num_gpus?), --foo; see --help"),
     (["--variable_update=mirrored"], "--variable_update=mirrored: must be one of "
      "parameter_server, replicated, independent"),
     (["--num_batches=ten"], "--num_batches=ten: must be an integer"),

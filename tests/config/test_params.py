@@ -12,6 +12,12 @@ from towertrain.engine import devices
     ({"num_warmup_batches": -1}, r"--num_warmup_batches=-1: must be >= 0"),
     ({"display_every": 0}, r"--display_every=0"),
     ({"num_gpus": 0}, r"--num_gpus=0: must be >= 1"),
+    # Wrong types name the field, instead of a TypeError from a comparison.
+    ({"num_gpus": "2"}, r"--num_gpus='2': must be an integer \(got str\)"),
+    ({"num_gpus": 2.0}, r"--num_gpus=2.0: must be an integer \(got float\)"),
+    ({"use_fp16": 1}, r"--use_fp16=1: must be True or False \(got int\)"),
+    ({"momentum": "0.9"}, r"--momentum='0.9': must be a number \(got str\)"),
+    ({"train_dir": 3}, r"--train_dir=3: must be a string \(got int\)"),
     ({"init_learning_rate": -0.1}, r"--init_learning_rate=-0.1: must be > 0"),
     ({"variable_update": "mirrored"}, r"--variable_update=mirrored: must be one of"),
     ({"device": "tpu"}, r"--device=tpu: must be one of cpu, gpu"),
@@ -106,6 +112,17 @@ def test_params_are_frozen_and_replace_revalidates():
 def test_more_gpus_than_present_fails_at_device_setup():
     with pytest.raises(devices.DeviceError, match=r"--num_gpus=64: only \d+ GPU\(s\) present"):
         devices.tower_devices("gpu", 64)
+
+
+def test_several_towers_without_device_or_gpu_ask_for_device_cpu():
+    # A tf_cnn_benchmarks line copied onto a machine without GPUs: no silent
+    # logical CPU towers. (The conftest's machine has no GPU.)
+    from towertrain import Trainer
+    if devices.num_physical_gpus():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(devices.DeviceError, match=r"--num_gpus=2: no GPU is present and "
+                                                  r"--device is not given; add --device=cpu"):
+        Trainer(Params(model="trivial", num_gpus=2))
 
 
 def test_more_logical_cpus_than_configured_after_init_fails_clearly():

@@ -238,3 +238,12 @@ def test_scaling_help_offers_exactly_the_shared_flags(tmp_path):
     offered.discard("help")  # "python -m towertrain --help explains them"
     assert offered == set(settings.for_scaling(settings.SHARED))
     assert not offered & set(scaling.SET_PER_CONFIGURATION + scaling.NOT_USED)
+
+
+def test_momentum_help_names_only_the_optimizer_it_applies_to():
+    # --optimizer=rmsprop --momentum=0.5 is refused (rmsprop reads --rmsprop_momentum),
+    # so the help must not offer --momentum for rmsprop.
+    from towertrain.config import settings
+    momentum = next(s for s in settings.SETTINGS if s.name == "momentum")
+    assert "and rmsprop" not in momentum.help
+    assert "--optimizer=momentum (rmsprop uses --rmsprop_momentum)" in momentum.help

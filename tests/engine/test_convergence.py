@@ -71,7 +71,7 @@ def test_bf16_reaches_the_float32_accuracy_within_one_point():
                         init_learning_rate=0.01, num_epochs=EPOCHS,
                         num_learning_rate_warmup_epochs=1, num_warmup_batches=0,
                         scale_learning_rate="linear", base_batch_size=BASE_BATCH,
-                        use_bf16=precision != "float32")
+                        use_bf16=precision != "float32", allow_emulated_precision=True)
         trainer = Trainer(params, model=model, input_source=from_arrays(
             images, labels, 2 * BASE_BATCH, shuffle=True, seed=2, num_epochs=EPOCHS))
         trainer.train(write=lambda line: None)

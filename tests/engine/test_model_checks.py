@@ -69,6 +69,18 @@ def test_outputs_not_logits_of_rank_2():
         make(softmax, *arrays())
 
 
+@pytest.mark.parametrize("head", [
+    lambda: [keras.layers.Dense(5, activation="softmax", name="probs")],
+    lambda: [keras.layers.Dense(5, name="logits"), keras.layers.Activation("softmax",
+                                                                           name="probs")],
+    lambda: [keras.layers.Dense(5, name="logits"), keras.layers.Softmax(name="probs")],
+])
+def test_a_final_softmax_is_refused_in_each_of_its_three_forms(head):
+    model = conv_net(head=[keras.layers.Flatten()] + head())
+    with pytest.raises(ModelError, match=r"ends in a softmax \(layer 'probs'\)"):
+        make(model, *arrays())
+
+
 def test_a_custom_loss_may_take_other_outputs():
     model = conv_net(head=[keras.layers.Dense(5, name="per_pixel")])
 

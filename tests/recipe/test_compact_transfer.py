@@ -132,7 +132,8 @@ def _train(num_devices, spec, compact, use_bf16=False):
     params = Params(model="trivial", device="cpu", num_gpus=num_devices,
                     variable_update="replicated", all_reduce_spec=spec,
                     optimizer="momentum", init_learning_rate=0.1,
-                    compact_gradient_transfer=compact, use_bf16=use_bf16)
+                    compact_gradient_transfer=compact, use_bf16=use_bf16,
+                    allow_emulated_precision=True)
     keras.utils.set_random_seed(1)
     previous = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if use_bf16 else "float32")

@@ -43,7 +43,8 @@ def _trainer(policy=None, steps=30, **overrides):
         keras.mixed_precision.set_dtype_policy("float32")
     params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     init_learning_rate=0.1, optimizer="momentum", num_batches=steps,
-                    num_warmup_batches=0, display_every=1000, **overrides)
+                    num_warmup_batches=0, display_every=1000, allow_emulated_precision=True,
+                    **overrides)
     return Trainer(params, model=model, input_source=from_arrays(images, labels, 16))
 
 
@@ -68,7 +69,8 @@ def test_half_precision_trains_with_falling_loss_and_float32_variables(flag, pol
 
 
 def test_registry_models_are_built_under_the_policy_and_the_global_policy_is_restored():
-    params = Params(model="resnet20", device="cpu", num_gpus=1, batch_size=2, use_bf16=True)
+    params = Params(model="resnet20", device="cpu", num_gpus=1, batch_size=2, use_bf16=True,
+                    allow_emulated_precision=True)
     trainer = Trainer(params)
     assert {layer.dtype_policy.name for layer in trainer.model.layers if layer.weights} == {
         "mixed_bfloat16"}
@@ -79,7 +81,8 @@ def test_a_float32_model_with_use_bf16_is_a_clear_error():
     keras.utils.set_random_seed(1)
     with pytest.raises(ValueError, match=r"--use_bf16: the model passed in computes in "
                                          r"float32; build it under .*mixed_bfloat16"):
-        Trainer(Params(device="cpu", use_bf16=True), model=_bn_model(),
+        Trainer(Params(device="cpu", use_bf16=True, allow_emulated_precision=True),
+                model=_bn_model(),
                 input_source=from_arrays(*_data(), 16))
 
 

@@ -67,3 +67,7 @@ class StepPrinter(Callback):
             self.loop.images_per_sec = self.times.total_images_per_sec()
             for line in benchmark_log.total_lines(self.loop.images_per_sec):
                 self.write(line)
+            if self._warmup > len(self.times):  # an epoch run whose warmup took most steps
+                self.write(f"(the total covers the {len(self.times)} timed step"
+                           f"{'s' if len(self.times) > 1 else ''}; the {self._warmup} "
+                           "warmup steps before them are untimed)")

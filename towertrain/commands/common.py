@@ -62,12 +62,45 @@ def flags_parser(help_text, command="towertrain", full_help=False, friendly_erro
             sys.exit(0)
         try:
             rest = flags.FLAGS(argv)
+        except flags.UnrecognizedFlagError as err:
+            message = (unknown_flags_message(argv, err) if friendly_errors else str(err))
+            sys.exit(fail(message, command))
         except (flags.Error, ValueError) as err:  # ValueError: '--noeval=1'
             message = flag_error_message(err) if friendly_errors else str(err)
             sys.exit(fail(message, command))
         configure_logging(flags.FLAGS)
         return rest
     return parse
+
+
+def unknown_flags_message(argv, err):
+    """Every unknown flag of the command line in one message (absl stops at the
+    first): each is dropped and the line parsed again, so a long command is not
+    fixed one flag per run."""
+    from absl import flags
+    messages, argv = [], list(argv)
+    while True:
+        messages.append(flag_error_message(err))
+        if err.flagvalue not in argv:
+            break
+        argv.remove(err.flagvalue)
+        try:
+            flags.FLAGS(argv)
+            break
+        except flags.UnrecognizedFlagError as again:
+            err = again
+        except (flags.Error, ValueError):
+            break  # another kind of error: the unknown flags come first
+    if len(messages) == 1:
+        return messages[0]
+    # '--modl: unknown flag; did you mean --model? see --help ...' -> '--modl (did you
+    # mean --model?)'
+    named = []
+    for message in messages:
+        flag, rest = message.split(": unknown flag; ", 1)
+        hint = re.match(r"did you mean (--\S+?)\? ", rest)
+        named.append(f"{flag} (did you mean {hint.group(1)}?)" if hint else flag)
+    return (f"{len(named)} unknown flags: {', '.join(named)}; see --help for the flags")
 
 
 def flag_error_message(err):

@@ -2,6 +2,7 @@
 
     python -m towertrain.export --train_dir=D --output=model.keras [--data_format=NHWC]
                                 [--saved_model=DIR] [--checkpoint=PATH] [--model=NAME]
+                                [--include_preprocessing]
 
 The model is rebuilt from the registry (name and classes recorded in the
 train_dir), in the requested data format, and the checkpoint's variables are
@@ -29,7 +30,7 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # SavedModel writing logs a page of INFO
     try:
         export(FLAGS.train_dir, FLAGS.output, FLAGS.saved_model, FLAGS.data_format,
-               FLAGS.checkpoint, FLAGS.model)
+               FLAGS.checkpoint, FLAGS.model, FLAGS.include_preprocessing)
     except (ckpt_lib.CheckpointError, ValueError) as err:
         return common.fail(str(err), COMMAND)
     for target in (FLAGS.output, FLAGS.saved_model):
@@ -38,7 +39,8 @@ def main(argv):
     return 0
 
 
-FLAG_NAMES = ("train_dir", "checkpoint", "output", "saved_model", "data_format", "model")
+FLAG_NAMES = ("train_dir", "checkpoint", "output", "saved_model", "data_format", "model",
+              "include_preprocessing")
 
 
 def define_flags():
@@ -51,6 +53,9 @@ def define_flags():
                       "Image layout of the exported model (default: the training one).")
     flags.DEFINE_string("model", None, "Model name (default: recorded in --train_dir); "
                         "must match the one the checkpoint was trained with.")
+    flags.DEFINE_boolean("include_preprocessing", False, "Put the eval preprocessing "
+                         "inside the exported model, which then takes raw pixels (0..255, "
+                         "NHWC); cifar10 runs only.")
 
 
 def usage():
@@ -62,6 +67,9 @@ def usage():
     for name in FLAG_NAMES:
         flag = flags.FLAGS[name]
         lines.append(f"  --{name}: {flag.help}")
+    from towertrain.state.export import INPUT_CONTRACT
+    lines += ["", "input contract:"] + textwrap.wrap(INPUT_CONTRACT, 78, initial_indent="  ",
+                                                     subsequent_indent="  ")
     return "\n".join(lines)
 
 

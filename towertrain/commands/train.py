@@ -22,7 +22,7 @@ def main(argv):
     from towertrain.commands import evaluate
     from towertrain.config import flags as flags_lib
     from towertrain.engine.distributed import cluster as cluster_lib
-    from towertrain.state import checkpoint as ckpt_lib, run_record
+    from towertrain.state import checkpoint as ckpt_lib, run_record, writable
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
@@ -39,8 +39,9 @@ def main(argv):
             params = run_record.fill_params(params, flags_lib.explicit_flags(), record)
             run_record.check(record, params, where if params.checkpoint
                              else f"--train_dir={where}")
+        writable.check_run(params)  # every path the run writes, before building anything
         if params.train_dir and not params.eval:
-            ckpt_lib.ensure_writable(params.train_dir)  # fail before building anything
+            ckpt_lib.ensure_writable(params.train_dir)
         trainer = trainer_lib.Trainer(params)
     except (errors.ParamsError, errors.DeviceError, errors.CheckpointError) as err:
         return common.fail(str(err))

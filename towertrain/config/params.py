@@ -5,6 +5,7 @@ check lives here so both paths report the same message, which always starts
 with the flag at fault (`--num_gpus=8: ...`).
 """
 import dataclasses
+import numbers
 import os
 from typing import Optional
 
@@ -87,6 +88,7 @@ def validate(p: Params) -> None:
     """Raises ParamsError naming the first bad flag; checks run before any work."""
     from towertrain import models  # the registry; models never import the engine
 
+    _check_types(p)
     if p.model not in models.registered_names():
         _fail("model", p.model,
               f"unknown model; known models: {', '.join(models.registered_names())}")
@@ -132,6 +134,32 @@ def validate(p: Params) -> None:
     if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
         _fail("all_reduce_spec", p.all_reduce_spec,
               "needs --device=gpu; on CPU devices use pscpu or ring")
+
+
+_TYPE_WORDS = {settings.INTEGER: "an integer", settings.FLOAT: "a number",
+               settings.BOOLEAN: "True or False", settings.STRING: "a string",
+               settings.ENUM: "a string"}
+
+
+def _check_types(p: Params) -> None:
+    """Params(num_gpus="2") fails here, naming the field, rather than as a
+    TypeError from a comparison further on."""
+    for setting in settings.params_settings():
+        value = getattr(p, setting.name)
+        if value is None and setting.default is None:
+            continue
+        kind = setting.type
+        if kind == settings.INTEGER:
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        elif kind == settings.FLOAT:
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        elif kind == settings.BOOLEAN:
+            ok = isinstance(value, bool)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            _fail(setting.name, repr(value), f"must be {_TYPE_WORDS[kind]} (got "
+                  f"{type(value).__name__})")
 
 
 def _validate_input(p: Params) -> None:

@@ -139,7 +139,7 @@ SETTINGS = (
                 training_only=True, scaling=NOT_USED),
         Setting("optimizer", ENUM, "sgd", "Optimizer.", choices=OPTIMIZERS,
                 training_only=True),
-        Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum (rmsprop has "
+        Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum (rmsprop uses "
                 "--rmsprop_momentum).",
                 training_only=True,
                 applies_with=("optimizer", ("momentum",))),
@@ -219,6 +219,9 @@ SETTINGS = (
                 "--fp16_enable_auto_loss_scale.", training_only=True,
                 applies_with=("fp16_enable_auto_loss_scale", (True,))),
         Setting("use_bf16", BOOLEAN, False, "bfloat16 compute, float32 variables."),
+        Setting("allow_emulated_precision", BOOLEAN, False, "Run --use_fp16/--use_bf16 even "
+                "where the devices only emulate it (fp16 on any CPU, bf16 on a CPU without "
+                "avx512_bf16/AMX): ~14-100x slower than float32."),
         Setting("compact_gradient_transfer", BOOLEAN, False, "All-reduce gradients in float16 "
                 "(bfloat16 with --use_bf16); replicated only.", training_only=True,
                 applies_with=("variable_update", ("replicated",))),

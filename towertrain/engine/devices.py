@@ -31,6 +31,16 @@ def ensure_logical_cpus(count: int) -> None:
             f"(towertrain.use_logical_cpus({count}) first thing)") from err
 
 
+def check_implicit_cpu_towers(device, count: int) -> None:
+    """--num_gpus=N without --device on a machine without GPUs: a
+    tf_cnn_benchmarks command copied onto a laptop. Building N logical CPU
+    towers silently is not what it asked for; say how to ask for them."""
+    if device is None and count > 1 and not num_physical_gpus():
+        raise DeviceError(f"--num_gpus={count}: no GPU is present and --device is not given; "
+                          f"add --device=cpu to train on {count} logical CPU towers, or "
+                          "--num_gpus=1")
+
+
 def tower_devices(device: str, count: int, check: bool = True, indices=None) -> list:
     """Device names for `count` towers, e.g. ['/cpu:0', '/cpu:1'].
 

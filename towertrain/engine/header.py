@@ -4,6 +4,7 @@ import tensorflow as tf
 
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
+from towertrain.recipe import native_precision
 from towertrain.recipe import precision
 
 
@@ -15,12 +16,14 @@ def training_info(trainer, synced_batch_norms=0):
     info = [
         ("TensorFlow", tf.__version__),
         ("Model", trainer.model.name),
-        ("Dataset", f"{trainer.dataset_name} ({trainer.input.name})"),
+        # A user's own input is named as such, not as the model's default dataset.
+        ("Dataset", f"{getattr(trainer, 'input_origin', None) or trainer.dataset_name} "
+                    f"({trainer.input.name})"),
         ("Mode", "training"),
         ("Batch size", [f"{trainer.global_batch_size} global",
                         f"{trainer.global_batch_size / len(devices) / workers:g}"
                         " per device"]),
-        ("Num batches", trainer.num_batches),
+        ("Num batches", _num_batches(trainer)),
         ("Devices", str(devices)),
         ("Data format", trainer.data_format),
         ("Optimizer", optimizers.describe(p)),
@@ -41,5 +44,18 @@ def training_info(trainer, synced_batch_norms=0):
     if synced_batch_norms:
         info.append(("Batch norm", f"synchronized over the global batch "
                                    f"({synced_batch_norms} layers)"))
-    info.extend(precision.header_info(p, trainer.loss_scale))
+    support = getattr(trainer, "precision_support", None)
+    info.extend(precision.header_info(p, trainer.loss_scale, support and native_precision.describe(
+        support, p.resolved_device)))
     return info
+
+
+def _num_batches(trainer):
+    """The timed steps; in an epoch run also what they are part of, since the
+    warmup steps come out of the epochs."""
+    p = trainer.params
+    if p.num_epochs is None:
+        return trainer.num_batches
+    return [f"{trainer.num_batches} timed",
+            f"of {trainer.total_steps} steps ({p.num_epochs} epochs; the first "
+            f"{trainer.num_warmup_batches} are warmup, untimed)"]

@@ -141,7 +141,9 @@ def check_logits(model, traced=None):
             "Flatten or GlobalAveragePooling2D and Dense(num_classes), or pass loss_fn=")
     last = model.layers[-1] if model.layers else None
     activation = getattr(last, "activation", None)
-    if activation is not None and getattr(activation, "__name__", "") == "softmax":
+    ends_in_softmax = isinstance(last, keras.layers.Softmax) or (
+        activation is not None and getattr(activation, "__name__", "") == "softmax")
+    if ends_in_softmax:
         raise ModelError(
             f"model '{model.name}' ends in a softmax (layer '{last.name}'), so it emits "
             "probabilities; the default loss takes logits: drop the softmax (apply it when "

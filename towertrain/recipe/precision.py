@@ -114,11 +114,13 @@ class LossScale:
         return f"{self.scale.numpy():g} (fixed)"
 
 
-def header_info(params, loss_scale):
+def header_info(params, loss_scale, native=None):
+    """native: what towertrain.recipe.native_precision.describe says of the devices."""
     name = policy_name(params)
     if name is None:
         return []
-    info = [("Precision", f"{name} (float32 variables and batch-norm statistics)")]
+    policy = f"{name} (float32 variables and batch-norm statistics)"
+    info = [("Precision", [policy, native] if native else policy)]
     if loss_scale is not None:
         info.append(("Loss scale", loss_scale.describe()))
     return info

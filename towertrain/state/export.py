@@ -115,14 +115,50 @@ def load_model_from_checkpoint(path, model_name, num_classes, data_format, image
     return model
 
 
+INPUT_CONTRACT = (
+    "The exported model takes images preprocessed as for --eval: for cifar10 each "
+    "image standardized (tf.image.per_image_standardization), for imagenet the "
+    "central 87.5% crop resized to the model's size and scaled to [-1, 1]; fed raw "
+    "pixels it scores far lower. --include_preprocessing puts the cifar10 eval "
+    "preprocessing inside the model, which then takes raw pixels (0..255, NHWC).")
+
+
+def with_eval_preprocessing(model, data_name, data_format):
+    """`model` behind the eval preprocessing of `data_name`: a stock-Keras model
+    taking raw pixels (0..255, NHWC). Only cifar10's is a fixed-size per-image
+    computation; imagenet's starts from a JPEG of any size."""
+    import keras
+    from keras import ops
+    from towertrain.errors import ParamsError
+    if data_name != "cifar10":
+        raise ParamsError(f"--include_preprocessing: only for cifar10 runs (this one is "
+                          f"{data_name}: its eval preprocessing decodes and crops a JPEG of "
+                          "any size; apply towertrain.input_pipeline.preprocessing."
+                          "imagenet_eval before the model instead)")
+    shape = tuple(model.input_shape[1:])
+    hwc = shape if data_format == "NHWC" else (shape[1], shape[2], shape[0])
+    raw = keras.Input(hwc, name="raw_images")
+    x = ops.cast(raw, "float32")
+    # tf.image.per_image_standardization: (x - mean) / max(std, 1 / sqrt(pixels)).
+    mean = ops.mean(x, axis=(1, 2, 3), keepdims=True)
+    std = ops.std(x, axis=(1, 2, 3), keepdims=True)
+    x = (x - mean) / ops.maximum(std, 1.0 / float(hwc[0] * hwc[1] * hwc[2]) ** 0.5)
+    if data_format == "NCHW":
+        x = ops.transpose(x, (0, 3, 1, 2))
+    return keras.Model(raw, model(x), name=f"{model.name}_with_preprocessing")
+
+
 def export(train_dir=None, output=None, saved_model=None, data_format=None,
-           checkpoint=None, model_name=None):
-    """Writes `output` (.keras) and/or `saved_model` (directory); returns the stock model."""
+           checkpoint=None, model_name=None, include_preprocessing=False):
+    """Writes `output` (.keras) and/or `saved_model` (directory); returns the stock
+    model. include_preprocessing: the model takes raw pixels (see INPUT_CONTRACT)."""
     from towertrain.state import checkpoint as ckpt_lib
     if not output and not saved_model:
         raise ckpt_lib.CheckpointError("nothing to write: give --output and/or --saved_model")
     if output and not output.endswith(".keras"):
         raise ckpt_lib.CheckpointError(f"--output={output}: must end in .keras")
+    from towertrain.state import writable  # before the work, nothing written on failure
+    writable.check([("output", output, True), ("saved_model", saved_model, False)])
     path = ckpt_lib.resolve(train_dir, checkpoint)
     run_dir = train_dir or os.path.dirname(path)
     info = ckpt_lib.read_run_info(run_dir)
@@ -141,6 +177,9 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
                                        data_format or info.get("data_format", "NHWC"),
                                        image_size)
     stock = to_stock_keras(model)
+    if include_preprocessing:
+        stock = with_eval_preprocessing(stock, info.get("data_name") or "cifar10",
+                                        data_format or info.get("data_format", "NHWC"))
     if output:
         stock.save(output)
     if saved_model:

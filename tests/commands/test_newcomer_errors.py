@@ -1,0 +1,98 @@
+"""README's "Errors a newcomer meets": each message in its table is what the
+code says for that case (produced here, in-process), and each row is covered."""
+import os
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from towertrain import Params, Trainer
+from towertrain.engine import devices
+from towertrain.input_pipeline import from_arrays
+from towertrain.recipe import native_precision
+from towertrain.state import writable
+
+from helpers.doc_blocks import ROOT
+
+
+def _section():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("## Errors a newcomer meets")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def _arrays():
+    return np.zeros((10, 32, 32, 3), np.float32), np.zeros(10, np.int32)
+
+
+def _softmax_model():
+    return keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(),
+                             keras.layers.Dense(10), keras.layers.Softmax(name="probs")],
+                            name="mine")
+
+
+def _emulated(monkeypatch, why):
+    monkeypatch.setattr(native_precision, "probe",
+                        lambda device, dtype: native_precision.Support(False, why))
+
+
+def _unknown_flags():
+    from absl import flags
+    from towertrain.commands import common
+    from towertrain.config import flags as flags_lib
+    flags_lib.define_flags()
+    argv = ["towertrain", "--modl=x", "--num_gpu=2", "--foo"]
+    flags.FLAGS.unparse_flags()
+    try:
+        flags.FLAGS(argv)
+    except flags.UnrecognizedFlagError as err:
+        return common.unknown_flags_message(argv, err)
+    finally:
+        flags.FLAGS.unparse_flags()
+
+
+def _momentum():
+    from towertrain.config import flags as flags_lib
+    flags_lib.check_command_line(Params(device="cpu", optimizer="rmsprop", momentum=0.5),
+                                 {"momentum"})
+
+
+CASES = {
+    "num_gpus type": lambda mp: Params(num_gpus="2"),
+    "global_batch": lambda mp: from_arrays(*_arrays(), 0),
+    "num_gpus without device": lambda mp: Trainer(Params(model="trivial", num_gpus=2)),
+    "input epochs": lambda mp: Trainer(Params(model="trivial", device="cpu"),
+                                       input_source=from_arrays(*_arrays(), 4, num_epochs=2)),
+    "epochs disagree": lambda mp: Trainer(
+        Params(model="trivial", device="cpu", num_epochs=2),
+        input_source=from_arrays(*_arrays(), 4, num_epochs=1)),
+    "fp16": lambda mp: (_emulated(mp, "CPUs have no float16 arithmetic"),
+                        Trainer(Params(model="trivial", device="cpu", use_fp16=True))),
+    "bf16": lambda mp: (_emulated(mp, "CPU has neither avx512_bf16 nor amx_bf16"),
+                        Trainer(Params(model="trivial", device="cpu", use_bf16=True))),
+    "softmax": lambda mp: Trainer(Params(device="cpu"), model=_softmax_model(),
+                                  input_source=from_arrays(*_arrays(), 4)),
+    "unwritable": lambda mp: writable.check([("summary_dir", "/etc/hostname/events", False)]),
+    "unknown flags": lambda mp: (_ for _ in ()).throw(ValueError(_unknown_flags())),
+    "momentum": lambda mp: _momentum(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_readme_says_what_the_code_says(monkeypatch, case):
+    if case == "num_gpus without device" and devices.num_physical_gpus():
+        pytest.skip("this machine has a GPU")
+    if case == "unwritable" and not os.path.isfile("/etc/hostname"):
+        pytest.skip("no /etc/hostname file here")
+    with pytest.raises(Exception) as raised:
+        CASES[case](monkeypatch)
+    assert f"`{raised.value}`" in _section(), str(raised.value)
+
+
+def test_every_row_of_the_table_is_checked():
+    rows = [line for line in _section().splitlines()
+            if line.startswith("| ") and not line.startswith("| what")]
+    assert len(rows) == len(CASES)
+    assert all(re.search(r"`[^`]+` *\|$", row) or "(an unwritable" in row for row in rows)
