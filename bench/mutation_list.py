@@ -559,4 +559,46 @@ MUTATIONS = [
         '"Save a checkpoint every this many seconds.",\n                training_only=True, scaling=NOT_USED),',
         '"Save a checkpoint every this many seconds.",\n                training_only=True),',
         [T + "config/test_ignored_flags.py::test_scaling_refuses_every_summary_trace_and_checkpoint_flag"]),
+    # Clusters (tests/cluster/): Slurm through SlurmClusterResolver, on the
+    # ports --slurm_port_base gives.
+    Mutation(
+        "slurm_ignores_port_base", "towertrain/engine/distributed/resolvers.py",
+        "                port_base=params.slurm_port_base, **options)",
+        "                port_base=8888, **options)",
+        [T + "cluster/test_cluster_sources.py::"
+         "test_slurm_environment_gives_the_cluster_through_the_resolver"]),
+    # TF_CONFIG with a 'chief' job: the chief must be task 0.
+    Mutation(
+        "tf_config_chief_not_first", "towertrain/engine/distributed/resolvers.py",
+        '    hosts = parse_worker_hosts(",".join(chiefs + workers))',
+        '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
+        [T + "cluster/test_cluster_sources.py::"
+         "test_tf_config_with_a_chief_job_and_source_conflicts"]),
+    # Coordinated stop: the stop request no longer travels in the step's
+    # count collective, so the other worker never hears of it.
+    Mutation(
+        "stop_request_not_exchanged", "towertrain/engine/step.py",
+        "tf.stack([global_count, self.trainer.stop_request.read_value()])",
+        "tf.stack([global_count, 0 * self.trainer.stop_request.read_value()])",
+        [T + "cluster/test_coordinated_stop.py"]),
+    # A resume does not read the topology the checkpoint recorded.
+    Mutation(
+        "topology_not_read_at_resume", "towertrain/state/topology.py",
+        "        self.saved = tuple(int(v.numpy()) for v in self._variables)",
+        "        self.saved = self.current",
+        [T + "cluster/test_topology_change.py::test_a_changed_global_batch_is_said_at_the_resume"]),
+    # The launcher does not notice a failed worker (waits on the others).
+    Mutation(
+        "launcher_ignores_a_failed_worker", "towertrain/commands/launch.py",
+        "                elif code != 0:\n                    self.kill()",
+        "                elif code != 0 and False:\n                    self.kill()",
+        [T + "cluster/test_launch.py::"
+         "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
+    # The launcher's output loses the task prefix.
+    Mutation(
+        "launcher_lines_without_task", "towertrain/commands/launch.py",
+        '            self.write(f"[task {task}] {line.rstrip()}")',
+        '            self.write(line.rstrip())',
+        [T + "cluster/test_launch.py::"
+         "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
 ]

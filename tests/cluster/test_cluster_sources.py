@@ -93,8 +93,9 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
                         runs.env(**dict(SLURM_TWO_TASKS, SLURM_PROCID=str(task))))
         statuses = procs.wait(timeout=240)
         assert statuses == [0, 0], procs.log(0)[-2000:] + procs.log(1)[-2000:]
-        chief = procs.log(0)
+        chief, worker = procs.log(0), procs.log(1)
     assert "2 workers x 1 devices, task 0 of 2 (chief) at 127.0.0.1:%d, from Slurm" % base \
         in chief, chief[:2000]
+    assert "worker task 1 of 2 at 127.0.0.1:%d, from Slurm: training" % (base + 1) in worker
     assert runs.checkpoint_steps(train_dir)[-1] == 12
     runs.assert_same_model(train_dir, reference)

@@ -57,7 +57,13 @@ def classify(words):
     ('ok', why) or ('unknown', text)."""
     while words and re.match(r"^\w+=", words[0]):  # VAR=value prefixes
         words = words[1:]
+    if words[:1] == ["srun"]:  # a Slurm step: its options, then the command
+        words = words[1:]
+        while words and words[0].startswith("-"):
+            words = words[1:]
     text = " ".join(words)
+    if words[1:3] == ["-m", "towertrain.launch"]:
+        return "flags", ("towertrain", _launched_flags(words[3:]))
     if words[:1] == ["towertrain"]:
         return "flags", ("towertrain", words[1:])
     if words[:1] in (["python"], ["python3"]):
@@ -79,6 +85,20 @@ def classify(words):
 
 
 SHELL_BLOCKS = shell_blocks()
+
+
+def _launched_flags(args):
+    """A worker's flags under `python -m towertrain.launch <args>`: the
+    launcher's own options checked by its parser, then the flags it adds."""
+    from towertrain.commands import launch
+    options, flags = launch.parse(args)
+    if options.num_workers == 1:
+        return flags
+    hosts = ",".join(f"127.0.0.1:{2222 + k}" for k in range(options.num_workers))
+    added = [f"--worker_hosts={hosts}", "--task_index=0", "--cluster_source=flags"]
+    if not any(f.startswith("--variable_update=") for f in flags):
+        added.append("--variable_update=collective_all_reduce")
+    return flags + added
 
 
 def flag_errors(module, argvs):

@@ -29,7 +29,7 @@ SOURCES = {"towertrain": "towertrain", "models": "towertrain.models",
            "input_pipeline": "towertrain.input_pipeline"}
 LAYERS = [("errors", "private_api"), ("models", "input_pipeline"), ("config",), ("recipe",),
           ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
-LAUNCHERS = ("towertrain.__main__", "towertrain.export", "towertrain.scaling")
+LAUNCHERS = ("towertrain.__main__", "towertrain.export", "towertrain.scaling", "towertrain.launch")
 DOOR = "towertrain"
 
 

@@ -84,8 +84,9 @@ def _observers(trainer, summaries, logdir, write):
 def _worker_callbacks(trainer, write):
     """A non-chief worker of a multi-worker run: resumes from the chief's latest
     checkpoint in the shared --train_dir, never saves and prints one line."""
+    from towertrain.engine.distributed import resolvers
     p = trainer.params
-    write(f"{trainer.cluster.describe(trainer.cluster.task_index)}: training; the chief "
+    write(f"worker {resolvers.describe(trainer.cluster)}: training; the chief "
           "(task 0) writes the output and checkpoints")
     if p.train_dir:
         path = Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep).restore_latest()

@@ -1,0 +1,217 @@
+"""`python -m towertrain.launch --num_workers=N [--max_restarts=R] -- <flags>`
+
+Starts N worker processes of `python -m towertrain <flags>` on this machine,
+a cluster on free loopback ports (each gets --worker_hosts, --task_index and
+--cluster_source=flags; --variable_update=collective_all_reduce unless given).
+Every line a worker prints comes out prefixed with its task ("[task 1] ...").
+
+- SIGINT/SIGTERM are forwarded to every worker: the first makes them stop
+  together at one step, the chief saves, all exit 0 (towertrain.callbacks.
+  cluster_stop); a second one makes them exit at once.
+- A worker that fails (non-zero status, or killed) stops the rest at once
+  (SIGKILL: without it they cannot step), and the launcher exits with that
+  first failure's status (128 + N for a signal N).
+- --max_restarts=R: after a failure, every worker is started again, up to R
+  times, on fresh ports; with --train_dir they resume from its latest
+  checkpoint (as torchrun's --max-restarts).
+
+Imports no TensorFlow: the workers do.
+"""
+import argparse
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from towertrain.commands import common
+
+COMMAND = "towertrain.launch"
+SET_BY_LAUNCHER = ("--worker_hosts", "--task_index", "--cluster_source")
+POLL_SECONDS = 0.05
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {COMMAND}",
+        usage=f"python -m {COMMAND} --num_workers=N [--max_restarts=R] -- <towertrain flags>",
+        description="Runs a multi-worker towertrain job on this machine (loopback ports).")
+    parser.add_argument("--num_workers", type=int, required=True,
+                        help="worker processes to start (task 0 is the chief)")
+    parser.add_argument("--max_restarts", type=int, default=0,
+                        help="restart every worker after a failure up to this many times "
+                             "(they resume from --train_dir's latest checkpoint)")
+    parser.add_argument("--module", default="towertrain",
+                        help="the Python module each worker runs (default: towertrain)")
+    return parser
+
+
+def parse(argv):
+    """(options, worker flags) from argv[1:]; a usage error exits 2."""
+    args = list(argv)
+    flags = []
+    if "--" in args:
+        at = args.index("--")
+        args, flags = args[:at], args[at + 1:]
+    options = _parser().parse_args(args)
+    problem = None
+    if options.num_workers < 1:
+        problem = f"--num_workers={options.num_workers}: must be >= 1"
+    elif options.max_restarts < 0:
+        problem = f"--max_restarts={options.max_restarts}: must be >= 0"
+    for flag in flags:
+        name = flag.split("=", 1)[0]
+        if name in SET_BY_LAUNCHER:
+            problem = f"{flag}: the launcher sets {name} for each worker; drop it"
+        elif name == "--variable_update" and options.num_workers > 1 and (
+                flag != "--variable_update=collective_all_reduce"):
+            problem = (f"{flag}: {options.num_workers} workers need "
+                       "--variable_update=collective_all_reduce")
+    if problem:
+        sys.exit(common.fail(problem, command=COMMAND))
+    return options, flags
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent():
+    """In the child before exec (no thread of the launcher runs then): its own
+    process group, and killed if the launcher dies (Linux PR_SET_PDEATHSIG),
+    so even a killed launcher leaves no worker behind."""
+    os.setsid()
+    if _LIBC is not None:
+        _LIBC.prctl(1, signal.SIGKILL)
+
+
+class Workers:
+    """One start of the N workers: their processes and output threads."""
+
+    def __init__(self, options, flags, write):
+        self.write = write
+        self.procs, self.threads = [], []
+        n = options.num_workers
+        cluster = []
+        if n > 1:
+            hosts = ",".join(f"127.0.0.1:{port}" for port in free_ports(n))
+            cluster = [f"--worker_hosts={hosts}", "--cluster_source=flags"]
+            if not any(f.startswith("--variable_update=") for f in flags):
+                cluster.append("--variable_update=collective_all_reduce")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        for task in range(n):
+            args = [sys.executable, "-m", options.module, *flags, *cluster]
+            if n > 1:
+                args.append(f"--task_index={task}")
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env, text=True,
+                                    errors="replace", preexec_fn=_die_with_parent)
+            self.procs.append(proc)
+            write(f"[launcher] task {task}: pid {proc.pid}")
+        # The output threads start after the last fork (preexec_fn and threads).
+        for task, proc in enumerate(self.procs):
+            thread = threading.Thread(target=self._copy, args=(task, proc), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _copy(self, task, proc):
+        for line in proc.stdout:
+            self.write(f"[task {task}] {line.rstrip()}")
+
+    def signal(self, signum):
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signum)
+                except ProcessLookupError:
+                    pass
+
+    def kill(self):
+        """SIGKILLs every worker still running (its whole process group) and reaps all."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for proc in self.procs:
+            proc.wait()
+        for thread in self.threads:
+            thread.join(timeout=5)
+
+    def supervise(self):
+        """Waits until all exited 0 (returns 0) or one failed: kills the rest and
+        returns (status, task) of that first failure."""
+        while True:
+            running = 0
+            for task, proc in enumerate(self.procs):
+                code = proc.poll()
+                if code is None:
+                    running += 1
+                elif code != 0:
+                    self.kill()
+                    return (128 - code if code < 0 else code), task
+            if not running:
+                for thread in self.threads:
+                    thread.join(timeout=5)
+                return 0, None
+            time.sleep(POLL_SECONDS)
+
+
+def _say(lock):
+    def write(line):
+        with lock:
+            print(line, flush=True)
+    return write
+
+
+def main(argv=None):
+    options, flags = parse(sys.argv[1:] if argv is None else argv)
+    write = _say(threading.Lock())
+    if options.max_restarts and not any(f.startswith("--train_dir=") for f in flags):
+        write("[launcher] note: without --train_dir a restart starts from the beginning")
+    state = {"workers": None, "signals": 0}
+
+    def forward(signum, frame):
+        del frame
+        state["signals"] += 1
+        write(f"[launcher] received {signal.Signals(signum).name}: forwarded to every worker")
+        if state["workers"] is not None:
+            state["workers"].signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    restarts = 0
+    try:
+        while True:
+            state["workers"] = Workers(options, flags, write)
+            status, task = state["workers"].supervise()
+            if status == 0:
+                return 0
+            write(f"[launcher] task {task} failed (exit status {status}); stopped every worker")
+            if state["signals"] or restarts >= options.max_restarts:
+                return status
+            restarts += 1
+            write(f"[launcher] restart {restarts} of {options.max_restarts}: starting "
+                  f"{options.num_workers} workers again")
+    finally:
+        if state["workers"] is not None:
+            state["workers"].kill()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run():
+    sys.exit(main())
