@@ -601,4 +601,115 @@ MUTATIONS = [
         '            self.write(line.rstrip())',
         [T + "cluster/test_launch.py::"
          "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
+    # i21b: tf_cnn_benchmarks' eval, loss and input flags (README: Flags, Input, Checkpoints).
+    Mutation(
+        "eval_every_n_epochs_ignored", "towertrain/engine/eval_schedule.py",
+        "        epochs = [value * k for k in range(1, math.ceil(run_epochs / value) + 1)\n"
+        "                  if value * k < run_epochs]",
+        "        epochs = []",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
+    Mutation(
+        "eval_at_specified_steps_ignored", "towertrain/engine/eval_schedule.py",
+        "        return EvalSchedule(total_steps, steps=eval_checks.parse_steps(value))",
+        "        return EvalSchedule(total_steps)",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
+    Mutation(
+        "eval_at_specified_epochs_rounded_down", "towertrain/engine/eval_schedule.py",
+        "    return max(1, math.ceil(round(epoch * steps_per_epoch, 9)))",
+        "    return max(1, int(epoch * steps_per_epoch) - 1)",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
+    Mutation(
+        "no_final_eval_at_the_run_end", "towertrain/engine/eval_schedule.py",
+        "        if step == self.total_steps:\n            return True\n", "",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
+    Mutation(
+        "stop_at_top_1_accuracy_ignored", "towertrain/callbacks/periodic_eval.py",
+        "        if self.stop_at_top_1 is not None and result.top1 >= self.stop_at_top_1:",
+        "        if False:",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final"]),
+    Mutation(
+        "final_checkpoint_not_recorded", "towertrain/callbacks/checkpointing.py",
+        "        if self.loop.completed:", "        if False:",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final",
+         T + "commands/test_eval_follower.py::test_a_resumed_run_is_not_final_until_it_ends"]),
+    Mutation(
+        "num_eval_batches_ignored", "towertrain/engine/eval_amount.py",
+        "    if params.num_eval_batches is not None:\n        return params.num_eval_batches\n",
+        "",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
+    Mutation(
+        "num_eval_epochs_rounded_down", "towertrain/engine/eval_amount.py",
+        "    return int(params.num_eval_epochs * num_examples + batch_size - 1) // batch_size",
+        "    return int(params.num_eval_epochs * num_examples) // batch_size",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
+    Mutation(
+        "follower_evaluates_old_checkpoints_again", "towertrain/engine/eval_follower.py",
+        "                if self.last_step is None or step > self.last_step]",
+        "                if True]",
+        [T + "commands/test_eval_follower.py::"
+         "test_follower_waits_for_the_final_mark_and_skips_deleted_checkpoints"]),
+    Mutation(
+        "follower_stops_without_the_final_mark", "towertrain/engine/eval_follower.py",
+        "        return self.final_step is not None and self.last_step is not None and (\n"
+        "            self.last_step >= self.final_step)",
+        "        return self.last_step is not None",
+        [T + "commands/test_eval_follower.py::"
+         "test_follower_waits_for_the_final_mark_and_skips_deleted_checkpoints"]),
+    Mutation(
+        "eval_dir_ignored", "towertrain/commands/evaluate.py",
+        "            _write_events(p.eval_dir, step, result)\n", "            pass\n",
+        [T + "commands/test_eval_follower.py::"
+         "test_evaluator_beside_a_training_run_scores_each_checkpoint_once_until_the_final"]),
+    Mutation(
+        "base_loss_reports_the_total", "towertrain/engine/tower.py",
+        "    return TowerForward(base if options.report_base else loss,",
+        "    return TowerForward(loss,",
+        [T + "engine/test_loss_report.py::"
+         "test_base_loss_leaves_the_weight_decay_out_and_total_loss_has_it"]),
+    Mutation(
+        "single_l2_loss_op_ignored", "towertrain/recipe/l2_loss.py",
+        "    if single_op:", "    if False:",
+        [T + "engine/test_loss_report.py::"
+         "test_single_l2_loss_op_is_one_l2_loss_per_tower_with_the_same_value"]),
+    Mutation(
+        "display_perf_ewma_ignored", "towertrain/engine/benchmark_log.py",
+        "        if self.ewma:\n", "        if False:\n",
+        [T + "engine/test_loss_report.py::"
+         "test_display_perf_ewma_weights_recent_step_times_as_tf_cnn_benchmarks"]),
+    Mutation(
+        "cifar_distortions_always_on", "input_pipeline/preprocessing.py",
+        "    if not distortions:\n        return cifar_eval(image)\n", "",
+        [T + "input/test_distortions_resize.py::"
+         "test_cifar_distortions_off_by_default_and_on_crop_and_flip"]),
+    Mutation(
+        "imagenet_colour_distortions_ignored", "input_pipeline/preprocessing.py",
+        "    if distortions:  # before the flip", "    if False:  # before the flip",
+        [T + "input/test_distortions_resize.py::"
+         "test_imagenet_distortions_change_the_colours_only_when_on"]),
+    Mutation(
+        "resize_method_ignored", "input_pipeline/preprocessing.py",
+        "        return tf.cast(tf.image.resize(image, [size, size], method=method), tf.float32)",
+        "        return tf.cast(tf.image.resize(image, [size, size]), tf.float32)",
+        [T + "input/test_distortions_resize.py::"
+         "test_resize_method_crop_nearest_and_round_robin_in_eval"]),
+    Mutation(
+        "round_robin_one_method", "input_pipeline/preprocessing.py",
+        "    position = tf.cast(tf.cast(seed, tf.int64)[1] % len(RESIZE_METHODS), tf.int32)",
+        "    position = tf.constant(1)",
+        [T + "input/test_distortions_resize.py::"
+         "test_resize_method_crop_nearest_and_round_robin_in_eval"]),
+    Mutation(
+        "resize_method_crop_resizes", "input_pipeline/preprocessing.py",
+        "    if resize_method == \"crop\":\n        image = tf.io.decode_jpeg(encoded, channels=3)\n",
+        "    if False:\n        image = tf.io.decode_jpeg(encoded, channels=3)\n",
+        [T + "input/test_distortions_resize.py::"
+         "test_resize_method_crop_trains_on_random_windows_without_resizing"]),
 ]

@@ -72,15 +72,17 @@ def decode(record):
 
 
 def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
-                  data_format="NHWC"):
-    """A DatasetInput of preprocessed global batches in `data_format`."""
+                  data_format="NHWC", distortions=True):
+    """A DatasetInput of preprocessed global batches in `data_format`.
+    distortions: random pad-4 crops and flips in training (Params' and the
+    command line's default is tf_cnn_benchmarks' --nodistortions)."""
     files = find_files(data_dir, train)
     num_examples = sum(check_file(f) for f in files)
     records = tf.data.FixedLengthRecordDataset(files, RECORD_BYTES)
 
     def train_map(record, example_seed):
         image, label = decode(record)
-        return preprocessing.cifar_train(image, example_seed), label
+        return preprocessing.cifar_train(image, example_seed, distortions), label
 
     def eval_map(record, example_seed):
         del example_seed

@@ -101,8 +101,11 @@ def parse(record, filename, num_classes, label_offset=1):
 
 
 def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=True,
-                  num_epochs=None, seed=0, data_format="NHWC", label_offset=1):
-    """A DatasetInput of preprocessed global batches in `data_format`."""
+                  num_epochs=None, seed=0, data_format="NHWC", label_offset=1,
+                  distortions=False, resize_method="bilinear"):
+    """A DatasetInput of preprocessed global batches in `data_format`.
+    distortions adds random colours to training; resize_method is
+    tf_cnn_benchmarks' (towertrain.input_pipeline.preprocessing)."""
     files = find_files(data_dir, train)
     num_examples = sum(count_records(f) for f in files)
     if train:
@@ -113,16 +116,17 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
 
     def train_map(example, example_seed):
         encoded, label, bbox = parse(*example, num_classes, label_offset)
-        return preprocessing.imagenet_train(encoded, bbox, image_size, example_seed), label
+        return preprocessing.imagenet_train(encoded, bbox, image_size, example_seed,
+                                            distortions, resize_method), label
 
     def eval_map(example, example_seed):
-        del example_seed
         encoded, label, _ = parse(*example, num_classes, label_offset)
-        return preprocessing.imagenet_eval(encoded, image_size), label
+        return preprocessing.imagenet_eval(encoded, image_size, resize_method,
+                                           example_seed), label
 
     def eval_fn(batch_size):
         return eval_data(data_dir, batch_size, image_size, num_classes, data_format,
-                         label_offset)
+                         label_offset, resize_method)
 
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
                          seed, train_map, eval_map, data_format, eval_fn=eval_fn)
@@ -142,15 +146,16 @@ def _records(files, shuffle_seed=None):
 
 
 def eval_data(data_dir, batch_size, image_size, num_classes=1000, data_format="NHWC",
-              label_offset=1):
+              label_offset=1, resize_method="bilinear"):
     """The validation-* shards as EvalData, in file order; InputError if missing."""
     files = find_files(data_dir, train=False)
     num_examples = sum(count_records(f) for f in files)
 
     def eval_map(example, example_seed):
-        del example_seed  # eval is deterministic
+        # Deterministic: the seed pair only carries the position (round_robin).
         encoded, label, _ = parse(*example, num_classes, label_offset)
-        return preprocessing.imagenet_eval(encoded, image_size), label
+        return preprocessing.imagenet_eval(encoded, image_size, resize_method,
+                                           example_seed), label
 
     return eval_records(_records(files), num_examples, batch_size, eval_map, data_format,
                         f"imagenet validation-* ({len(files)} shards)")

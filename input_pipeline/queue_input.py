@@ -159,19 +159,22 @@ class QueueInput(Input):
             raise RuntimeError(f"queue feeder threads did not stop: {', '.join(alive)}")
 
 
-def _cifar_augment(image, rng):
-    """numpy version of the tf.data CIFAR training augmentation (HWC uint8 in)."""
-    padded = np.pad(image, ((4, 4), (4, 4), (0, 0)))
-    top, left = rng.randint(0, 9, size=2)
-    image = padded[top:top + 32, left:left + 32].astype(np.float32)
-    if rng.rand() < 0.5:
-        image = image[:, ::-1]
+def _cifar_augment(image, rng, distortions=True):
+    """numpy version of the tf.data CIFAR training augmentation (HWC uint8 in);
+    distortions=False: standardization only."""
+    if distortions:
+        padded = np.pad(image, ((4, 4), (4, 4), (0, 0)))
+        top, left = rng.randint(0, 9, size=2)
+        image = padded[top:top + 32, left:left + 32]
+        if rng.rand() < 0.5:
+            image = image[:, ::-1]
+    image = image.astype(np.float32)
     std = max(image.std(), 1.0 / np.sqrt(image.size))
     return (image - image.mean()) / std
 
 
 def from_data_dir(name, data_dir, image_shape, global_batch, num_epochs=None, seed=0,
-                  data_format="NHWC"):
+                  data_format="NHWC", distortions=True):
     """The queue input for --data_name: cifar10 decoded and augmented in numpy."""
     if name != "cifar10":
         raise InputError(f"--input=queue: only --data_name=cifar10 is fed by the queue "
@@ -182,7 +185,7 @@ def from_data_dir(name, data_dir, image_shape, global_batch, num_epochs=None, se
     def source(epoch):
         rng = np.random.RandomState([seed, epoch])
         for index in rng.permutation(len(images)):
-            image = _cifar_augment(images[index], rng)
+            image = _cifar_augment(images[index], rng, distortions)
             if data_format == "NCHW":
                 image = image.transpose(2, 0, 1)
             yield image, labels[index]

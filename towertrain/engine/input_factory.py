@@ -32,7 +32,8 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
     # The data repeats without end: the loop stops at the planned step, so a
     # finished --num_epochs run resumed with more epochs simply continues.
     common = dict(global_batch=global_batch, num_epochs=None,
-                  seed=params.tf_random_seed, data_format=data_format)
+                  seed=params.tf_random_seed, data_format=data_format,
+                  distortions=params.distortions)
     name = dataset_name
     if params.input == "queue":
         from towertrain.input_pipeline import queue_input
@@ -42,7 +43,8 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
         return cifar10.dataset_input(params.data_dir, **common)
     from towertrain.input_pipeline import imagenet
     return imagenet.dataset_input(params.data_dir, image_size=image_size_of(
-        image_shape, data_format), num_classes=num_classes, **common)
+        image_shape, data_format), num_classes=num_classes,
+        resize_method=params.resize_method, **common)
 
 
 class WorkerShard(WrappedInput):

@@ -1,0 +1,137 @@
+"""--distortions and --resize_method (README: Input), through the input a run's
+Params build (towertrain.engine.input_factory), on files written here."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Params
+from towertrain.engine import input_factory
+
+from helpers import cifar_files
+from helpers.data_files import example, imagenet_dir  # noqa: F401 - a fixture
+
+SIZE = 16
+
+
+def batches(params, image_shape, num_classes, global_batch, name, eval_split=False):
+    source = input_factory.make_input(params, image_shape=image_shape,
+                                      num_classes=num_classes, global_batch=global_batch,
+                                      data_format="NHWC", dataset_name=name)
+    if eval_split:
+        data = source.eval_data(global_batch)
+        return [images.numpy() for images, _ in data.dataset]
+    iterator = iter(source.dataset)
+    return [next(iterator)[0].numpy() for _ in range(2)]
+
+
+# CIFAR-10: off (the default, as tf_cnn_benchmarks) = standardization only;
+# on = random pad-4 crops and flips.
+
+def test_cifar_distortions_off_by_default_and_on_crop_and_flip(tmp_path):
+    data_dir = cifar_files.write_dataset(str(tmp_path), num_train=12, num_test=4)
+    raw = np.fromfile(os.path.join(data_dir, "data_batch_1.bin"), np.uint8)
+    raw = raw.reshape(12, -1)[:, 1:].reshape(12, 3, 32, 32).transpose(0, 2, 3, 1)
+    reference = raw.astype(np.float64)
+    mean = reference.mean(axis=(1, 2, 3), keepdims=True)
+    std = np.maximum(reference.std(axis=(1, 2, 3), keepdims=True), 1 / np.sqrt(32 * 32 * 3))
+    reference = (reference - mean) / std
+
+    def unchanged(distortions):
+        params = Params(model="trivial", data_dir=data_dir, data_name="cifar10",
+                        distortions=distortions)
+        assert Params(model="trivial").distortions is False
+        images = np.concatenate(batches(params, (32, 32, 3), 10, 12, "cifar10"))
+        errors = np.abs(images[:, None] - reference[None]).max(axis=(2, 3, 4)).min(axis=1)
+        return int(np.sum(errors < 1e-4)), len(images)
+
+    same, total = unchanged(False)
+    assert same == total == 24  # every image is a raw training image, standardized
+    same, total = unchanged(True)
+    assert same <= 4, f"{same} of {total} images were neither cropped nor flipped"
+
+
+# ImageNet: solid-colour photos; crops, resizes and flips keep their colour,
+# --distortions changes it (brightness, saturation, hue).
+
+def _colours(images):
+    return (images.reshape(len(images), -1, 3).mean(axis=1) + 1) * 127.5
+
+
+def test_imagenet_distortions_change_the_colours_only_when_on(imagenet_dir):  # noqa: F811
+    sources = np.array([(20 * i, 100, 200) for i in range(5)], np.float64)
+
+    def distances(distortions):
+        params = Params(model="trivial", data_dir=str(imagenet_dir), data_name="imagenet",
+                        distortions=distortions)
+        images = np.concatenate(batches(params, (SIZE, SIZE, 3), 5, 10, "imagenet"))
+        flat = images.reshape(len(images), -1, 3)
+        assert np.all(flat.std(axis=1) < 0.02)  # still one colour per image
+        return np.abs(_colours(images)[:, None] - sources[None]).max(axis=2).min(axis=1)
+
+    assert np.all(distances(False) < 3.0)  # JPEG quality 100 of a solid colour
+    moved = distances(True)
+    assert np.mean(moved > 4.0) >= 0.8, moved
+
+
+@pytest.fixture
+def noise_validation(tmp_path):
+    """4 validation photos of random pixels (24 x 20): every method resizes differently."""
+    rng = np.random.default_rng(3)
+    photos = [rng.integers(0, 256, (24, 20, 3), dtype=np.uint8) for _ in range(4)]
+    with tf.io.TFRecordWriter(str(tmp_path / "validation-00000-of-00001")) as writer:
+        for i, photo in enumerate(photos):
+            writer.write(example(tf.constant(photo), 1 + i))
+    with tf.io.TFRecordWriter(str(tmp_path / "train-00000-of-00001")) as writer:
+        for i, photo in enumerate(photos):
+            writer.write(example(tf.constant(photo), 1 + i))
+    decoded = []
+    for record in tf.data.TFRecordDataset(str(tmp_path / "validation-00000-of-00001")):
+        features = tf.io.parse_single_example(
+            record, {"image/encoded": tf.io.FixedLenFeature([], tf.string)})
+        decoded.append(tf.io.decode_jpeg(features["image/encoded"], channels=3).numpy())
+    return str(tmp_path), decoded
+
+
+def resized(data_dir, method, eval_split=True):
+    params = Params(model="trivial", data_dir=data_dir, data_name="imagenet",
+                    resize_method=method)
+    return np.concatenate(batches(params, (SIZE, SIZE, 3), 5, 4, "imagenet", eval_split))
+
+
+def test_resize_method_crop_nearest_and_round_robin_in_eval(noise_validation):
+    data_dir, decoded = noise_validation
+    crop = resized(data_dir, "crop")
+    for image, photo in zip(crop, decoded):  # the central 16 x 16 window, no resize
+        window = photo[4:20, 2:18].astype(np.float64) / 127.5 - 1
+        np.testing.assert_allclose(image, window, atol=1e-6)
+    nearest, bilinear = resized(data_dir, "nearest"), resized(data_dir, "bilinear")
+    for i, photo in enumerate(decoded):
+        pixels = {tuple(p) for p in photo.reshape(-1, 3)}
+        as_bytes = np.rint((nearest[i] + 1) * 127.5).astype(int).reshape(-1, 3)
+        assert all(tuple(p) in pixels for p in as_bytes)  # nearest copies pixels
+        blended = np.rint((bilinear[i] + 1) * 127.5).astype(int).reshape(-1, 3)
+        assert np.mean([tuple(p) not in pixels for p in blended]) > 0.5  # bilinear mixes
+    # round_robin: example k is resized with nearest, bilinear, bicubic, area (k mod 4).
+    robin = resized(data_dir, "round_robin")
+    singles = [nearest, bilinear, resized(data_dir, "bicubic"), resized(data_dir, "area")]
+    for k in range(4):
+        np.testing.assert_allclose(robin[k], singles[k][k], atol=1e-6)
+        assert not np.allclose(singles[k][k], singles[(k + 1) % 4][k], atol=1e-3)
+
+
+def test_resize_method_crop_trains_on_random_windows_without_resizing(noise_validation):
+    data_dir, decoded = noise_validation
+    images = resized(data_dir, "crop", eval_split=False)
+    windows = []
+    for image in images:  # some 16 x 16 window of one photo, maybe mirrored
+        as_bytes = np.rint((image + 1) * 127.5)
+        found = [(p, dy, dx, flip) for p, photo in enumerate(decoded)
+                 for dy in range(24 - SIZE + 1) for dx in range(20 - SIZE + 1)
+                 for flip in (False, True)
+                 if np.array_equal(as_bytes, (photo[dy:dy + SIZE, dx:dx + SIZE][:, ::-1]
+                                              if flip else photo[dy:dy + SIZE, dx:dx + SIZE]))]
+        assert len(found) == 1, len(found)
+        windows.append(found[0][1:3])
+    assert len(set(windows)) > 2  # the windows vary
