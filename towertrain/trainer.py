@@ -287,10 +287,12 @@ class Trainer:
     def staged_batches(self):
         return self._staging.staged if self._staging is not None else 0
 
-    def trace_step(self):
-        """The step's concrete function, traced but not run (graph inspection)."""
-        if self.accumulators is not None:  # the micro-batch that exchanges and applies
-            return self._step_fn.get_concrete_function(True, 0, accumulate.APPLY)
+    def trace_step(self, phase=None):
+        """The step's concrete function, traced but not run (graph inspection).
+        With accumulation: the micro-batch that exchanges and applies, or
+        `phase` (engine/accumulate.py: ACCUMULATE, APPLY)."""
+        if self.accumulators is not None:
+            return self._step_fn.get_concrete_function(True, 0, phase or accumulate.APPLY)
         return self._step_fn.get_concrete_function(True, 0)
 
     def sync_model(self):

@@ -11,6 +11,7 @@ from towertrain.callbacks import Callback
 from towertrain.input_pipeline import from_arrays
 from towertrain.recipe.accumulation import Plan
 
+from helpers import graph_walks
 from helpers.cli import quiet
 from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
 
@@ -176,3 +177,32 @@ def test_refused_combinations_name_the_flags(flags, message):
         Params(model="trivial", device="cpu", **flags)
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value)
+
+
+def test_micro_batches_before_the_last_exchange_nothing():
+    """Graph and state: the accumulating micro-batch holds no all-reduce, leaves
+    the variables and the step as they were and only fills the accumulators;
+    the last micro-batch all-reduces and applies."""
+    from towertrain.engine import accumulate
+    images, labels = examples(16)
+    params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
+                    all_reduce_spec="pscpu", optimizer="momentum", num_batches=2,
+                    num_warmup_batches=0, gradient_accumulation_steps=2, staging_depth=0)
+    trainer = Trainer(params, model=tiny_model(),
+                      input_source=from_arrays(images, labels, 4))
+
+    def op_names(phase):
+        return [op.name for op in graph_walks.all_ops(trainer.trace_step(phase).graph)]
+    accumulating, applying = op_names(accumulate.ACCUMULATE), op_names(accumulate.APPLY)
+    assert any("allreduce" in name for name in applying)
+    assert not any("allreduce" in name for name in accumulating)
+
+    before = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
+    trainer._step_fn(True, 0, accumulate.ACCUMULATE)
+    after = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
+    for old, new in zip(before, after):
+        for a, b in zip(old, new):
+            np.testing.assert_array_equal(a, b)
+    assert trainer.global_step() == 0
+    assert all(np.abs(g.numpy()).max() > 0 for device in trainer.accumulators.grads
+               for g in device)
