@@ -9,6 +9,7 @@ import os
 from typing import Optional
 
 from towertrain.config import cluster_checks as params_cluster
+from towertrain.config import exchange_checks as params_exchange
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import settings
@@ -59,11 +60,10 @@ class Params:
 
     @property
     def resolved_all_reduce_spec(self) -> Optional[str]:
-        if self.variable_update != "replicated":
-            return None
+        """The exchange of replicated or collective_all_reduce (None for the others)."""
         if self.all_reduce_spec is not None:
             return self.all_reduce_spec
-        return "nccl" if self.resolved_device == "gpu" else "pscpu"
+        return params_exchange.default_spec(self.variable_update, self.resolved_device)
 
 
 _TRAINING_ONLY_UNSET = tuple(s.name for s in settings.params_settings()
@@ -125,12 +125,7 @@ def validate(p: Params) -> None:
     if p.local_parameter_device is not None and p.variable_update != "parameter_server":
         _fail("local_parameter_device", p.local_parameter_device,
               f"only applies to --variable_update=parameter_server (got {p.variable_update})")
-    if p.all_reduce_spec is not None and p.variable_update != "replicated":
-        _fail("all_reduce_spec", p.all_reduce_spec,
-              f"only applies to --variable_update=replicated (got {p.variable_update})")
-    if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
-        _fail("all_reduce_spec", p.all_reduce_spec,
-              "needs --device=gpu; on CPU devices use pscpu or ring")
+    params_exchange.validate_exchange(p, device, _fail)
 
 
 def _validate_input(p: Params) -> None:
