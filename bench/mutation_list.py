@@ -712,4 +712,66 @@ MUTATIONS = [
         "    if False:\n        image = tf.io.decode_jpeg(encoded, channels=3)\n",
         [T + "input/test_distortions_resize.py::"
          "test_resize_method_crop_trains_on_random_windows_without_resizing"]),
+    # Issue 18: the gradient exchange. Packs cut in variable order, not reverse
+    # layer order: the first pack waits for the first layer's backward.
+    Mutation(
+        "packs_in_forward_order", "towertrain/engine/allreduce/packing.py",
+        "        order = [i for i in reversed(indices) if sizes[i]]\n",
+        "        order = [i for i in indices if sizes[i]]\n",
+        [T + "engine/test_repacking.py::"
+         "test_plan_cuts_reverse_order_into_equal_packs_and_round_trips",
+         T + "engine/test_exchange_graph.py::"
+         "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    # A pack's reduction reads a gradient outside the pack (no overlap possible).
+    Mutation(
+        "pack_reads_other_gradients", "towertrain/engine/allreduce/repacked.py",
+        "                        flats.append([packing.gather(grads, p)])\n",
+        "                        flats.append([packing.gather(grads, p)\n"
+        "                                      + 0 * tf.reduce_sum(grads[0])])\n",
+        [T + "engine/test_exchange_graph.py::"
+         "test_each_pack_reduction_reads_only_its_own_gradients"]),
+    # The exchange inside the finite check's branch (waits for every gradient).
+    Mutation(
+        "exchange_inside_the_finite_branch", "towertrain/engine/step.py",
+        "        grads = self.variables.exchange([r.grads if r else None for r in results])\n",
+        "        grads = [r.grads if r else None for r in results]\n",
+        [T + "engine/test_exchange_graph.py::"
+         "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    # Pieces of a variable split over two packs put back in the wrong order.
+    Mutation(
+        "straddling_pieces_misordered", "towertrain/engine/allreduce/packing.py",
+        "sorted(pieces[index], key=lambda s: s[0])",
+        "sorted(pieces[index], key=lambda s: -s[0])",
+        [T + "engine/test_repacking.py"]),
+    # One instance key per pack index whatever the pack count: a second trainer
+    # with other packs reuses a key with another shape.
+    Mutation(
+        "pack_instance_keys_ignore_the_count", "towertrain/engine/variable_mgr/collective.py",
+        "                key = KEYS[\"grads\"] + len(packs) * (len(packs) - 1) // 2 + k\n",
+        "                key = KEYS[\"grads\"] + k\n",
+        [T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
+    # Hierarchical exchange silently flat: every local device's pack crosses workers.
+    Mutation(
+        "hierarchical_is_flat", "towertrain/engine/variable_mgr/collective.py",
+        "                sums = (self._hierarchical_sum(flats, key) if self.local\n",
+        "                sums = (self._hierarchical_sum(flats, key) if False\n",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # The default exchange of collective_all_reduce (hierarchical, measured faster).
+    Mutation(
+        "collective_default_flat", "towertrain/config/exchange_checks.py",
+        '        return "nccl/xring" if device == "gpu" else "pscpu/xring"\n',
+        '        return "nccl/xring" if device == "gpu" else "collective"\n',
+        [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs"]),
+    # A refused combination let through.
+    Mutation(
+        "replicated_takes_a_cross_worker_spec", "towertrain/config/exchange_checks.py",
+        '    if mode == "replicated" and spec in COLLECTIVE_SPECS:\n',
+        '    if mode == "replicated" and spec in ():\n',
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags"]),
+    # The header's packs line.
+    Mutation(
+        "header_hides_the_packs", "towertrain/engine/header.py",
+        '        info.append(("Gradient packs", ',
+        '        info.append(("Gradient pack", ',
+        [T + "config/test_exchange_checks.py::test_header_prints_the_exchange_and_its_packs"]),
 ]

@@ -14,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 import helpers.cli
 import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
@@ -72,12 +73,23 @@ def _wait_all(procs, timeout):
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
 
 
-def _run_worker(hosts, task, out_path):
+def _gradient_collectives(trainer):
+    """(group size, elements) of each cross-process collective of the gradient
+    packs in the traced step (the exchange sits in its top-level graph)."""
+    import tensorflow as tf
+    return [(int(tf.get_static_value(op.inputs[1])), int(op.inputs[0].shape.num_elements()))
+            for op in trainer.trace_step().graph.get_operations()
+            if op.type == "CollectiveReduceV2" and "/pack" in op.name]
+
+
+def _run_worker(hosts, task, out_path, spec, packs):
     """Worker process: joins the cluster (2 logical CPUs), trains one epoch of
-    the arrays (3 steps, the last uneven), saves every copy of the weights."""
+    the arrays (3 steps, the last uneven), saves every copy of the weights and
+    the gradient collectives of its step."""
     from towertrain.engine.distributed import cluster
     params = _params(num_gpus=2, variable_update="collective_all_reduce",
-                     worker_hosts=hosts, task_index=task, collective_timeout_secs=60)
+                     worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
+                     all_reduce_spec=spec, gradient_repacking=packs)
     cluster.setup(cluster.from_params(params), params)
     from towertrain import trainer as trainer_lib
     from towertrain.input_pipeline import from_arrays
@@ -90,21 +102,26 @@ def _run_worker(hosts, task, out_path):
               zip(trainer.variables.trainable_copies(),
                   trainer.variables.non_trainable_copies())]
     np.savez(out_path, losses=np.array(losses), steps=trainer.global_step(),
+             collectives=np.array(_gradient_collectives(trainer)),
              **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
                 for i, value in enumerate(copy)})
     sys.stdout.flush()
     os._exit(0)  # TensorFlow's gRPC teardown is not needed
 
 
-def test_two_workers_equal_one_process_with_four_devices(tmp_path):
+# The flat exchange with one pack per dtype, and the hierarchical one
+# (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
+# per pack between the workers) with 3 packs.
+@pytest.mark.parametrize("spec,packs", [("collective", 0), ("pscpu/xring", 3)])
+def test_two_workers_equal_one_process_with_four_devices(tmp_path, spec, packs):
     hosts = _hosts(2)
     outs = [str(tmp_path / f"worker{k}.npz") for k in range(2)]
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", hosts,
-                               str(k), outs[k]], cwd=REPO, env=_env(),
+                               str(k), outs[k], spec, str(packs)], cwd=REPO, env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for k in range(2)]
     try:
-        _wait_all(procs, timeout=240)
+        _wait_all(procs, timeout=360)  # 2 cores shared with other work: slow starts
         logs = [proc.stdout.read() for proc in procs]
         for proc, log in zip(procs, logs):
             assert proc.returncode == 0, log[-3000:]
@@ -134,6 +151,19 @@ def test_two_workers_equal_one_process_with_four_devices(tmp_path):
             for i, value in enumerate(expected):
                 np.testing.assert_allclose(saved[f"copy{c}_{i}"], value, rtol=1e-5,
                                            atol=1e-5, err_msg=f"worker {k} copy {c} var {i}")
+    # Each worker's gradient collectives: flat, one per pack per local device
+    # over all 4 devices; hierarchical, one per pack over the 2 workers, so
+    # half the elements cross the network.
+    num_values = sum(v.size for v in expected)
+    for out in outs:
+        collectives = np.load(out)["collectives"]
+        if spec == "collective":
+            assert collectives.shape == (2, 2) and set(collectives[:, 0]) == {4}
+            assert collectives[:, 1].sum() == 2 * num_values
+        else:
+            assert collectives.shape == (packs, 2) and set(collectives[:, 0]) == {2}
+            assert collectives[:, 1].sum() == num_values
+            assert collectives[:, 1].max() - collectives[:, 1].min() <= 1
     first, second = np.load(outs[0]), np.load(outs[1])
     for name in first.files:  # both workers' copies identical
         np.testing.assert_array_equal(first[name], second[name], err_msg=name)
@@ -254,5 +284,5 @@ def test_worker_shard_takes_contiguous_global_towers():
     assert seen == [[[0, 1, 2], [3, 4, 5]], [[6, 7], [8, 9]]]
 
 
-if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "worker":
-    _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+if __name__ == "__main__" and len(sys.argv) == 7 and sys.argv[1] == "worker":
+    _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))

@@ -12,6 +12,7 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import mode_checks
 from towertrain.config import eval_checks as params_eval
+from towertrain.config import exchange_checks as params_exchange
 from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import runtime_checks as params_runtime
@@ -63,11 +64,10 @@ class Params:
 
     @property
     def resolved_all_reduce_spec(self) -> Optional[str]:
-        if self.variable_update != "replicated":
-            return None
+        """The exchange of replicated or collective_all_reduce (None for the others)."""
         if self.all_reduce_spec is not None:
             return self.all_reduce_spec
-        return "nccl" if self.resolved_device == "gpu" else "pscpu"
+        return params_exchange.default_spec(self.variable_update, self.resolved_device)
 
 
 _TRAINING_ONLY_UNSET = tuple(s.name for s in settings.params_settings()
@@ -131,9 +131,7 @@ def validate(p: Params) -> None:
               "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
     # Flags their mode ignores (Setting.applies_with), one check for all of them.
     mode_checks.check(p, _fail)
-    if p.all_reduce_spec in ("nccl", "psgpu") and device == "cpu":
-        _fail("all_reduce_spec", p.all_reduce_spec,
-              "needs --device=gpu; on CPU devices use pscpu or ring")
+    params_exchange.validate_exchange(p, device, _fail)
 
 
 _TYPE_WORDS = {settings.INTEGER: "an integer", settings.FLOAT: "a number",

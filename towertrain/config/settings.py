@@ -16,12 +16,17 @@ from towertrain.config.recipe_checks import LEARNING_RATE_SCALINGS, LEARNING_RAT
 
 # Choices of the enum settings; Params checks values against the same tuples.
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
-ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring")
+# replicated takes the first four; collective_all_reduce the rest: tf_cnn_benchmarks'
+# local/cross grammar (sum on the worker, then one exchange per worker) or flat.
+ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
+                    "pscpu/xring", "psgpu/xring", "nccl/xring", "collective")
 OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
+# The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
+EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
 RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
 LOSS_TYPES = ("base_loss", "total_loss")
@@ -108,10 +113,18 @@ SETTINGS = (
                 "variables live (default: --device).", choices=DEVICES,
                 scaling=PER_CONFIGURATION,
                 applies_with=("variable_update", ("parameter_server",))),
-        Setting("all_reduce_spec", ENUM, None, "replicated only: the all-reduce (default: "
-                "nccl on gpu, pscpu on cpu).", choices=ALL_REDUCE_SPECS,
-                scaling=PER_CONFIGURATION,
-                applies_with=("variable_update", ("replicated",))),
+        Setting("all_reduce_spec", ENUM, None, "The gradient exchange. replicated: nccl, "
+                "pscpu, psgpu or ring (default: nccl on gpu, pscpu on cpu). "
+                "collective_all_reduce: local/xring sums on each worker (pscpu on cpu, nccl "
+                "or psgpu on gpu), then one cross-worker collective per pack from one member "
+                "per worker; collective sums over every device of every worker flatly "
+                "(default: pscpu/xring on cpu, nccl/xring on gpu).", choices=ALL_REDUCE_SPECS,
+                scaling=PER_CONFIGURATION, applies_with=EXCHANGES),
+        Setting("gradient_repacking", INTEGER, 0, "Cut each dtype's gradients into this many "
+                "packs of about equal bytes, in reverse layer order, each reduced on its own "
+                "so its exchange can start while the backward pass still runs (0: one pack "
+                "per dtype). replicated and collective_all_reduce.", training_only=True,
+                applies_with=EXCHANGES),
         Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
                 "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
                 "many as --num_gpus (default: 0..num_gpus-1).", training_only=True,

@@ -2,6 +2,7 @@
 (towertrain.engine.benchmark_log.header_lines), in tf_cnn_benchmarks' order."""
 import tensorflow as tf
 
+from towertrain.engine.allreduce import packing
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
 from towertrain.recipe import native_precision
@@ -37,8 +38,10 @@ def training_info(trainer, synced_batch_norms=0):
                                 f"devices, {resolvers.describe(cluster)}"))
     if trainer.accumulation.accumulating:
         info.append(("Accumulation", trainer.accumulation.describe(trainer.global_batch_size)))
-    if p.variable_update == "replicated":
+    if p.variable_update in ("replicated", "collective_all_reduce"):
         info.append(("AllReduce", p.resolved_all_reduce_spec))
+        info.append(("Gradient packs", packing.describe(trainer.model.trainable_variables,
+                                                         p.gradient_repacking)))
     if gradients.describe(p):
         info.append(("Gradient clip", gradients.describe(p)))
     if synced_batch_norms:

@@ -161,6 +161,9 @@ class TrainStep:
         if phase == accumulate.APPLY:
             (results, global_count, update_loss, update_correct, finite,
              stop_requests) = self._take_update(results, finite, local_count)
+        # Outside the finite check's branch: a branch waits for all its inputs,
+        # while here each gradient pack's exchange starts once its gradients exist.
+        grads = self.variables.exchange([r.grads if r else None for r in results])
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
             if self.num_workers > 1:  # multi-worker: every worker takes the same branch
@@ -169,7 +172,7 @@ class TrainStep:
         def update():
             scale = {"grad_scale": loss_scale} if self.scaled_transfer else {}
             with private_api.forget_custom_gradients():  # else each trace leaks its graph
-                applied = self.variables.apply([r.grads if r else None for r in results],
+                applied = self.variables.apply(grads,
                                                [r.non_trainable if r else None for r in results],
                                                **scale)
             return now(), tf.constant(True) if applied is None else applied

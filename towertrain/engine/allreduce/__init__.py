@@ -7,13 +7,19 @@ Adding one: subclass AllReduce in a new module, decorate it with
 from . import base
 from .base import AllReduce, register, registered_names
 from .compact import CompactTransfer
+from .repacked import Repacked
 from . import central, nccl, ring  # noqa: F401  (registers the algorithms)
 
-__all__ = ["AllReduce", "CompactTransfer", "create", "register", "registered_names"]
+__all__ = ["AllReduce", "CompactTransfer", "Repacked", "create", "register",
+           "registered_names"]
 
 
-def create(name, compact_dtype=None):
+def create(name, compact_dtype=None, num_packs=0):
     """The algorithm registered as `name`; with compact_dtype (e.g. tf.float16),
-    wrapped so that the gradients cross devices, and are summed, in that dtype."""
+    wrapped so that the gradients cross devices, and are summed, in that dtype;
+    with num_packs > 0 (--gradient_repacking), run once per pack (each pack
+    cast to the compact dtype on its own)."""
     algorithm = base.create(name)
-    return algorithm if compact_dtype is None else CompactTransfer(algorithm, compact_dtype)
+    if compact_dtype is not None:
+        algorithm = CompactTransfer(algorithm, compact_dtype)
+    return algorithm if not num_packs else Repacked(algorithm, num_packs)

@@ -1,10 +1,22 @@
-"""Packing a device's gradient list into one flat vector and back.
+"""Packing gradients into flat vectors and back.
 
-One big reduction instead of one per variable: fewer ops, fewer kernel
-launches and transfers (tf_cnn_benchmarks' gradient repacking, in its
-simplest form). All tensors in a list must share a dtype.
+`pack`/`unpack`: a device's whole gradient list (one dtype) as one flat
+vector: one big reduction instead of one per variable.
+
+`plan`/`gather`/`scatter` (--gradient_repacking=N, tf_cnn_benchmarks' name):
+the gradients of each dtype cut into N packs of about equal bytes, in reverse
+variable order (the last layers' gradients exist first in the backward pass).
+A pack is a list of pieces (variable index, first element, end element); it
+is built from its own gradients only, so its reduction can start as soon as
+they exist, while the backward pass of the earlier layers still runs. A
+variable may straddle two packs (cut like tf_cnn_benchmarks' split packs):
+the sizes then differ by at most one element.
 """
+import collections
+
 import tensorflow as tf
+
+Pack = collections.namedtuple("Pack", "dtype pieces")  # pieces: ((index, start, end), ...)
 
 
 def pack(tensors):
@@ -19,3 +31,89 @@ def pack(tensors):
 def unpack(flat, spec):
     pieces = tf.split(flat, [size for _, size in spec])
     return [tf.reshape(piece, shape) for piece, (shape, _) in zip(pieces, spec)]
+
+
+def plan(tensors, num_packs):
+    """The packs of a gradient list (anything with .shape and .dtype: tensors or
+    variables), dtypes in name order. num_packs=0: one pack per dtype holding
+    its variables in their order (the exchange before repacking). num_packs=N:
+    per dtype, min(N, elements) packs cut from the reversed variable order."""
+    by_dtype = collections.defaultdict(list)
+    for index, t in enumerate(tensors):
+        by_dtype[tf.as_dtype(t.dtype)].append(index)
+    packs = []
+    for dtype in sorted(by_dtype, key=lambda d: d.name):
+        indices = by_dtype[dtype]
+        sizes = {i: int(tensors[i].shape.num_elements()) for i in indices}
+        if num_packs == 0:
+            packs.append(Pack(dtype, tuple((i, 0, sizes[i]) for i in indices)))
+            continue
+        order = [i for i in reversed(indices) if sizes[i]]
+        total = sum(sizes[i] for i in order)
+        count = max(1, min(num_packs, total))
+        # Pack k covers elements [bounds[k], bounds[k + 1]) of the reversed concatenation.
+        bounds = [total * k // count for k in range(count + 1)]
+        offsets, at = {}, 0
+        for i in order:
+            offsets[i], at = at, at + sizes[i]
+        for k in range(count):
+            lo, hi = bounds[k], bounds[k + 1]
+            pieces = tuple((i, max(lo, offsets[i]) - offsets[i],
+                            min(hi, offsets[i] + sizes[i]) - offsets[i])
+                           for i in order if offsets[i] < hi and offsets[i] + sizes[i] > lo)
+            packs.append(Pack(dtype, pieces))
+        empty = [i for i in indices if not sizes[i]]
+        if empty:  # zero-element gradients ride in the last pack, as empty pieces
+            last = packs[-1]
+            packs[-1] = Pack(dtype, last.pieces + tuple((i, 0, 0) for i in empty))
+    return packs
+
+
+def pack_size(p):
+    return sum(end - start for _, start, end in p.pieces)
+
+
+def gather(tensors, p):
+    """Pack `p` of a gradient list as one flat vector (on the current device)."""
+    parts = []
+    for index, start, end in p.pieces:
+        flat = tf.reshape(tensors[index], [-1])
+        whole = start == 0 and end == tensors[index].shape.num_elements()
+        parts.append(flat if whole else flat[start:end])
+    return parts[0] if len(parts) == 1 else tf.concat(parts, axis=0)
+
+
+def scatter(flats, packs, like):
+    """The gradient list back from one flat vector per pack: like[i] gives
+    gradient i's shape (a tensor of the list that was gathered)."""
+    pieces = collections.defaultdict(list)
+    for flat, p in zip(flats, packs):
+        parts = tf.split(flat, [end - start for _, start, end in p.pieces])
+        for (index, start, _), part in zip(p.pieces, parts):
+            pieces[index].append((start, part))
+    out = []
+    for index, t in enumerate(like):
+        parts = [part for _, part in sorted(pieces[index], key=lambda s: s[0])]
+        flat = parts[0] if len(parts) == 1 else tf.concat(parts, axis=0)
+        out.append(tf.reshape(flat, tf.shape(t) if not t.shape.is_fully_defined()
+                              else t.shape))
+    return out
+
+
+def describe(variables, num_packs):
+    """The header's line: the packs and their sizes, e.g.
+    '4 packs: float32 69.1 KB, 69.1 KB, 69.1 KB, 69.1 KB'."""
+    packs = plan(variables, num_packs)
+    parts = []
+    for dtype in dict.fromkeys(p.dtype for p in packs):
+        sizes = [_human(pack_size(p) * dtype.size) for p in packs if p.dtype == dtype]
+        parts.append(f"{dtype.name} {', '.join(sizes)}")
+    kind = "per dtype, reverse layer order" if num_packs else "one per dtype"
+    return f"{len(packs)} pack{'s' if len(packs) != 1 else ''} ({kind}): {'; '.join(parts)}"
+
+
+def _human(num_bytes):
+    for unit in ("B", "KB", "MB"):
+        if num_bytes < 1000 or unit == "MB":
+            return f"{num_bytes:.0f} {unit}" if unit == "B" else f"{num_bytes:.1f} {unit}"
+        num_bytes /= 1000

@@ -81,6 +81,14 @@ class VariableManager(abc.ABC):
         (replicated with a half-precision transfer whose sum overflowed).
         """
 
+    def exchange(self, tower_grads):
+        """The gradient exchange, which the step runs before (outside) its
+        finite-check branch, so that each pack's reduction can start while the
+        backward pass still runs (a branch would wait for every gradient).
+        Returns what `apply` takes as tower_grads. Default: the gradients
+        unchanged (the manager combines them in `apply`)."""
+        return tower_grads
+
     @abc.abstractmethod
     def primary_variables(self):
         """(trainable, non_trainable) of the canonical copy: what is saved and evaluated."""
@@ -116,6 +124,14 @@ class VariableManager(abc.ABC):
     def cluster_loss(self, loss):
         """The step's summed loss over every worker's towers."""
         return loss
+
+
+class Exchanged:
+    """Gradients already summed by `exchange`: per_device[d] is the summed list
+    on device d."""
+
+    def __init__(self, per_device):
+        self.per_device = per_device
 
 
 def stats_tower(tower_non_trainable):

@@ -1,11 +1,18 @@
 """--variable_update=collective_all_reduce: replicated across worker processes.
 
 Every device of every worker holds a copy of the variables. Each step the
-gradients are packed per dtype into one flat tensor per device and summed
-over *all* devices of the cluster with one `CollectiveReduceV2` per device
-(group size = workers x local devices; no separate local pre-sum, so the
-sum has the same shape as one process holding every device). Every copy
-then applies the identical update.
+gradients are cut into packs (one per dtype, or --gradient_repacking=N per
+dtype, reverse layer order) and each pack is summed over the cluster on its
+own, by --all_reduce_spec:
+- local/xring (hierarchical, the default: pscpu/xring on CPU, nccl/xring on
+  GPU): the pack is summed on the worker first (pscpu: on /cpu:0; psgpu: on
+  the first GPU; nccl: NCCL), then one CrossWorker `CollectiveReduceV2` per
+  pack from that one member per worker (group size = workers), and the sum is
+  copied back to every local device: L times fewer bytes cross the network
+  than flat with L local devices;
+- collective (flat): one `CollectiveReduceV2` per pack per device over all
+  devices of the cluster (group size = workers x local devices).
+Either way every copy then applies the identical update.
 
 What makes this work (measured, see ../shared/DESIGN.md):
 - all of a process's collective launches come from the one step tf.function;
@@ -26,17 +33,38 @@ The checkpoint format is that of `replicated` (primary copy + its slots).
 import tensorflow as tf
 
 from towertrain import private_api
+from towertrain.config import exchange_checks
+from towertrain.engine.allreduce import packing
 from towertrain.engine.distributed import cluster as cluster_lib
 from towertrain.recipe import gradients
 
-from .base import register, stats_tower
+from .base import Exchanged, register, stats_tower
 from .replicated import ReplicatedManager
 
-# Group keys: every device of the cluster (one per size) / one CPU member per worker.
+# Group keys: every device of the cluster (one per size) / one CPU member per
+# worker (scalars) / the hierarchical exchange's member per worker, by its type.
 ALL_DEVICES_GROUP_BASE = 1000  # + the group size (see CollectiveManager.__init__)
 WORKERS_GROUP = 2
-# Instance keys per call site; packs add their index.
-KEYS = {"count": 1, "finite": 2, "loss": 3, "grads": 100, "stats": 200, "broadcast": 300}
+CROSS_WORKER_GROUP = {"CPU": 3, "GPU": 4}
+# Instance keys per call site; packs add their index (gradient packs from
+# 10**6 up, clear of the other sites for any --gradient_repacking).
+KEYS = {"count": 1, "finite": 2, "loss": 3, "stats": 200, "broadcast": 300, "grads": 10**6}
+
+
+def member_device(devices, local):
+    """The device whose pack sum crosses workers, for a local/xring spec."""
+    return "/cpu:0" if local == "pscpu" and len(devices) > 1 else devices[0]
+
+
+def local_sum(flats, devices, local):
+    """The sum of the local devices' pack, on member_device, by the local
+    algorithm of a local/xring spec."""
+    if len(devices) == 1:
+        return flats[0]
+    if local == "nccl":
+        return private_api.nccl_all_sum(flats)[0]  # every GPU gets it; the first crosses
+    with tf.device(member_device(devices, local)):
+        return tf.add_n(flats)
 
 
 @register("collective_all_reduce")
@@ -53,6 +81,10 @@ class CollectiveManager(ReplicatedManager):
         # benchmark's 1..N) need their own keys; every worker computes the same.
         self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
         self.timeout = cluster_lib.collective_timeout()
+        self.local = exchange_checks.split_spec(params.resolved_all_reduce_spec)[0]
+
+    def _all_reduce(self, params):
+        return None  # the exchange is the collectives below
 
     def create(self, model, make_optimizer):
         super().create(model, make_optimizer)
@@ -60,6 +92,11 @@ class CollectiveManager(ReplicatedManager):
         for device in self.devices + ["/cpu:0"]:
             with tf.device(device):
                 self._tokens.append(tf.Variable(0.0, trainable=False, name="ordering_token"))
+        # The gradient packs' own chain, so their collectives wait for nothing
+        # else (the scalars' token on /cpu:0 follows every tower).
+        if self.local:
+            with tf.device(member_device(self.devices, self.local)):
+                self._pack_token = tf.Variable(0.0, trainable=False, name="pack_token")
         if self.num_workers > 1:
             self._broadcast_from_chief()
 
@@ -122,6 +159,46 @@ class CollectiveManager(ReplicatedManager):
                         results[i][k] = tf.reshape(part, tf.shape(first[k]))
         return results
 
+    def _gradient_sum(self, per_device_lists):
+        """Each pack summed over the cluster on its own (flat or hierarchical)."""
+        packs = packing.plan(per_device_lists[0], self.params.gradient_repacking)
+        summed = [[] for _ in self.devices]
+        for k, p in enumerate(packs):
+            with tf.name_scope(f"pack{k}"):
+                flats = []
+                for device, grads in zip(self.devices, per_device_lists):
+                    with tf.device(device):
+                        flats.append(packing.gather(grads, p))
+                # TensorFlow fixes an instance's shape for the life of the process:
+                # each (pack count, pack) has its own key, the same on every worker.
+                key = KEYS["grads"] + len(packs) * (len(packs) - 1) // 2 + k
+                sums = (self._hierarchical_sum(flats, key) if self.local
+                        else self._all_devices_sum(flats, key))
+            for i, flat in enumerate(sums):
+                summed[i].append(flat)
+        out = []
+        for device, flats, grads in zip(self.devices, summed, per_device_lists):
+            with tf.device(device):
+                out.append(packing.scatter(flats, packs, grads))
+        return out
+
+    def _hierarchical_sum(self, flats, key):
+        """Summed on this worker, then across workers from one member each
+        (one worker: the local sum is the sum), then on every local device."""
+        total = local_sum(flats, self.devices, self.local)
+        member = member_device(self.devices, self.local)
+        if self.num_workers > 1:
+            with tf.device(member):
+                total = private_api.collective_all_reduce(
+                    total, self.num_workers, CROSS_WORKER_GROUP[_device_type(member)], key,
+                    merge_op="Add", final_op="Id", timeout=self.timeout,
+                    ordering_token=self._pack_token.handle)
+        out = []
+        for device in self.devices:
+            with tf.device(device):
+                out.append(tf.identity(total))
+        return out
+
     def _from_chief(self, per_device_lists, source_device, key):
         """Every device gets local device `source_device`'s values on worker 0:
         all other members contribute zeros (x + 0 is exact)."""
@@ -153,10 +230,14 @@ class CollectiveManager(ReplicatedManager):
 
     # -- the update -------------------------------------------------------
 
-    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+    def exchange(self, tower_grads):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("collective_allreduce"):
-            summed = self._packed_sum(grads, KEYS["grads"])
+            return Exchanged(self._gradient_sum(grads))
+
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+        summed = self._summed(tower_grads)
+        with tf.name_scope("collective_allreduce"):
             source = stats_tower(tower_non_trainable)
             stats = [n if n is not None else tower_non_trainable[source]
                      for n in tower_non_trainable]
@@ -171,3 +252,7 @@ class CollectiveManager(ReplicatedManager):
                     grads_i = [g / grad_scale for g in grads_i]
                 self._update(i, gradients.clip_for(self.params, grads_i), stats[i])
         return None
+
+
+def _device_type(device):
+    return tf.DeviceSpec.from_string(device).device_type.upper()

@@ -6,8 +6,8 @@ import tensorflow as tf
 from towertrain.engine import allreduce
 from towertrain.recipe import gradients
 
-from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
-                   register, stats_tower)
+from .base import (Exchanged, VariableManager, assign_all, new_variables,
+                   read_on_current_device, register, stats_tower)
 
 
 @register("replicated")
@@ -19,10 +19,14 @@ class ReplicatedManager(VariableManager):
 
     def __init__(self, devices, params):
         super().__init__(devices, params)
-        self.all_reduce = allreduce.create(
+        self.all_reduce = self._all_reduce(params)
+
+    def _all_reduce(self, params):
+        return allreduce.create(
             params.resolved_all_reduce_spec or "pscpu",
             compact_dtype=(None if not params.compact_gradient_transfer
-                           else tf.bfloat16 if params.use_bf16 else tf.float16))
+                           else tf.bfloat16 if params.use_bf16 else tf.float16),
+            num_packs=params.gradient_repacking)
 
     def create(self, model, make_optimizer):
         self.model = model
@@ -54,9 +58,7 @@ class ReplicatedManager(VariableManager):
         a finite gradient can still overflow in the sum: each copy then skips its
         update, and since every copy holds the same bits they all skip; the
         returned boolean says whether the update was applied."""
-        grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
-        with tf.name_scope("allreduce"):
-            summed = self.all_reduce.reduce(grads, self.devices)
+        summed = self._summed(tower_grads)
         source = tower_non_trainable[stats_tower(tower_non_trainable)]
         checked = self.params.compact_gradient_transfer
         applied = None
@@ -76,6 +78,17 @@ class ReplicatedManager(VariableManager):
                     done = update()
                 applied = done if applied is None else applied
         return applied if checked else None
+
+    def exchange(self, tower_grads):
+        grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
+        with tf.name_scope("allreduce"):
+            return Exchanged(self.all_reduce.reduce(grads, self.devices))
+
+    def _summed(self, tower_grads):
+        """The per-device sums: exchanged by the step already, or here."""
+        if not isinstance(tower_grads, Exchanged):
+            tower_grads = self.exchange(tower_grads)
+        return tower_grads.per_device
 
     def _update(self, copy, grads, non_trainable):
         self._optimizers[copy].apply(grads, self._trainable[copy])

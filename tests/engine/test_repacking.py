@@ -1,0 +1,107 @@
+"""--gradient_repacking=N: N packs train exactly like one pack.
+
+Through towertrain.Trainer on 4 logical CPU devices, a conv + dense model,
+3 steps of an uneven epoch (10, 10, then 3 examples: the last
+step leaves one tower empty), for every algorithm that runs on CPU, with
+--compact_gradient_transfer, and with collective_all_reduce's flat and
+hierarchical exchange. The plan itself is checked against numpy.
+"""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from towertrain import Params, Trainer
+from towertrain.engine.allreduce import packing
+from towertrain.input_pipeline import from_arrays
+
+from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, tiny_model
+
+NUM_EXAMPLES, GLOBAL_BATCH = 23, 10
+
+
+def _train(mode, spec, packs, compact=False):
+    """(losses, every copy's weights, initial weights) after one epoch."""
+    rng = np.random.default_rng(3)
+    images = rng.standard_normal((NUM_EXAMPLES,) + IMAGE_SHAPE).astype(np.float32)
+    labels = rng.integers(0, NUM_CLASSES, NUM_EXAMPLES).astype(np.int32)
+    tf.keras.utils.set_random_seed(1)
+    model = tiny_model()
+    initial = model.get_weights()
+    params = Params(model="trivial", device="cpu", num_gpus=4, variable_update=mode,
+                    all_reduce_spec=spec, gradient_repacking=packs,
+                    compact_gradient_transfer=compact, optimizer="momentum",
+                    init_learning_rate=0.1, num_epochs=1, num_warmup_batches=0)
+    trainer = Trainer(params, model=model, input_source=from_arrays(
+        images, labels, GLOBAL_BATCH, num_epochs=1))
+    assert trainer.total_steps == 3
+    losses = [float(trainer.step()) for _ in range(trainer.total_steps)]
+    copies = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
+    return losses, copies, initial
+
+
+@pytest.mark.parametrize("mode,spec,compact,other_spec", [
+    ("replicated", "pscpu", False, None), ("replicated", "ring", False, None),
+    ("replicated", "pscpu", True, None), ("replicated", "ring", True, None),
+    # One process: the flat exchange with one pack is the reference for both.
+    ("collective_all_reduce", "collective", False, None),
+    ("collective_all_reduce", "collective", False, "pscpu/xring")])
+def test_packs_equal_one_pack(mode, spec, compact, other_spec):
+    one_losses, one, initial = _reference(mode, spec, compact)
+    # 7 packs of 36-37 of the 253 values: both kernels straddle packs.
+    losses, many, _ = _train(mode, other_spec or spec, 7, compact)
+    # float16 transfer: the ring's chunks fall elsewhere in a pack, so sums round
+    # differently; float32: at most reordered float32 additions.
+    tol = dict(rtol=1e-2, atol=5e-3) if compact else dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(losses, one_losses, **tol)
+    assert any(not np.allclose(a, b) for a, b in zip(one[0], initial)), "nothing trained"
+    for v, expected in enumerate(one[0]):
+        np.testing.assert_allclose(many[0][v], expected, err_msg=f"variable {v}", **tol)
+    for copy in many[1:]:  # every device's copy bit-identical
+        for mine, first in zip(copy, many[0]):
+            np.testing.assert_array_equal(mine, first)
+
+
+_REFERENCES = {}
+
+
+def _reference(mode, spec, compact):
+    key = (mode, spec, compact)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _train(mode, spec, 0, compact)
+    return _REFERENCES[key]
+
+
+SHAPES = [(3, 3, 3, 4), (4,), (4, 10), (10,), (), (2, 0)]
+
+
+@pytest.mark.parametrize("num_packs", [1, 2, 3, 5, 7, 200])
+def test_plan_cuts_reverse_order_into_equal_packs_and_round_trips(num_packs):
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    values.insert(2, np.ones(3, np.float16))  # a second dtype: packed on its own
+    tensors = [tf.constant(v) for v in values]
+    packs = packing.plan(tensors, num_packs)
+    float32 = [p for p in packs if p.dtype == tf.float32]
+    total = sum(v.size for v in values if v.dtype == np.float32)
+    sizes = [packing.pack_size(p) for p in float32]
+    assert len(float32) == min(num_packs, total) and sum(sizes) == total
+    assert max(sizes) - min(sizes) <= 1  # about equal bytes
+    # Reverse layer order: walking the packs reads the reversed concatenation.
+    walked = np.concatenate([packing.gather(tensors, p).numpy() for p in float32])
+    expected = np.concatenate([v.ravel() for v in reversed(values) if v.dtype == np.float32])
+    np.testing.assert_array_equal(walked, expected)
+    restored = packing.scatter([packing.gather(tensors, p) for p in packs], packs, tensors)
+    for original, back in zip(values, restored):
+        assert back.dtype == original.dtype
+        np.testing.assert_array_equal(back.numpy(), original)
+
+
+def test_zero_packs_is_one_pack_per_dtype_in_variable_order():
+    tensors = [tf.ones((2, 3)), tf.ones(4, tf.float16), tf.ones(5)]
+    packs = packing.plan(tensors, 0)
+    assert [(p.dtype, p.pieces) for p in packs] == [
+        (tf.float16, ((1, 0, 4),)), (tf.float32, ((0, 0, 6), (2, 0, 5)))]
+    assert packing.describe(tensors, 0) == "2 packs (one per dtype): float16 8 B; float32 44 B"
+    assert packing.describe(tensors, 4) == ("8 packs (per dtype, reverse layer order): "
+                                            "float16 2 B, 2 B, 2 B, 2 B; "
+                                            "float32 8 B, 12 B, 12 B, 12 B")
