@@ -4,8 +4,10 @@ Write your own by subclassing `Callback` and pass it as
 `Trainer.train(callbacks=[...])`.
 """
 from .base import Callback
+from .benchmark_log_file import BenchmarkLogFile
 from .checkpointing import Checkpointer, CheckpointSaver, run_record_of
 from .divergence import DivergenceGuard
+from .graph_file import GraphFile
 from .periodic_eval import PeriodicEval
 from .profile import ProfileSteps
 from .signals import StopOnSignal
@@ -13,7 +15,7 @@ from .step_printer import StepPrinter
 from .summaries import Summaries
 from .trace import StepTrace
 
-__all__ = ["Callback", "CheckpointSaver", "Checkpointer", "DivergenceGuard", "PeriodicEval",
+__all__ = ["BenchmarkLogFile", "Callback", "CheckpointSaver", "Checkpointer", "DivergenceGuard", "GraphFile", "PeriodicEval",
            "ProfileSteps", "StepPrinter", "StepTrace", "StopOnSignal", "Summaries",
            "default_callbacks"]
 
@@ -62,7 +64,12 @@ def _observers(trainer, summaries, logdir, write):
     observers = [summaries] if summaries else []
     if p.trace_file:
         observers.append(StepTrace(p.trace_file, p.trace_step, trainer.num_warmup_batches,
-                                   write))
+                                   write, chrome=p.use_chrome_trace_format))
+    if p.graph_file:
+        observers.append(GraphFile(trainer, p.graph_file, write))
+    if p.benchmark_log_dir:
+        observers.append(BenchmarkLogFile(trainer, p.benchmark_log_dir, p.display_every,
+                                          trainer.num_warmup_batches))
     if p.profile_steps:
         observers.append(ProfileSteps(*parse_profile_steps(p.profile_steps), logdir, write))
     return observers
