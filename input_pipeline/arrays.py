@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from towertrain.errors import ParamsError
 
+from . import dataset_options
 from .base import EvalData, Input
 from .slicing import split_to_devices
 from towertrain.errors import InputError  # noqa: F401 - raised here
@@ -109,7 +110,8 @@ def to_data_format(images, data_format):
 
 
 def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
-                  buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False):
+                  buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False,
+                  options=dataset_options.DEFAULT):
     """Global batches from single examples, epoch by epoch.
 
     examples: a dataset of single examples, or a function (epoch: int64 tensor)
@@ -123,7 +125,8 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     from them, never from a generator that advances across epochs. A run resumed
     from a checkpoint (the tf.data iterator state) therefore sees exactly the
     batches an uninterrupted run sees, an epoch boundary included, and so does
-    a finished run extended by more epochs.
+    a finished run extended by more epochs. options: the --datasets_* knobs
+    at the end of the pipeline (input_pipeline.dataset_options).
     """
     def one_epoch(epoch):
         data = examples(epoch) if callable(examples) else examples
@@ -139,7 +142,7 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
 
     batches = epoch_indices(num_epochs).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
-    return with_epoch_seeded_shuffle(batches.prefetch(tf.data.AUTOTUNE))
+    return with_epoch_seeded_shuffle(dataset_options.on_batches(batches, options))
 
 
 def seeded_shuffle(data, buffer_size, seed):
@@ -185,12 +188,15 @@ AUGMENT, SHUFFLE, SHARDS = range(3)
 
 
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
-                  train_map, eval_map, data_format, eval_fn=None):
+                  train_map, eval_map, data_format, eval_fn=None,
+                  options=dataset_options.DEFAULT):
     """A DatasetInput over a dataset file's records: shuffled and augmented with
     train_map for training, eval_map in file order otherwise."""
+    records = dataset_options.on_records(records, options, num_examples)
     batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
                             buffer_size=min(num_examples, 10000),
-                            map_fn=train_map if train else eval_map, data_format=data_format)
+                            map_fn=train_map if train else eval_map, data_format=data_format,
+                            options=options)
     return DatasetInput(batches, global_batch, num_examples=num_examples,
                         description=f"--data_dir={data_dir}", eval_fn=eval_fn,
                         num_epochs=num_epochs)

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from . import preprocessing
+from . import dataset_options, preprocessing
 from .arrays import InputError, eval_records, records_input
 
 LABEL_BYTES = 1
@@ -72,7 +72,7 @@ def decode(record):
 
 
 def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
-                  data_format="NHWC", distortions=True):
+                  data_format="NHWC", distortions=True, options=None):
     """A DatasetInput of preprocessed global batches in `data_format`.
     distortions: random pad-4 crops and flips in training (Params' and the
     command line's default is tf_cnn_benchmarks' --nodistortions)."""
@@ -93,7 +93,8 @@ def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
         return eval_data(data_dir, batch_size, data_format)
 
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
-                         seed, train_map, eval_map, data_format, eval_fn=eval_fn)
+                         seed, train_map, eval_map, data_format, eval_fn=eval_fn,
+                         options=options or dataset_options.DEFAULT)
 
 
 def eval_data(data_dir, batch_size, data_format="NHWC"):

@@ -17,7 +17,7 @@ import struct
 
 import tensorflow as tf
 
-from . import preprocessing
+from . import dataset_options, preprocessing
 from .arrays import (SHARDS, InputError, epoch_seed, eval_records, records_input,
                      seeded_shuffle)
 
@@ -102,7 +102,7 @@ def parse(record, filename, num_classes, label_offset=1):
 
 def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=True,
                   num_epochs=None, seed=0, data_format="NHWC", label_offset=1,
-                  distortions=False, resize_method="bilinear"):
+                  distortions=False, resize_method="bilinear", options=None):
     """A DatasetInput of preprocessed global batches in `data_format`.
     distortions adds random colours to training; resize_method is
     tf_cnn_benchmarks' (towertrain.input_pipeline.preprocessing)."""
@@ -110,7 +110,8 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
     num_examples = sum(count_records(f) for f in files)
     if train:
         def records(epoch):  # shard order shuffled per epoch, a function of (seed, epoch)
-            return _records(files, shuffle_seed=epoch_seed(seed, epoch, SHARDS))
+            return _records(files, shuffle_seed=epoch_seed(seed, epoch, SHARDS),
+                            options=options)
     else:
         records = _records(files)
 
@@ -129,20 +130,25 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
                          label_offset, resize_method)
 
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
-                         seed, train_map, eval_map, data_format, eval_fn=eval_fn)
+                         seed, train_map, eval_map, data_format, eval_fn=eval_fn,
+                         options=options or dataset_options.DEFAULT)
 
 
-def _records(files, shuffle_seed=None):
+def _records(files, shuffle_seed=None, options=None):
     """(record, shard name) pairs, so errors can point at the file; shards in
-    file order unless a shuffle seed is given."""
+    file order unless a shuffle seed is given. options: the training run's
+    --datasets_* interleave knobs."""
     records = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_seed is not None:
         records = seeded_shuffle(records, len(files), shuffle_seed)
+
+    def read(f):
+        return tf.data.TFRecordDataset(f).map(lambda r: (r, f))
     # cycle_length=1 keeps file order for eval; training interleaves shards.
-    cycle = min(len(files), 8) if shuffle_seed is not None else 1
-    return records.interleave(lambda f: tf.data.TFRecordDataset(f).map(lambda r: (r, f)),
-                              cycle_length=cycle, num_parallel_calls=tf.data.AUTOTUNE,
-                              deterministic=True)
+    if shuffle_seed is None:
+        options = dataset_options.DEFAULT._replace(interleave_cycle_length=1)
+    return dataset_options.interleave(records, read, options or dataset_options.DEFAULT,
+                                      default_cycle_length=min(len(files), 8))
 
 
 def eval_data(data_dir, batch_size, image_size, num_classes=1000, data_format="NHWC",

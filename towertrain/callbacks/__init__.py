@@ -4,9 +4,11 @@ Write your own by subclassing `Callback` and pass it as
 `Trainer.train(callbacks=[...])`.
 """
 from .base import Callback
+from .benchmark_log_file import BenchmarkLogFile
 from .cluster_stop import ClusterStop
 from .checkpointing import Checkpointer, CheckpointSaver, run_record_of
 from .divergence import DivergenceGuard
+from .graph_file import GraphFile
 from .periodic_eval import PeriodicEval
 from .profile import ProfileSteps
 from .signals import StopOnSignal
@@ -14,9 +16,9 @@ from .step_printer import StepPrinter
 from .summaries import Summaries
 from .trace import StepTrace
 
-__all__ = ["Callback", "CheckpointSaver", "Checkpointer", "ClusterStop", "DivergenceGuard",
-           "PeriodicEval", "ProfileSteps", "StepPrinter", "StepTrace", "StopOnSignal",
-           "Summaries", "default_callbacks"]
+__all__ = ["BenchmarkLogFile", "Callback", "CheckpointSaver", "Checkpointer", "ClusterStop",
+           "DivergenceGuard", "GraphFile", "PeriodicEval", "ProfileSteps", "StepPrinter",
+           "StepTrace", "StopOnSignal", "Summaries", "default_callbacks"]
 
 
 def default_callbacks(trainer, write=print, eval_data=None):
@@ -75,7 +77,12 @@ def _observers(trainer, summaries, logdir, write):
     observers = [summaries] if summaries else []
     if p.trace_file:
         observers.append(StepTrace(p.trace_file, p.trace_step, trainer.num_warmup_batches,
-                                   write))
+                                   write, chrome=p.use_chrome_trace_format))
+    if p.graph_file:
+        observers.append(GraphFile(trainer, p.graph_file, write))
+    if p.benchmark_log_dir:
+        observers.append(BenchmarkLogFile(trainer, p.benchmark_log_dir, p.display_every,
+                                          trainer.num_warmup_batches))
     if p.profile_steps:
         observers.append(ProfileSteps(*parse_profile_steps(p.profile_steps), logdir, write))
     return observers

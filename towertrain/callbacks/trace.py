@@ -198,10 +198,12 @@ def read_xspace(logdir):
 
 class StepTrace(Callback):
     """Writes a Chrome/Perfetto trace of global step `step` (default: the
-    first timed step, after the warm-up) to `path`."""
+    first timed step, after the warm-up) to `path`; chrome=False writes the
+    profiler's raw XSpace proto there instead, in text format."""
 
-    def __init__(self, path, step=None, num_warmup_batches=0, write=print):
+    def __init__(self, path, step=None, num_warmup_batches=0, write=print, chrome=True):
         self.path = path
+        self.chrome = chrome  # False: the raw XSpace proto, text format (--use_chrome_trace_format)
         self.requested_step = step
         self.num_warmup_batches = num_warmup_batches
         self.write = write
@@ -246,12 +248,19 @@ class StepTrace(Callback):
             return
         tf.profiler.experimental.stop()
         try:
-            trace = chrome_trace(read_xspace(self._logdir), self.graphs.stop(), step)
+            space = read_xspace(self._logdir)
+            trace = chrome_trace(space, self.graphs.stop(), step) if self.chrome else None
         finally:
             shutil.rmtree(self._logdir, ignore_errors=True)
             self._logdir = None
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
+        if trace is None:  # as tf_cnn_benchmarks' raw StepStats: the proto as text
+            with open(self.path, "w") as f:
+                f.write(str(space))
+            self.write(f"Wrote the raw profile (XSpace, text format) of step {step} to "
+                       f"{self.path}")
+            return
         with open(self.path, "w") as f:
             json.dump(trace, f)
         devices = sorted(e["args"]["name"] for e in trace["traceEvents"]

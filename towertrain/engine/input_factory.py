@@ -1,4 +1,5 @@
 """The input a run's Params ask for: synthetic, or a dataset under --data_dir."""
+from towertrain.input_pipeline import dataset_options
 from towertrain.input_pipeline.base import WrappedInput
 from towertrain.input_pipeline.synthetic import SyntheticInput
 
@@ -35,16 +36,29 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
                   seed=params.tf_random_seed, data_format=data_format,
                   distortions=params.distortions)
     name = dataset_name
+    options = dataset_options.from_params(params)
+    if name == "cifar10":
+        _refuse_interleave_flags(params)
     if params.input == "queue":
         from towertrain.input_pipeline import queue_input
         return queue_input.from_data_dir(name, params.data_dir, image_shape, **common)
     if name == "cifar10":
         from towertrain.input_pipeline import cifar10
-        return cifar10.dataset_input(params.data_dir, **common)
+        return cifar10.dataset_input(params.data_dir, options=options, **common)
     from towertrain.input_pipeline import imagenet
     return imagenet.dataset_input(params.data_dir, image_size=image_size_of(
         image_shape, data_format), num_classes=num_classes,
-        resize_method=params.resize_method, **common)
+        resize_method=params.resize_method, options=options, **common)
+
+
+def _refuse_interleave_flags(params):
+    from towertrain.config.runtime_checks import INTERLEAVE_FLAGS
+    from towertrain.errors import ParamsError
+    for flag in INTERLEAVE_FLAGS:
+        value = getattr(params, flag)
+        if value not in (None, False):
+            raise ParamsError(f"--{flag}={value}: only applies to imagenet's TFRecord shards "
+                              "(cifar10 reads its binary files in order); drop it")
 
 
 class WorkerShard(WrappedInput):
