@@ -54,7 +54,7 @@ def command_line():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--foo=1"], "--foo: unknown flag; see --help"),
+    (["--zzz=1"], "--zzz: unknown flag; see --help"),  # --foo now suggests --forward_only
     (["--modle=resnet20"], "--modle: unknown flag; did you mean --model?"),
     (["--variable_update=mirrored"], "--variable_update=mirrored: must be one of "
      "parameter_server, replicated, independent"),
