@@ -54,7 +54,7 @@ def command_line():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--foo=1"], "--foo: unknown flag; see --help"),
+    (["--zzz=1"], "--zzz: unknown flag; see --help"),  # --foo now suggests --forward_only
     (["--modle=resnet20"], "--modle: unknown flag; did you mean --model?"),
     # Every unknown flag in one message, not one per run.
     (["--modl=x", "--device=cpu", "--num_gpu=2", "--foo"], "3 unknown flags: --modl (did you "

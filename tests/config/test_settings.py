@@ -19,7 +19,7 @@ from towertrain.config import settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Flags of the command line that are no Params field.
-COMMAND_LINE_ONLY = {"verbose"}
+COMMAND_LINE_ONLY = {"verbose", "forward_only"}
 # The --help groups: titles and order as the CLI has always shown them.
 TITLES = ["Model and data", "Devices and variables", "Training", "Learning rate",
           "Optimizer options", "Precision and speed", "Summaries and traces",

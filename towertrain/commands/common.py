@@ -109,7 +109,11 @@ def flag_error_message(err):
     text = str(err).strip().splitlines()[0]
     if isinstance(err, flags.UnrecognizedFlagError):
         suggestion = re.search(r"Did you mean: (.+?) ?\?", text)
-        hint = f"did you mean --{suggestion.group(1)}? " if suggestion else ""
+        # Never point a typo at a tf_cnn_benchmarks flag that is only refused.
+        from towertrain.config import tfcnn_flags
+        names = [n for n in (suggestion.group(1).split(", ") if suggestion else [])
+                 if n not in tfcnn_flags.REFUSED_NAMES]
+        hint = f"did you mean --{', --'.join(names)}? " if names else ""
         return f"--{err.flagname}: unknown flag; {hint}see --help for the flags"
     bad_value = re.match(r"flag --(\w+)=(.*?): ", text)
     if bad_value and bad_value.group(1) in flags.FLAGS:

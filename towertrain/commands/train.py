@@ -42,6 +42,9 @@ def main(argv):
         writable.check_run(params)  # every path the run writes, before building anything
         if params.train_dir and not params.eval:
             ckpt_lib.ensure_writable(params.train_dir)
+        forward_only = flags_lib.FLAGS.forward_only
+        if forward_only:  # inference reads batches as they come: no staging
+            params = params.replace(staging_depth=0)
         trainer = trainer_lib.Trainer(params)
     except (errors.ParamsError, errors.DeviceError, errors.CheckpointError) as err:
         return common.fail(str(err))
@@ -50,6 +53,9 @@ def main(argv):
     try:
         if params.eval:
             evaluate.run_eval(trainer)
+        elif forward_only:
+            from towertrain.engine import inference
+            inference.run(trainer)
         else:
             trainer.train()
     except (errors.TrainingDivergedError, errors.CheckpointError,

@@ -13,6 +13,7 @@ from towertrain.config import mode_checks
 from towertrain.config import params as params_lib
 from towertrain.config import runtime_checks
 from towertrain.config import settings
+from towertrain.config import tfcnn_checks, tfcnn_definitions
 
 FLAGS = flags.FLAGS
 
@@ -37,6 +38,8 @@ def define_flags():
             flags.DEFINE_enum(setting.name, setting.default, setting.choices, setting.help)
         else:
             _DEFINE[setting.type](setting.name, setting.default, setting.help)
+    # tf_cnn_benchmarks' flags towertrain accepts with one value or refuses.
+    tfcnn_definitions.define(FLAGS)
 
 
 def explicit_flags():
@@ -47,6 +50,8 @@ def explicit_flags():
 
 def params_from_flags():
     """A Params from parsed flags; raises ParamsError naming the bad flag."""
+    tfcnn_checks.check_refused(FLAGS)
+    tfcnn_checks.check_forward_only(FLAGS, TRAINING_ONLY)
     names = [field for field in params_lib.Params.__dataclass_fields__]
     params = params_lib.Params(**{name: FLAGS[name].value for name in names})
     check_command_line(params, explicit_flags())

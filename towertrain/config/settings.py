@@ -285,6 +285,9 @@ SETTINGS = (
         Setting("eval", BOOLEAN, False, "Evaluate top-1/top-5 accuracy of a checkpoint "
                 "instead of training; --model and --data_name default to those the "
                 "--train_dir was trained with.", scaling=NOT_USED),
+        Setting("forward_only", BOOLEAN, False, "Inference benchmark: time the forward "
+                "pass (inference mode) on --num_batches batches and print images/sec; trains "
+                "nothing and writes nothing.", param=False, scaling=NOT_USED),
         Setting("checkpoint", STRING, None, "With --eval: the checkpoint to evaluate "
                 "(default: the latest in --train_dir).", scaling=NOT_USED),
         Setting("eval_batch_size", INTEGER, None, "Batch size per device for evaluation "
