@@ -774,4 +774,18 @@ MUTATIONS = [
         '        info.append(("Gradient packs", ',
         '        info.append(("Gradient pack", ',
         [T + "config/test_exchange_checks.py::test_header_prints_the_exchange_and_its_packs"]),
+    # Multi-worker: a second signal no longer exits at once.
+    Mutation(
+        "cluster_second_signal_waits", "towertrain/callbacks/cluster_stop.py",
+        "        if self.received is not None or self.loop.stop_reason is not None:",
+        "        if self.loop.stop_reason is not None:",
+        [T + "callbacks/test_cluster_stop.py::test_a_second_signal_exits_at_once"]),
+    # The agreed stop step skips the staged batches (workers whose staging
+    # differs would stop apart, and the saved input position would skip them).
+    Mutation(
+        "cluster_stop_before_staged_batches", "towertrain/callbacks/cluster_stop.py",
+        "            self.stop_at = min(step + depth, self.loop.total_steps)",
+        "            self.stop_at = min(step, self.loop.total_steps)",
+        [T + "callbacks/test_cluster_stop.py::"
+         "test_another_workers_request_stops_after_the_staged_batches"]),
 ]

@@ -1,0 +1,75 @@
+"""ClusterStop's decisions without processes: the agreed stop step (after the
+staged batches, a fence for every worker) and the second signal exiting at
+once. The whole behaviour across processes: tests/cluster/test_coordinated_stop.py."""
+import signal
+import types
+
+from towertrain.callbacks import cluster_stop
+from towertrain.engine.loop import Loop
+
+
+class _Trainer:
+    def __init__(self):
+        self.fences, self.assigned = [], []
+        self.stop_request = types.SimpleNamespace(assign=self.assigned.append)
+        self.params = types.SimpleNamespace(train_dir=None)
+        self.input = object()  # not staged: nothing to drain
+        self.total_steps = 100
+
+    def global_step(self):
+        return 0
+
+    def add_fence(self, step):
+        self.fences.append(step)
+
+
+def _result(stop_requests):
+    return types.SimpleNamespace(extras={"stop_requests": stop_requests})
+
+
+def test_a_signal_is_sent_once_and_every_worker_stops_at_the_step_it_arrived():
+    trainer = _Trainer()
+    lines = []
+    stop = cluster_stop.ClusterStop(trainer, write=lines.append)
+    loop = Loop(trainer, [stop])
+    stop.loop = loop  # before_train would also install the handlers
+    stop.before_step(5)
+    assert trainer.assigned == []
+    stop.received = "SIGTERM"  # what the handler records
+    stop.before_step(6)
+    stop.before_step(7)
+    assert trainer.assigned == [1]  # once, read by the next step's collective
+    stop.after_step(6, _result(0), 0.1)
+    assert loop.stop_reason is None
+    stop.after_step(7, _result(1), 0.1)
+    assert (stop.stop_at, trainer.fences, loop.stop_reason) == (7, [7], "SIGTERM")
+    loop.step = 7
+    stop.after_train()
+    assert lines == ["Stopped at step 7 with every worker (SIGTERM; no --train_dir, "
+                     "nothing saved)"]
+
+
+def test_another_workers_request_stops_after_the_staged_batches():
+    from towertrain.engine import staging
+    trainer = _Trainer()
+    trainer.input = staging.StagedInput.__new__(staging.StagedInput)
+    trainer.input.depth = 2
+    stop = cluster_stop.ClusterStop(trainer, write=print)
+    stop.loop = loop = Loop(trainer, [stop])
+    stop.after_step(10, _result(1), 0.1)
+    assert (stop.stop_at, trainer.fences, loop.stop_reason) == (12, [12], None)
+    stop.after_step(11, _result(0), 0.1)
+    assert loop.stop_reason is None
+    stop.after_step(12, _result(0), 0.1)
+    assert loop.stop_reason == cluster_stop.OTHER_WORKER
+
+
+def test_a_second_signal_exits_at_once(monkeypatch):
+    exits = []
+    monkeypatch.setattr(cluster_stop.os, "_exit", exits.append)
+    stop = cluster_stop.ClusterStop(_Trainer())
+    stop.loop = Loop(_Trainer(), [stop])
+    stop._handle(signal.SIGTERM, None)
+    assert (stop.received, exits) == ("SIGTERM", [])
+    stop._handle(signal.SIGINT, None)
+    assert exits == [128 + signal.SIGINT]
