@@ -69,7 +69,7 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
     decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
     if weight_decay and decayed:
         share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
-        loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
+        loss += weight_decay * share * tf.add_n([tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in decayed])
     scaled = loss * loss_scale if loss_scale is not None else loss
     return TowerForward(loss, scaled, outputs, list(new_non_trainable))
 
@@ -80,7 +80,7 @@ def finish(result, grads, trainable, labels, loss_scale=None, count_correct=Fals
     # A variable the loss does not reach still takes part in the exchange.
     grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
     if loss_scale is not None and unscale:
-        grads = [g / loss_scale for g in grads]
+        grads = [g / tf.cast(loss_scale, g.dtype) for g in grads]  # float16: --fp16_vars
     correct = None
     if count_correct:  # training top-1, for the step lines and summaries
         hits = tf.equal(tf.argmax(result.outputs, axis=-1, output_type=tf.int64),

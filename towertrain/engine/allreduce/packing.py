@@ -19,3 +19,22 @@ def pack(tensors):
 def unpack(flat, spec):
     pieces = tf.split(flat, [size for _, size in spec])
     return [tf.reshape(piece, shape) for piece, (shape, _) in zip(pieces, spec)]
+
+
+def reduce_by_dtype(all_reduce, per_device, devices):
+    """all_reduce.reduce over each dtype's gradients apart (packing needs one
+    dtype; --fp16_vars has float16 weights beside float32 batch-norm ones),
+    in the original order."""
+    first = per_device[0]
+    dtypes = sorted({g.dtype for g in first}, key=lambda d: d.name)
+    if len(dtypes) == 1:
+        return all_reduce.reduce(per_device, devices)
+    out = [[None] * len(first) for _ in devices]
+    for dtype in dtypes:
+        index = [k for k, g in enumerate(first) if g.dtype == dtype]
+        reduced = all_reduce.reduce([[grads[k] for k in index] for grads in per_device],
+                                    devices)
+        for device_out, device_reduced in zip(out, reduced):
+            for k, tensor in zip(index, device_reduced):
+                device_out[k] = tensor
+    return out

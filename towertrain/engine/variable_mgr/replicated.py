@@ -4,6 +4,7 @@ import functools
 import tensorflow as tf
 
 from towertrain.engine import allreduce
+from towertrain.engine.allreduce import packing
 from towertrain.recipe import gradients
 
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
@@ -56,7 +57,7 @@ class ReplicatedManager(VariableManager):
         returned boolean says whether the update was applied."""
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("allreduce"):
-            summed = self.all_reduce.reduce(grads, self.devices)
+            summed = packing.reduce_by_dtype(self.all_reduce, grads, self.devices)
         source = tower_non_trainable[stats_tower(tower_non_trainable)]
         checked = self.params.compact_gradient_transfer
         applied = None
