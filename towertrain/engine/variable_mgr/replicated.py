@@ -7,6 +7,7 @@ from towertrain.engine import allreduce
 from towertrain.engine.allreduce import packing
 from towertrain.recipe import gradients
 
+from .deferred import DeferredGradients
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
                    register, stats_tower)
 
@@ -43,6 +44,8 @@ class ReplicatedManager(VariableManager):
             self._trainable.append(trainable)
             self._non_trainable.append(non_trainable)
             self._optimizers.append(optimizer)
+        self._deferred = (DeferredGradients(self._trainable, self.devices)
+                          if self.params.variable_consistency == "relaxed" else None)
 
     def tower_inputs(self, tower):
         return (read_on_current_device(self._trainable[tower]),
@@ -66,6 +69,8 @@ class ReplicatedManager(VariableManager):
                 grads_i = summed[i]
                 if grad_scale is not None:
                     grads_i = [g / grad_scale for g in grads_i]
+                if self._deferred is not None:  # --variable_consistency=relaxed
+                    grads_i = self._deferred.swap(i, grads_i)
                 # Identical sums in, identical clipped gradients out, on every copy.
                 clipped = gradients.clip_for(self.params, grads_i)
                 update = functools.partial(self._update, i, clipped, source)
