@@ -42,19 +42,20 @@ class FusedBatchNormalization(keras.layers.Layer):
         self._channels = channels
         # Variables are created in Keras' order (gamma, beta, mean, variance)
         # so weight lists line up with keras.layers.BatchNormalization. They
-        # stay float32 under a mixed policy (autocast=False): the fused kernel
+        # stay float32 under a mixed policy (autocast=False, dtype="float32"): the fused kernel
         # takes float16/bfloat16 activations with float32 parameters and
-        # statistics, which keeps the moving averages exact.
+        # statistics, which keeps the moving averages exact. dtype float32 also
+        # under a float16 policy (--fp16_vars), as tf_cnn_benchmarks' batch norm.
         self.gamma = (self.add_weight(shape=(channels,), initializer="ones", name="gamma",
-                                      autocast=False) if self.scale else None)
+                                      autocast=False, dtype="float32") if self.scale else None)
         self.beta = (self.add_weight(shape=(channels,), initializer="zeros", name="beta",
-                                     autocast=False) if self.center else None)
+                                     autocast=False, dtype="float32") if self.center else None)
         self.moving_mean = self.add_weight(shape=(channels,), initializer="zeros",
                                            name="moving_mean", trainable=False,
-                                           autocast=False)
+                                           autocast=False, dtype="float32")
         self.moving_variance = self.add_weight(shape=(channels,), initializer="ones",
                                                name="moving_variance", trainable=False,
-                                               autocast=False)
+                                               autocast=False, dtype="float32")
 
     def _scale_offset(self):
         # The fused kernel always takes scale and offset; constants stand in

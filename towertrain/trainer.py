@@ -143,7 +143,8 @@ class Trainer:
         # The staging wrapper when staging is on, else None: the one place that decides.
         self._staging = None
         if params.staging_depth > 0 and self.input.stage:
-            self.input = self._staging = staging.StagedInput(self.input, params.staging_depth)
+            self.input = self._staging = staging.StagedInput(self.input, params.staging_depth,
+                                                             group=params.batch_group_size)
         self.input.create(self.devices)
         self._input_started = False
         if self._staging is not None:

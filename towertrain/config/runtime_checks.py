@@ -44,10 +44,9 @@ def validate_runtime(p, fail):
              "use psgpu or ring")
     if p.variable_consistency not in ("strong", "relaxed"):
         fail("variable_consistency", p.variable_consistency, "must be one of strong, relaxed")
-    if p.batch_group_size > 1 and p.staging_depth < p.batch_group_size:
-        fail("batch_group_size", p.batch_group_size, f"needs --staging_depth >= "
-             f"{p.batch_group_size} (room for a group of batches on each device; got "
-             f"--staging_depth={p.staging_depth})")
+    if p.batch_group_size > 1 and p.staging_depth == 0:
+        fail("batch_group_size", p.batch_group_size, "needs staging (--staging_depth >= 1): "
+             "it is the number of batches put on each device at a time")
 
 
 def check_command_line(p, explicit, fail):
@@ -64,6 +63,9 @@ def check_command_line(p, explicit, fail):
     if given and (p.data_dir is None or p.input != "dataset"):
         fail(given[0], getattr(p, given[0]), "only applies to a tf.data pipeline over "
              "files (--data_dir with --input=dataset)")
+    if "batch_group_size" in explicit and p.data_dir is None:
+        fail("batch_group_size", p.batch_group_size, "needs --data_dir (synthetic data is "
+             "generated on each device and never staged)")
     if "datasets_prefetch_buffer_size" in explicit and not p.datasets_use_prefetch:
         fail("datasets_prefetch_buffer_size", p.datasets_prefetch_buffer_size,
              "conflicts with --nodatasets_use_prefetch; drop one")

@@ -378,7 +378,8 @@ SETTINGS = (
                 "in memory and repeat it for every example: measures the pipeline without "
                 "file reads.", training_only=True, scaling=NOT_USED),
         Setting("batch_group_size", INTEGER, 1, "With staging (--staging_depth >= 1): put "
-                "this many batches on each device at a time, every this many steps.",
+                "this many batches on each device at a time, every this many steps, instead "
+                "of one per step (then it replaces --staging_depth).",
                 training_only=True, scaling=NOT_USED)),
     *group("Output",
         Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "

@@ -33,11 +33,15 @@ _instances = itertools.count()
 class StagedInput(WrappedInput):
     """Wraps an input with one staging area per device."""
 
-    def __init__(self, inner, depth=1):
+    def __init__(self, inner, depth=1, group=1):
         if depth < 1:
             raise ValueError(f"staging depth must be >= 1, got {depth}")
         super().__init__(inner)
         self.depth = depth
+        # --batch_group_size: instead of one put per step, `group` batches are
+        # put at once whenever the areas run empty, before the step (as
+        # tf_cnn_benchmarks' producer put a group every `group` steps).
+        self.group = group
         self._prefix = f"towertrain_staging_{next(_instances)}"
         self._devices = None
         self._dtypes = None
@@ -138,13 +142,14 @@ class StagedInput(WrappedInput):
         """Eager, before each step: primes empty areas; returns whether the step puts."""
         limit = self._limit()
         if self.staged == 0:
-            wanted = self.depth if limit is None else limit - self.consumed
+            size = self.group if self.group > 1 else self.depth
+            wanted = size if limit is None else limit - self.consumed
             # At least one: a step past the plan still needs its batch.
-            for _ in range(max(1, min(self.depth, wanted))):
+            for _ in range(max(1, min(size, wanted))):
                 self._used = True
                 self._prime_fn()
                 self.staged += 1
-        put = limit is None or self.consumed + self.staged < limit
+        put = self.group == 1 and (limit is None or self.consumed + self.staged < limit)
         self.staged += (1 if put else 0) - 1
         self.consumed += 1
         return put

@@ -85,7 +85,7 @@ def finish(result, grads, trainable, labels, loss_scale=None, count_correct=Fals
     # A variable the loss does not reach still takes part in the exchange.
     grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, trainable)]
     if loss_scale is not None and unscale:
-        grads = [g / loss_scale for g in grads]
+        grads = [g / tf.cast(loss_scale, g.dtype) for g in grads]  # float16: --fp16_vars
     correct = None
     if count_correct:  # training top-1, for the step lines and summaries
         hits = tf.equal(tf.argmax(result.outputs, axis=-1, output_type=tf.int64),

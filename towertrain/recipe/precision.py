@@ -24,7 +24,8 @@ MINIMUM_LOSS_SCALE = 1.0
 
 def policy_name(params):
     if params.use_fp16:
-        return "mixed_float16"
+        # --fp16_vars: float16 variables as well (Keras' plain float16 policy).
+        return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"
     if params.use_bf16:
         return "mixed_bfloat16"
     return None

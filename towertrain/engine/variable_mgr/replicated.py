@@ -4,8 +4,10 @@ import functools
 import tensorflow as tf
 
 from towertrain.engine import allreduce
+from towertrain.engine.allreduce import packing
 from towertrain.recipe import gradients
 
+from .deferred import DeferredGradients
 from .base import (Exchanged, VariableManager, assign_all, new_variables,
                    read_on_current_device, register, stats_tower)
 
@@ -46,6 +48,8 @@ class ReplicatedManager(VariableManager):
             self._trainable.append(trainable)
             self._non_trainable.append(non_trainable)
             self._optimizers.append(optimizer)
+        self._deferred = (DeferredGradients(self._trainable, self.devices)
+                          if self.params.variable_consistency == "relaxed" else None)
 
     def tower_inputs(self, tower):
         return (read_on_current_device(self._trainable[tower]),
@@ -67,6 +71,8 @@ class ReplicatedManager(VariableManager):
                 grads_i = summed[i]
                 if grad_scale is not None:
                     grads_i = [g / grad_scale for g in grads_i]
+                if self._deferred is not None:  # --variable_consistency=relaxed
+                    grads_i = self._deferred.swap(i, grads_i)
                 # Identical sums in, identical clipped gradients out, on every copy.
                 clipped = gradients.clip_for(self.params, grads_i)
                 update = functools.partial(self._update, i, clipped, source)
@@ -82,7 +88,9 @@ class ReplicatedManager(VariableManager):
     def exchange(self, tower_grads):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("allreduce"):
-            return Exchanged(self.all_reduce.reduce(grads, self.devices))
+            # Packing cuts one dtype at a time; --fp16_vars has float16 weights
+            # beside float32 batch-norm ones.
+            return Exchanged(packing.reduce_by_dtype(self.all_reduce, grads, self.devices))
 
     def _summed(self, tower_grads):
         """The per-device sums: exchanged by the step already, or here."""
