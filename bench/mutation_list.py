@@ -788,4 +788,83 @@ MUTATIONS = [
         "            self.stop_at = min(step, self.loop.total_steps)",
         [T + "callbacks/test_cluster_stop.py::"
          "test_another_workers_request_stops_after_the_staged_batches"]),
+    # Issue 22: a second signal during a long step exits at once (the watcher
+    # thread on signal.set_wakeup_fd); without it the Python handler waits for the step.
+    Mutation(
+        "signals_without_wakeup_watcher", "towertrain/callbacks/signals.py",
+        "        self._previous_fd = signal.set_wakeup_fd(writer.fileno(), "
+        "warn_on_full_buffer=False)\n",
+        "        self._previous_fd = signal.set_wakeup_fd(-1)\n",
+        [T + "callbacks/test_signals.py::"
+         "test_a_second_sigint_during_a_long_step_exits_at_once_with_130"]),
+    # An emulated half precision runs without the confirmation flag.
+    Mutation(
+        "emulated_precision_not_refused", "towertrain/recipe/native_precision.py",
+        "    if not support.native and not params.allow_emulated_precision:\n",
+        "    if False:\n",
+        [T + "recipe/test_native_precision.py::"
+         "test_an_emulated_precision_is_refused_with_its_measured_slowdown"]),
+    # --num_gpus=N without --device on a machine without GPU: silent CPU towers.
+    Mutation(
+        "implicit_cpu_towers", "towertrain/engine/devices.py",
+        "    if device is None and count > 1 and not num_physical_gpus():\n",
+        "    if False:\n",
+        [T + "config/test_params.py::"
+         "test_several_towers_without_device_or_gpu_ask_for_device_cpu"]),
+    # Params(num_gpus="2") reaches a comparison (TypeError) instead of a named error.
+    Mutation(
+        "params_types_unchecked", "towertrain/config/params.py",
+        "    _check_types(p)\n", "",
+        [T + "config/test_params.py::test_bad_values_name_the_flag"]),
+    # Params(num_epochs) and the input's num_epochs disagree: OUT_OF_RANGE mid-run.
+    Mutation(
+        "epochs_disagreement_let_through", "towertrain/engine/epochs.py",
+        "    if given != wanted:\n", "    if False:\n",
+        [T + "input/test_library_epochs.py::"
+         "test_params_and_input_epochs_that_differ_are_refused_naming_both"]),
+    # An endless in-memory input forgets its length: Params(num_epochs) refused.
+    Mutation(
+        "arrays_forget_their_length", "input_pipeline/arrays.py",
+        "            result.known_examples, result.epochs_fn = len(images), epochs\n",
+        "            pass\n",
+        [T + "input/test_library_epochs.py::"
+         "test_params_epochs_over_an_endless_in_memory_input_train_exact_epochs"]),
+    # A final keras.layers.Softmax() trains on probabilities unnoticed.
+    Mutation(
+        "softmax_layer_not_detected", "towertrain/engine/model_checks.py",
+        "    ends_in_softmax = isinstance(last, keras.layers.Softmax) or (\n",
+        "    ends_in_softmax = (\n",
+        [CHECKS + "test_a_final_softmax_is_refused_in_each_of_its_three_forms"]),
+    # Written paths not checked before the first step.
+    Mutation(
+        "written_paths_unchecked", "towertrain/state/writable.py",
+        "        why = problem(path, is_file)\n", "        why = None\n",
+        [T + "state/test_writable_paths.py::"
+         "test_the_library_checks_every_path_before_training",
+         T + "state/test_writable_paths.py::"
+         "test_export_checks_its_output_before_the_work"]),
+    # Only the first of several unknown flags named.
+    Mutation(
+        "unknown_flags_one_at_a_time", "towertrain/commands/common.py",
+        "            message = (unknown_flags_message(argv, err) if friendly_errors "
+        "else str(err))\n",
+        "            message = flag_error_message(err)\n",
+        [T + "commands/test_cli.py::test_flag_syntax_errors_are_one_line_and_exit_2"]),
+    # A user's numpy input announced as the model's default dataset.
+    Mutation(
+        "header_names_the_default_dataset", "towertrain/engine/header.py",
+        "getattr(trainer, 'input_origin', None) or trainer.dataset_name",
+        "trainer.dataset_name",
+        [T + "callbacks/test_honest_output.py"]),
+    # from_arrays(global_batch=0) reaches TensorFlow.
+    Mutation(
+        "global_batch_unchecked", "input_pipeline/arrays.py",
+        '    check_global_batch("from_arrays", global_batch)\n', "",
+        [T + "input/test_library_epochs.py::test_a_bad_global_batch_is_refused_where_it_is_given"]),
+    # export --include_preprocessing standardizes differently from --eval.
+    Mutation(
+        "export_preprocessing_differs_from_eval", "towertrain/state/export.py",
+        "    x = (x - mean) / ops.maximum(std, 1.0 / float(hwc[0] * hwc[1] * hwc[2]) ** 0.5)\n",
+        "    x = (x - mean) / 64.0\n",
+        [T + "state/test_export_preprocessing.py"]),
 ]

@@ -153,6 +153,8 @@ def _check_types(p: Params) -> None:
             ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
         elif kind == settings.BOOLEAN:
             ok = isinstance(value, bool)
+        elif kind == settings.STRING:  # a path may be a pathlib.Path
+            ok = isinstance(value, (str, os.PathLike))
         else:
             ok = isinstance(value, str)
         if not ok:
