@@ -14,7 +14,7 @@ REDUCTIONS = ("AddN", "Add", "AddV2", "NcclAllReduce")
 @pytest.mark.parametrize("spec", ["psgpu"])  # a central sum; ring: test_compact_transfer
 def test_the_traced_gpu_all_reduce_adds_in_float16(spec):
     params = Params(model="trivial", device="gpu", num_gpus=4, batch_size=2,
-                    variable_update="replicated", all_reduce_spec=spec, use_fp16=True,
+                    variable_update="replicated", all_reduce_spec=spec, use_fp16=True, allow_emulated_precision=True,
                     compact_gradient_transfer=True)
     graph = Trainer(params, check_devices=False).trace_step().graph
     adds = [op for op in all_operations(graph)
@@ -28,7 +28,7 @@ def test_the_sum_rounds_to_float16_after_each_add():
     # 1 + 2^-11 rounds to 1 in float16 (a tie, to even), twice; in float32 the
     # sum is 1 + 2^-10, which float16 holds: the two ways of summing differ.
     trainer = Trainer(Params(model="trivial", device="cpu", num_gpus=3,
-                             variable_update="replicated", use_fp16=True,
+                             variable_update="replicated", use_fp16=True, allow_emulated_precision=True,
                              compact_gradient_transfer=True))
     devices = trainer.devices
     values = [1.0, 2.0 ** -11, 2.0 ** -11]
@@ -59,7 +59,7 @@ def test_fp16_compact_transfer_clips_the_unscaled_global_norm():
     # whatever the loss scale (128 by default) the gradients crossed with.
     params = Params(model="trivial", device="cpu", num_gpus=2, batch_size=4,
                     variable_update="replicated", optimizer="sgd",
-                    init_learning_rate=RATE, use_fp16=True, compact_gradient_transfer=True,
+                    init_learning_rate=RATE, use_fp16=True, allow_emulated_precision=True, compact_gradient_transfer=True,
                     global_norm_clip=CLIP)
     trainer = Trainer(params)
     copies = trainer.variables.trainable_copies()

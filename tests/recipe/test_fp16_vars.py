@@ -13,7 +13,8 @@ from towertrain.errors import ParamsError
 
 @pytest.mark.parametrize("mode", ["replicated", "parameter_server"])
 def test_fp16_vars_stores_weights_and_slots_in_float16(mode):
-    trainer = Trainer(tiny_params(mode, use_fp16=True, fp16_vars=True))
+    trainer = Trainer(tiny_params(mode, use_fp16=True, fp16_vars=True,
+                                  allow_emulated_precision=True))
     result = trainer.train(write=lambda line: None)
     assert np.isfinite(result.final_loss)
     trainable, _ = trainer.variables.primary_variables()
@@ -28,11 +29,11 @@ def test_fp16_vars_stores_weights_and_slots_in_float16(mode):
 
 
 def test_without_fp16_vars_the_variables_stay_float32():
-    trainer = Trainer(tiny_params(use_fp16=True, num_batches=1))
+    trainer = Trainer(tiny_params(use_fp16=True, num_batches=1, allow_emulated_precision=True))
     trainable, _ = trainer.variables.primary_variables()
     assert {tf.as_dtype(v.dtype).name for v in trainable} == {"float32"}
 
 
 def test_fp16_vars_needs_use_fp16():
-    with pytest.raises(ParamsError, match=r"^--fp16_vars=True: needs --use_fp16"):
+    with pytest.raises(ParamsError, match=r"^--fp16_vars=True: only applies with --use_fp16"):
         tiny_params(fp16_vars=True)
