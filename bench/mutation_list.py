@@ -867,4 +867,132 @@ MUTATIONS = [
         "    x = (x - mean) / ops.maximum(std, 1.0 / float(hwc[0] * hwc[1] * hwc[2]) ** 0.5)\n",
         "    x = (x - mean) / 64.0\n",
         [T + "state/test_export_preprocessing.py"]),
+    # docs/flag_tests.md rows (i20b): each flag's value ignored, its row's test fails.
+    Mutation(
+        "datasets_prefetch_buffer_size_ignored", "input_pipeline/dataset_options.py",
+        "        prefetch_buffer_size=params.datasets_prefetch_buffer_size,\n",
+        "        prefetch_buffer_size=None,\n",
+        [T + "input/test_dataset_options.py::"
+         "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
+    Mutation(
+        "datasets_num_private_threads_ignored", "input_pipeline/dataset_options.py",
+        "        num_private_threads=params.datasets_num_private_threads,\n",
+        "        num_private_threads=None,\n",
+        [T + "input/test_dataset_options.py::"
+         "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
+    Mutation(
+        "datasets_use_prefetch_ignored", "input_pipeline/dataset_options.py",
+        "        use_prefetch=params.datasets_use_prefetch,\n",
+        "        use_prefetch=True,\n",
+        [T + "input/test_dataset_options.py::test_no_prefetch_leaves_the_prefetch_out"]),
+    Mutation(
+        "datasets_use_caching_ignored", "input_pipeline/dataset_options.py",
+        "        use_caching=params.datasets_use_caching,\n",
+        "        use_caching=False,\n",
+        [T + "input/test_dataset_options.py::test_caching_reads_the_files_once"]),
+    Mutation(
+        "datasets_interleave_cycle_length_ignored", "input_pipeline/dataset_options.py",
+        "        interleave_cycle_length=params.datasets_parallel_interleave_cycle_length,\n",
+        "        interleave_cycle_length=None,\n",
+        [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
+    Mutation(
+        "datasets_sloppy_interleave_ignored", "input_pipeline/dataset_options.py",
+        "        sloppy_interleave=params.datasets_sloppy_parallel_interleave,\n",
+        "        sloppy_interleave=False,\n",
+        [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
+    Mutation(
+        "datasets_interleave_prefetch_ignored", "input_pipeline/dataset_options.py",
+        "        interleave_prefetch=params.datasets_parallel_interleave_prefetch,\n",
+        "        interleave_prefetch=None,\n",
+        [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
+    Mutation(
+        "datasets_repeat_cached_sample_ignored", "input_pipeline/dataset_options.py",
+        "        repeat_cached_sample=params.datasets_repeat_cached_sample)\n",
+        "        repeat_cached_sample=False)\n",
+        [T + "input/test_dataset_options.py::test_repeat_cached_sample_repeats_one_record"]),
+    Mutation(
+        "gpu_indices_ignored", "towertrain/trainer.py",
+        "            indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))",
+        "            indices=None)",
+        [T + "engine/test_runtime_flags.py::"
+         "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
+    Mutation(
+        "batch_group_size_ignored", "towertrain/trainer.py",
+        "                                                             group=params.batch_group_size)",
+        "                                                             group=1)",
+        [T + "engine/test_batch_group_size.py::"
+         "test_groups_of_batches_are_staged_every_group_steps"]),
+    Mutation(
+        "sync_on_finish_ignored", "towertrain/engine/runtime.py",
+        "    if not params.sync_on_finish:\n        return None\n",
+        "    if True:\n        return None\n",
+        [T + "engine/test_runtime_flags.py::"
+         "test_sync_on_finish_waits_for_the_devices_after_every_step"]),
+    Mutation(
+        "gradient_repacking_ignored_replicated", "towertrain/engine/variable_mgr/replicated.py",
+        "            num_packs=params.gradient_repacking)",
+        "            num_packs=0)",
+        [T + "engine/test_exchange_graph.py::"
+         "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    Mutation(
+        "gradient_repacking_ignored_collective", "towertrain/engine/variable_mgr/collective.py",
+        "packing.plan(per_device_lists[0], self.params.gradient_repacking)",
+        "packing.plan(per_device_lists[0], 0)",
+        [T + "engine/test_exchange_graph.py::"
+         "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    Mutation(
+        "loss_type_to_report_ignored", "towertrain/recipe/l2_loss.py",
+        '                       report_base=params.loss_type_to_report == "base_loss")',
+        "                       report_base=False)",
+        [T + "engine/test_loss_report.py::"
+         "test_base_loss_leaves_the_weight_decay_out_and_total_loss_has_it"]),
+    Mutation(
+        "allow_emulated_precision_ignored", "towertrain/recipe/native_precision.py",
+        "    if not support.native and not params.allow_emulated_precision:",
+        "    if not support.native:",
+        [T + "recipe/test_native_precision.py::"
+         "test_an_emulated_precision_runs_when_allowed_and_the_header_says_so"]),
+    Mutation(
+        "fp16_vars_ignored", "towertrain/recipe/precision.py",
+        '        return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
+        '        return "mixed_float16"',
+        [T + "recipe/test_fp16_vars.py::test_fp16_vars_stores_weights_and_slots_in_float16"]),
+    Mutation(
+        "kmp_settings_ignored", "towertrain/engine/runtime.py",
+        "                   KMP_SETTINGS=str(values.kmp_settings), KMP_AFFINITY=",
+        "                   KMP_SETTINGS=\"1\", KMP_AFFINITY=",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "display_perf_ewma_not_passed", "towertrain/callbacks/__init__.py",
+        "ewma=p.display_perf_ewma, loss_name=", "ewma=None, loss_name=",
+        [T + "engine/test_loss_report.py::test_display_perf_ewma_reaches_the_step_printer"]),
+    Mutation(
+        "variable_consistency_ignored", "towertrain/engine/variable_mgr/replicated.py",
+        '                          if self.params.variable_consistency == "relaxed" else None)',
+        "                          if False else None)",
+        [T + "engine/test_variable_consistency.py::test_relaxed_applies_each_sum_one_step_late"]),
+    Mutation(
+        "use_chrome_trace_format_ignored", "towertrain/callbacks/__init__.py",
+        "chrome=p.use_chrome_trace_format))", "chrome=True))",
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "gradient_accumulation_steps_ignored", "towertrain/trainer.py",
+        "        self.accumulation = accumulation.Plan(\n"
+        "            params.gradient_accumulation_steps,\n",
+        "        self.accumulation = accumulation.Plan(\n            1,\n",
+        [T + "recipe/test_accumulation.py::"
+         "test_full_batches_equal_stock_keras_gradient_accumulation"]),
+    Mutation(
+        "allow_growth_ignored", "towertrain/engine/runtime.py",
+        '            _apply("allow_growth", params.allow_growth,',
+        '            _apply("allow_growth", False,',
+        [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
+    Mutation(
+        "forward_only_trains", "towertrain/commands/train.py",
+        "        elif forward_only:\n            from towertrain.engine import inference\n",
+        "        elif False:\n            from towertrain.engine import inference\n",
+        [T + "engine/test_inference.py::"
+         "test_the_command_line_prints_images_per_sec_and_writes_nothing"]),
 ]
