@@ -995,4 +995,30 @@ MUTATIONS = [
         "        elif False:\n            from towertrain.engine import inference\n",
         [T + "engine/test_inference.py::"
          "test_the_command_line_prints_images_per_sec_and_writes_nothing"]),
+    Mutation(
+        "cluster_source_ignored", "towertrain/engine/distributed/resolvers.py",
+        "    source = params.cluster_source\n", '    source = "auto"\n',
+        [T + "cluster/test_cluster_sources.py::"
+         "test_tf_config_with_a_chief_job_and_source_conflicts"]),
+    Mutation(
+        "graph_file_ignored", "towertrain/callbacks/__init__.py",
+        "    if p.graph_file:\n", "    if False:\n",
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "benchmark_log_dir_ignored", "towertrain/callbacks/__init__.py",
+        "    if p.benchmark_log_dir:\n", "    if False:\n",
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "xla_jit_not_set", "towertrain/engine/runtime.py",
+        "    if params.xla:\n", "    if False:\n",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "num_inter_threads_ignored", "towertrain/engine/runtime.py",
+        '    _apply("num_inter_threads", params.num_inter_threads,',
+        '    _apply("num_inter_threads", None,',
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
 ]
