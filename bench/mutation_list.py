@@ -1021,4 +1021,30 @@ MUTATIONS = [
         '    _apply("num_inter_threads", None,',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "num_intra_threads_ignored", "towertrain/engine/runtime.py",
+        "    if params.num_intra_threads is not None:\n        return params.num_intra_threads\n",
+        "",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "mkl_ignored", "towertrain/engine/runtime.py",
+        "    if values.mkl:\n        env.update(", "    if False:\n        env.update(",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "kmp_blocktime_ignored", "towertrain/engine/runtime.py",
+        "KMP_BLOCKTIME=str(values.kmp_blocktime),", 'KMP_BLOCKTIME="0",',
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "kmp_affinity_ignored", "towertrain/engine/runtime.py",
+        "KMP_AFFINITY=values.kmp_affinity)", 'KMP_AFFINITY="granularity=fine,verbose,compact,1,0")',
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "eval_interval_secs_ignored", "towertrain/commands/evaluate.py",
+        "    following = p.eval_interval_secs > 0\n", "    following = False\n",
+        [T + "commands/test_eval_follower.py::"
+         "test_evaluator_beside_a_training_run_scores_each_checkpoint_once_until_the_final"]),
 ]
