@@ -868,4 +868,109 @@ MUTATIONS = [
         "    x = (x - mean) / ops.maximum(std, 1.0 / float(hwc[0] * hwc[1] * hwc[2]) ** 0.5)\n",
         "    x = (x - mean) / 64.0\n",
         [T + "state/test_export_preprocessing.py"]),
+    # Issue 21 (i21c): tf_cnn_benchmarks' runtime, input-pipeline and output flags.
+    Mutation(
+        "intra_threads_not_applied", "towertrain/engine/runtime.py",
+        "           threading.set_intra_op_parallelism_threads,\n",
+        "           lambda value: None,\n",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "xla_cpu_jit_flag_left_out", "towertrain/engine/runtime.py",
+        '    if values.xla and values.device != "gpu":',
+        "    if False:",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "mkl_exports_the_wrong_value", "towertrain/engine/runtime.py",
+        "env.update(KMP_BLOCKTIME=str(values.kmp_blocktime),",
+        "env.update(KMP_BLOCKTIME=str(values.kmp_settings),",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts",
+         T + "engine/test_runtime_flags.py::"
+         "test_mkl_environment_after_tensorflow_import_is_an_error"]),
+    Mutation(
+        "kmp_flags_accepted_without_mkl", "towertrain/config/runtime_checks.py",
+        "    if not p.mkl:\n        for flag in KMP_FLAGS:",
+        "    if False:\n        for flag in KMP_FLAGS:",
+        [T + "engine/test_runtime_flags.py::test_bad_runtime_flags_name_the_flag"]),
+    Mutation(
+        "allow_growth_not_applied", "towertrain/engine/runtime.py",
+        "    if params.allow_growth is not None:",
+        "    if False:",
+        [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
+    Mutation(
+        "gpu_indices_ignored", "towertrain/engine/devices.py",
+        '    return [f"/{device}:{i}" for i in indices]',
+        '    return [f"/{device}:{i}" for i in range(count)]',
+        [T + "engine/test_runtime_flags.py::"
+         "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
+    Mutation(
+        "sync_on_finish_never_syncs", "towertrain/trainer.py",
+        "                self._sync_devices()",
+        "                pass",
+        [T + "engine/test_runtime_flags.py::"
+         "test_sync_on_finish_waits_for_the_devices_after_every_step"]),
+    Mutation(
+        "datasets_cache_dropped", "input_pipeline/dataset_options.py",
+        "        records = records.cache()  # one cache, shared by every epoch's pass",
+        "        pass",
+        [T + "input/test_dataset_options.py::test_caching_reads_the_files_once"]),
+    Mutation(
+        "datasets_prefetch_buffer_ignored", "input_pipeline/dataset_options.py",
+        "batches.prefetch(options.prefetch_buffer_size or tf.data.AUTOTUNE)",
+        "batches.prefetch(tf.data.AUTOTUNE)",
+        [T + "input/test_dataset_options.py::"
+         "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
+    Mutation(
+        "datasets_private_threads_ignored", "input_pipeline/dataset_options.py",
+        "threading.threading.private_threadpool_size = options.num_private_threads",
+        "threading.threading.private_threadpool_size = None",
+        [T + "input/test_dataset_options.py::"
+         "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
+    Mutation(
+        "datasets_sloppy_interleave_ignored", "input_pipeline/dataset_options.py",
+        "deterministic=deterministic and not options.sloppy_interleave)",
+        "deterministic=deterministic)",
+        [T + "input/test_dataset_options.py::"
+         "test_interleave_options_are_on_the_imagenet_pipeline"]),
+    Mutation(
+        "datasets_repeat_cached_sample_ignored", "input_pipeline/dataset_options.py",
+        "        records = records.take(1).cache().repeat(num_examples)",
+        "        records = records",
+        [T + "input/test_dataset_options.py::test_repeat_cached_sample_repeats_one_record"]),
+    Mutation(
+        "graph_file_always_text", "towertrain/callbacks/graph_file.py",
+        '        as_text = self.path.endswith("txt")',
+        "        as_text = True",
+        [T + "callbacks/test_run_files.py::test_graph_file_binary_unless_the_name_ends_in_txt"]),
+    Mutation(
+        "benchmark_log_wrong_step", "towertrain/callbacks/benchmark_log_file.py",
+        'self.log_metric("current_examples_per_sec", mean, "images/sec", step)',
+        'self.log_metric("current_examples_per_sec", mean, "images/sec", step - 1)',
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "chrome_trace_format_ignored", "towertrain/callbacks/__init__.py",
+        "write, chrome=p.use_chrome_trace_format))",
+        "write))",
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "fp16_vars_ignored", "towertrain/recipe/precision.py",
+        'return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
+        'return "mixed_float16"',
+        [T + "recipe/test_fp16_vars.py"]),
+    Mutation(
+        "relaxed_consistency_not_deferred", "towertrain/engine/variable_mgr/replicated.py",
+        "                    grads_i = self._deferred.swap(i, grads_i)",
+        "                    self._deferred.swap(i, grads_i)",
+        [T + "engine/test_variable_consistency.py::"
+         "test_relaxed_applies_each_sum_one_step_late"]),
+    Mutation(
+        "batch_group_size_ignored", "towertrain/trainer.py",
+        "group=params.batch_group_size)",
+        "group=1)",
+        [T + "engine/test_batch_group_size.py::"
+         "test_groups_of_batches_are_staged_every_group_steps"]),
 ]

@@ -242,7 +242,8 @@ SETTINGS = (
                 "with XLA."),
         Setting("xla", BOOLEAN, False, "XLA auto-clustering (tf.config.optimizer.set_jit): "
                 "TensorFlow compiles the clusters of the step it can and runs the rest as "
-                "usual; on CPU devices it also sets TF_XLA_FLAGS=--tf_xla_cpu_global_jit."),
+                "usual; unless --device=gpu it also sets TF_XLA_FLAGS=--tf_xla_cpu_global_jit "
+                "before TensorFlow lists its devices.", scaling=NOT_USED),
         Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
                 "global batch instead of each tower's slice.", training_only=True)),
     *group("Summaries and traces",
