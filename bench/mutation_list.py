@@ -651,13 +651,13 @@ MUTATIONS = [
         [T + "callbacks/test_eval_flags.py::"
          "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
     Mutation(
-        "follower_evaluates_old_checkpoints_again", "towertrain/engine/eval_follower.py",
+        "follower_evaluates_old_checkpoints_again", "towertrain/state/eval_follower.py",
         "                if self.last_step is None or step > self.last_step]",
         "                if True]",
         [T + "commands/test_eval_follower.py::"
          "test_follower_waits_for_the_final_mark_and_skips_deleted_checkpoints"]),
     Mutation(
-        "follower_stops_without_the_final_mark", "towertrain/engine/eval_follower.py",
+        "follower_stops_without_the_final_mark", "towertrain/state/eval_follower.py",
         "        return self.final_step is not None and self.last_step is not None and (\n"
         "            self.last_step >= self.final_step)",
         "        return self.last_step is not None",

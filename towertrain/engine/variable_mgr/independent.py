@@ -18,6 +18,9 @@ class IndependentManager(ReplicatedManager):
     def __init__(self, devices, params):  # no all-reduce to choose
         super(ReplicatedManager, self).__init__(devices, params)
 
+    def exchange(self, tower_grads):
+        return tower_grads  # each copy learns from its own tower alone
+
     def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
         del grad_scale  # never given: only an exchange carries a half-precision transfer
         for i, device in enumerate(self.devices):
