@@ -101,7 +101,9 @@ SETTINGS = (
         Setting("gradient_repacking", INTEGER, 0, "Cut each dtype's gradients into this many "
                 "packs of about equal bytes, in reverse layer order, each reduced on its own "
                 "so its exchange can start while the backward pass still runs (0: one pack "
-                "per dtype). replicated and collective_all_reduce.", training_only=True)),
+                "per dtype). replicated and collective_all_reduce.", training_only=True,
+                # The scaling command also times modes that refuse it (parameter_server).
+                scaling=NOT_USED)),
     *group("Training",
         Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
                 "not with --num_epochs).", training_only=True),
