@@ -112,6 +112,7 @@ def _run_worker(hosts, task, out_path, spec, packs):
 # The flat exchange with one pack per dtype, and the hierarchical one
 # (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
 # per pack between the workers) with 3 packs.
+@pytest.mark.slow  # two worker processes and a 4-device reference per case
 @pytest.mark.parametrize("spec,packs", [("collective", 0), ("pscpu/xring", 3)])
 def test_two_workers_equal_one_process_with_four_devices(tmp_path, spec, packs):
     hosts = _hosts(2)

@@ -124,7 +124,9 @@ SETTINGS = (
                 "packs of about equal bytes, in reverse layer order, each reduced on its own "
                 "so its exchange can start while the backward pass still runs (0: one pack "
                 "per dtype). replicated and collective_all_reduce.", training_only=True,
-                applies_with=EXCHANGES),
+                applies_with=EXCHANGES,
+                # The scaling command also times modes that refuse it (parameter_server).
+                scaling=NOT_USED),
         Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
                 "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
                 "many as --num_gpus (default: 0..num_gpus-1).", training_only=True,
