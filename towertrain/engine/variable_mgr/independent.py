@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from towertrain.recipe import gradients
 
-from .base import assign_all, register
+from .base import VariableManager, assign_all, register
 from .replicated import ReplicatedManager
 
 
@@ -18,8 +18,7 @@ class IndependentManager(ReplicatedManager):
     def __init__(self, devices, params):  # no all-reduce to choose
         super(ReplicatedManager, self).__init__(devices, params)
 
-    def exchange(self, tower_grads):
-        return tower_grads  # each copy learns from its own tower alone
+    exchange = VariableManager.exchange  # nothing to exchange: each tower keeps its own
 
     def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
         del grad_scale  # never given: only an exchange carries a half-precision transfer
