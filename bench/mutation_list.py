@@ -973,4 +973,32 @@ MUTATIONS = [
         "group=1)",
         [T + "engine/test_batch_group_size.py::"
          "test_groups_of_batches_are_staged_every_group_steps"]),
+    # A category-3 tf_cnn_benchmarks flag given on the command line is refused
+    # (README: Coming from tf_cnn_benchmarks).
+    Mutation(
+        "tfcnn_refused_flags_accepted", "towertrain/config/tfcnn_checks.py",
+        "        if flag.category == tfcnn_flags.IMPLEMENTED or flag.name not in "
+        "flag_values:\n",
+        "        if flag.category != tfcnn_flags.ACCEPTED_VALUE or flag.name not in "
+        "flag_values:\n",
+        [T + "config/test_tfcnn_flags.py::test_category_3_is_refused_with_its_line"]),
+    # --forward_only runs the model in inference mode (batch norm's moving statistics).
+    Mutation(
+        "forward_only_runs_training_mode", "towertrain/engine/inference.py",
+        "                                                         training=False)\n",
+        "                                                         training=True)\n",
+        [T + "engine/test_inference.py::"
+         "test_forward_only_runs_inference_mode_and_changes_nothing"]),
+    # --forward_only writes nothing: --train_dir is refused with it.
+    Mutation(
+        "forward_only_accepts_train_dir", "towertrain/config/tfcnn_checks.py",
+        '_FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint",',
+        '_FORWARD_ONLY_WRITERS = ("checkpoint",',
+        [T + "engine/test_inference.py::test_flags_only_training_reads_are_refused"]),
+    # docs/migration.md's flag table is what the data generates (a stale doc fails).
+    Mutation(
+        "migration_doc_table_stale", "towertrain/commands/migration_doc.py",
+        'table.REFUSED: "3 refused"}',
+        'table.REFUSED: "3 not supported"}',
+        [T + "config/test_tfcnn_flags.py::test_migration_doc_is_current_and_shows_each_refusal"]),
 ]
