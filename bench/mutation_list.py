@@ -1001,4 +1001,62 @@ MUTATIONS = [
         'table.REFUSED: "3 refused"}',
         'table.REFUSED: "3 not supported"}',
         [T + "config/test_tfcnn_flags.py::test_migration_doc_is_current_and_shows_each_refusal"]),
+    # --gradient_accumulation_steps: the update is not rescaled to the mean over
+    # its examples (each micro-batch's loss divided by the nominal global batch).
+    Mutation(
+        "accumulation_no_rescale", "towertrain/engine/step.py",
+        "            ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)\n",
+        "            ratio = tf.constant(1.0)\n",
+        [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated",
+         T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
+    # Accumulators never zeroed: the next update adds the previous ones' sums.
+    Mutation(
+        "accumulators_not_zeroed", "towertrain/engine/accumulate.py",
+        "                for total in self.grads[i]:\n                    total.assign(tf.zeros_like(total))\n"
+        "        with tf.device(\"/cpu:0\"):\n            totals",
+        "        with tf.device(\"/cpu:0\"):\n            totals",
+        [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated"]),
+    # An epoch's last update does not stop at the epoch's end (always K batches).
+    Mutation(
+        "accumulation_spans_epochs", "towertrain/recipe/accumulation.py",
+        "        if self.batches_per_epoch is None:\n            return self.steps\n"
+        "        first = (step",
+        "        if True:\n            return self.steps\n        first = (step",
+        [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated",
+         T + "recipe/test_accumulation.py::test_plan_splits_epochs_into_updates"]),
+    # Batch-norm statistics kept only at the update, not after every micro-batch
+    # as stock Keras does.
+    Mutation(
+        "accumulation_statistics_once_per_update", "towertrain/engine/step.py",
+        "        accumulate.keep_statistics(self.variables, results)\n", "",
+        [T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
+    # The schedule's epoch counted in batches instead of updates.
+    Mutation(
+        "accumulation_schedule_in_batches", "towertrain/trainer.py",
+        "steps_per_epoch=self.accumulation.updates_per_epoch)",
+        "steps_per_epoch=self.accumulation.batches_per_epoch)",
+        [T + "recipe/test_accumulation.py::test_schedule_counts_updates"]),
+    # The input position counted in updates: resume skips to the wrong batch.
+    Mutation(
+        "accumulation_resume_position_in_updates", "towertrain/trainer.py",
+        "        return self.accumulation.batches_before(step)\n", "        return step\n",
+        [T + "state/test_resume_accumulation.py::test_every_example_once_per_epoch_across_a_kill"]),
+    # A stop drains only the staged batches, ending mid-update.
+    Mutation(
+        "accumulation_drain_mid_update", "towertrain/trainer.py",
+        "        if self.accumulators is None:\n            return self._staging.drain()\n",
+        "        if True:\n            return self._staging.drain()\n",
+        [T + "state/test_resume_accumulation.py::test_stop_mid_epoch_then_resume_equals_uninterrupted"]),
+    # Micro-batches exchange: every one goes through the update path.
+    Mutation(
+        "accumulation_exchanges_every_micro_batch", "towertrain/engine/step.py",
+        "        if phase == accumulate.ACCUMULATE:\n            return self._accumulate(",
+        "        if False:\n            return self._accumulate(",
+        [T + "recipe/test_accumulation.py::test_micro_batches_before_the_last_exchange_nothing"]),
+    # Accumulation with --variable_update=independent let through.
+    Mutation(
+        "accumulation_independent_allowed", "towertrain/config/recipe_checks.py",
+        "    if steps > 1 and p.variable_update == \"independent\":",
+        "    if False:",
+        [T + "recipe/test_accumulation.py::test_refused_combinations_name_the_flags"]),
 ]
