@@ -21,11 +21,13 @@ start-up and tracing (minutes on a loaded 2-core machine) are paid once:
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_multiworker import _free_ports  # noqa: E402 - beside this script
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 32
@@ -86,16 +88,6 @@ def run_session(session, hosts, task, rounds, steps, model):
         print(json.dumps({"speeds": speeds, "crossing": crossing}), flush=True)
     sys.stdout.flush()
     os._exit(0)  # gRPC teardown is not needed
-
-
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def session(number, rounds, steps):
