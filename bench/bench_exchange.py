@@ -1,155 +1,178 @@
 """The gradient exchange: multi-worker vs one process, hierarchical vs flat,
 and --gradient_repacking, images/sec side by side (README: Gradient exchange).
 
-    python bench/bench_exchange.py [--parts=a,b,c] [--rounds=3] [--num_batches=10]
+    python bench/bench_exchange.py [--rounds=3] [--steps=5] [--sessions=1,2,3]
 
-(a) 2 worker processes x 1 device vs 1 process x 2 devices (resnet20;
-    bench/bench_multiworker.py's runs).
-(b) 2 workers x 2 logical devices: --all_reduce_spec=pscpu/xring
-    (hierarchical) vs collective (flat), with the bytes that cross workers
-    per step, read off each worker's traced step: the summed input sizes of
-    its gradient packs' CollectiveReduceV2 ops (collectives over all devices
-    of the cluster count as crossing too: each member sends its pack).
-(c) --gradient_repacking 0 / 4 / 16 on resnet20 and alexnet_cifar (a large
-    last layer), 1 process x 2 devices (replicated, pscpu) and 2 workers x 1
-    device (collective_all_reduce).
-Within a part, rounds interleave the configurations; medians are printed.
+Three sessions; each builds its trainers once (synthetic data, batch 32 per
+device) and times them in interleaved rounds of --steps steps, so process
+start-up and tracing (minutes on a loaded 2-core machine) are paid once:
+1. one process x 2 logical devices, replicated (pscpu): resnet20 and
+   alexnet_cifar (a large first fully connected layer near the top) with
+   --gradient_repacking 0 / 4 / 16;
+2. 2 worker processes x 1 device, collective_all_reduce: the same six (one
+   process pair per model);
+3. 2 worker processes x 2 devices, resnet20: --all_reduce_spec=pscpu/xring
+   (hierarchical) vs collective (flat), with the bytes of gradient that enter
+   cross-process collectives per worker per step, read off each trainer's
+   traced step (the summed input sizes of its packs' CollectiveReduceV2 ops).
+(a) compares resnet20 with one pack in sessions 2 and 1, (b) is session 3,
+(c) sessions 1 and 2. Images/sec count the global batch (every worker's).
 """
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import time
 
-import bench_multiworker as mw
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_multiworker import _free_ports  # noqa: E402 - beside this script
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 32
+REPACKING = [(model, packs) for model in ("resnet20", "alexnet_cifar") for packs in (0, 4, 16)]
 
 
-def _args(model, num_batches):
-    return argparse.Namespace(model=model, batch_size=BATCH, num_batches=num_batches,
-                              timeout=600)
+def _configs(session, model=None):
+    """(label, model, Params changes) of a session's trainers (session 2: of
+    one model; a process's collective instance keys are fixed per call site,
+    so trainers of different models need their own processes)."""
+    if session in (1, 2):
+        mode = "replicated" if session == 1 else "collective_all_reduce"
+        spec = "pscpu" if session == 1 else "pscpu/xring"
+        return [(f"{name} repacking {packs}", name,
+                 dict(variable_update=mode, all_reduce_spec=spec, gradient_repacking=packs))
+                for name, packs in REPACKING if model in (None, name)]
+    return [(f"resnet20 {spec}", "resnet20",
+             dict(variable_update="collective_all_reduce", all_reduce_spec=spec))
+            for spec in ("pscpu/xring", "collective")]
 
 
-def _hosts():
-    return ",".join(f"127.0.0.1:{p}" for p in mw._free_ports(2))
-
-
-def one_process(model, num_batches, *extra):
-    args = _args(model, num_batches)
-    return mw._run([mw._common(args) + ["--num_gpus=2", "--variable_update=replicated",
-                                        *extra]], args.timeout)
-
-
-def two_workers(model, num_batches, devices, *extra):
-    args, hosts = _args(model, num_batches), _hosts()
-    return mw._run([mw._common(args) + [f"--num_gpus={devices}",
-                                        "--variable_update=collective_all_reduce",
-                                        f"--worker_hosts={hosts}", f"--task_index={k}",
-                                        "--collective_timeout_secs=300", *extra]
-                    for k in range(2)], args.timeout)
-
-
-def probe(hosts, task, model, devices, spec, packs):
-    """Worker mode: join, build the trainer, print its gradient collectives."""
+def run_session(session, hosts, task, rounds, steps, model):
+    """One process of a session: builds its trainers, times them, prints JSON (chief)."""
     from towertrain.config.params import Params
+    from towertrain.engine import devices as devices_lib
     from towertrain.engine.distributed import cluster
-    params = Params(model=model, device="cpu", num_gpus=devices, batch_size=BATCH,
-                    variable_update="collective_all_reduce", worker_hosts=hosts,
-                    task_index=task, all_reduce_spec=spec, gradient_repacking=packs,
-                    collective_timeout_secs=300)
-    cluster.setup(cluster.from_params(params), params)
+    devices = 1 if session == 2 else 2
+    base = dict(device="cpu", num_gpus=devices, batch_size=BATCH, num_warmup_batches=0)
+    if hosts:
+        base.update(worker_hosts=hosts, task_index=task, collective_timeout_secs=600)
+        first = Params(model="resnet20", variable_update="collective_all_reduce", **base)
+        cluster.setup(cluster.from_params(first), first)
+    else:
+        devices_lib.ensure_logical_cpus(devices)
     import tensorflow as tf
     from towertrain import Trainer
-    trainer = Trainer(params)
-    ops = [op for op in trainer.trace_step().graph.get_operations()
-           if op.type == "CollectiveReduceV2" and "/pack" in op.name]
-    print(json.dumps({"collectives": len(ops),
-                      "group_sizes": sorted({int(tf.get_static_value(op.inputs[1]))
-                                             for op in ops}),
-                      "bytes": sum(op.inputs[0].shape.num_elements() * op.inputs[0].dtype.size
-                                   for op in ops)}), flush=True)
-    os._exit(0)
+    trainers, crossing = {}, {}
+    for label, name, changes in _configs(session, model):
+        trainer = Trainer(Params(model=name, **base, **changes))
+        ops = [op for op in trainer.trace_step().graph.get_operations()
+               if op.type == "CollectiveReduceV2" and "/pack" in op.name]
+        crossing[label] = {"collectives": len(ops), "bytes": sum(
+            op.inputs[0].shape.num_elements() * op.inputs[0].dtype.size for op in ops),
+            "group_sizes": sorted({int(tf.get_static_value(op.inputs[1])) for op in ops})}
+        for _ in range(2):  # warm-up
+            float(trainer.step())
+        trainers[label] = trainer
+    speeds = {label: [] for label in trainers}
+    for _ in range(rounds):
+        for label, trainer in trainers.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                loss = trainer.step()
+            float(loss)
+            speeds[label].append(steps * trainer.global_batch_size /
+                                 (time.perf_counter() - start))
+    if task == 0:
+        print(json.dumps({"speeds": speeds, "crossing": crossing}), flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # gRPC teardown is not needed
 
 
-def crossing_bytes(model, devices, spec):
-    import subprocess
-    hosts = _hosts()
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--probe", hosts,
-                               str(k), model, str(devices), spec, "0"], cwd=mw.REPO,
-                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for k in range(2)]
+def session(number, rounds, steps):
+    if number != 2:
+        return _session(number, rounds, steps, "-")
+    results = [_session(2, rounds, steps, model) for model in ("resnet20", "alexnet_cifar")]
+    return {key: {**results[0][key], **results[1][key]} for key in results[0]}
+
+
+def _session(number, rounds, steps, model, timeout=2400):
+    hosts = "" if number == 1 else ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
+                               str(number), hosts or "-", str(k), str(rounds), str(steps),
+                               model],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+             for k in range(1 if number == 1 else 2)]
     try:
-        outs = [p.communicate(timeout=600)[0] for p in procs]
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    line = [l for l in outs[0].splitlines() if l.startswith("{")]
-    if not line:
-        raise RuntimeError(outs[0][-2000:])
-    return json.loads(line[-1])
+                p.wait()
+    lines = [line for line in outs[0].splitlines() if line.startswith("{")]
+    if any(p.returncode for p in procs) or not lines:
+        raise RuntimeError("\n".join(out[-2000:] for out in outs))
+    return json.loads(lines[-1])
 
 
-def interleaved(title, configs, rounds):
-    """configs: {name: zero-argument run}; prints and returns {name: median}."""
-    results = {name: [] for name in configs}
-    for r in range(rounds):
-        for name, run in configs.items():
-            results[name].append(run())
-            print(f"  round {r + 1}: {name}: {results[name][-1]:.1f} images/sec", flush=True)
-    print(f"\n{title} ({rounds} rounds, median images/sec)")
-    medians = {name: statistics.median(v) for name, v in results.items()}
-    for name, values in results.items():
-        print(f"  {name:44s} {medians[name]:8.1f}   ({', '.join(f'{v:.1f}' for v in values)})")
+def _paired(result, a, b):
+    """Median of the per-round ratios a / b: the two ran back to back in each
+    round, so load that drifts between rounds cancels."""
+    return statistics.median(x / y for x, y in zip(result["speeds"][a], result["speeds"][b]))
+
+
+def _table(title, result):
+    print(title)
+    medians = {}
+    for label, values in result["speeds"].items():
+        medians[label] = statistics.median(values)
+        print(f"  {label:28s} {medians[label]:8.1f} images/sec   "
+              f"({', '.join(f'{v:.1f}' for v in values)})")
     print(flush=True)
     return medians
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="a,b,c")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--num_batches", type=int, default=10)
-    parser.add_argument("--probe", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--sessions", default="1,2,3")
+    parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.probe:
-        hosts, task, model, devices, spec, packs = args.probe
-        return probe(hosts, int(task), model, int(devices), spec, int(packs))
-    n, parts = args.num_batches, args.parts.split(",")
-    print(f"batch {BATCH}/device, {n} timed steps after 5 warm-up, CPU: {_cpu()}\n")
-    if "a" in parts:
-        m = interleaved("(a) resnet20, global batch 64", {
-            "2 workers x 1 device": lambda: two_workers("resnet20", n, 1),
-            "1 process x 2 devices": lambda: one_process("resnet20", n)}, args.rounds)
-        a, b = m.values()
-        print(f"  ratio 2 workers / 1 process: {a / b:.2f}\n")
-    if "b" in parts:
-        m = interleaved("(b) resnet20, 2 workers x 2 devices, global batch 128", {
-            spec: lambda spec=spec: two_workers("resnet20", n, 2, f"--all_reduce_spec={spec}")
-            for spec in ("pscpu/xring", "collective")}, args.rounds)
-        for spec in m:
-            sent = crossing_bytes("resnet20", 2, spec)
-            print(f"  {spec:12s} {sent['collectives']} gradient collectives per worker "
-                  f"(group size {sent['group_sizes']}), {sent['bytes'] / 1e6:.2f} MB per "
-                  f"worker per step cross workers")
-        print(f"  ratio hierarchical / flat: {m['pscpu/xring'] / m['collective']:.2f}\n")
-    if "c" in parts:
-        for model in ("resnet20", "alexnet_cifar"):
-            configs = {}
-            for packs in (0, 4, 16):
-                flag = f"--gradient_repacking={packs}"
-                configs[f"1 process x 2, repacking {packs}"] = (
-                    lambda flag=flag, model=model: one_process(model, n, flag))
-                configs[f"2 workers x 1, repacking {packs}"] = (
-                    lambda flag=flag, model=model: two_workers(model, n, 1, flag))
-            interleaved(f"(c) {model}, --gradient_repacking", configs, args.rounds)
+    if args.worker:
+        number, hosts, task, rounds, steps, model = args.worker
+        return run_session(int(number), None if hosts == "-" else hosts, int(task),
+                           int(rounds), int(steps), None if model == "-" else model)
+    print(f"batch {BATCH}/device, {args.rounds} rounds of {args.steps} steps, "
+          f"CPU: {_cpu()}\n", flush=True)
+    medians = {}
+    for number in (int(n) for n in args.sessions.split(",")):
+        result = session(number, args.rounds, args.steps)
+        medians[number] = _table({1: "1 process x 2 devices, replicated pscpu",
+                                  2: "2 workers x 1 device, collective_all_reduce",
+                                  3: "2 workers x 2 devices, resnet20"}[number], result)
+        if number == 3:
+            for label, sent in result["crossing"].items():
+                print(f"  {label:28s} {sent['collectives']} gradient collectives per worker "
+                      f"(group size {sent['group_sizes']}), {sent['bytes'] / 1e6:.2f} MB "
+                      "per worker per step into them")
+            m = medians[3]
+            print(f"  (b) hierarchical / flat: {m['resnet20 pscpu/xring'] / m['resnet20 collective']:.2f}"
+                  f" (medians); {_paired(result, 'resnet20 pscpu/xring', 'resnet20 collective'):.2f}"
+                  " (median of per-round ratios)\n")
+    if 1 in medians and 2 in medians:
+        key = "resnet20 repacking 0"
+        print(f"(a) 2 workers x 1 device / 1 process x 2 devices (resnet20): "
+              f"{medians[2][key] / medians[1][key]:.2f}")
 
 
 def _cpu():
     with open("/proc/cpuinfo") as f:
-        names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
+        names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
     return f"{names[0]} x {len(names)}" if names else "unknown"
 
 

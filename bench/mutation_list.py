@@ -651,13 +651,13 @@ MUTATIONS = [
         [T + "callbacks/test_eval_flags.py::"
          "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
     Mutation(
-        "follower_evaluates_old_checkpoints_again", "towertrain/engine/eval_follower.py",
+        "follower_evaluates_old_checkpoints_again", "towertrain/state/eval_follower.py",
         "                if self.last_step is None or step > self.last_step]",
         "                if True]",
         [T + "commands/test_eval_follower.py::"
          "test_follower_waits_for_the_final_mark_and_skips_deleted_checkpoints"]),
     Mutation(
-        "follower_stops_without_the_final_mark", "towertrain/engine/eval_follower.py",
+        "follower_stops_without_the_final_mark", "towertrain/state/eval_follower.py",
         "        return self.final_step is not None and self.last_step is not None and (\n"
         "            self.last_step >= self.final_step)",
         "        return self.last_step is not None",
@@ -742,7 +742,8 @@ MUTATIONS = [
         "straddling_pieces_misordered", "towertrain/engine/allreduce/packing.py",
         "sorted(pieces[index], key=lambda s: s[0])",
         "sorted(pieces[index], key=lambda s: -s[0])",
-        [T + "engine/test_repacking.py"]),
+        [T + "engine/test_repacking.py::"
+         "test_plan_cuts_reverse_order_into_equal_packs_and_round_trips"]),
     # One instance key per pack index whatever the pack count: a second trainer
     # with other packs reuses a key with another shape.
     Mutation(
@@ -1047,4 +1048,195 @@ MUTATIONS = [
         "    following = p.eval_interval_secs > 0\n", "    following = False\n",
         [T + "commands/test_eval_follower.py::"
          "test_evaluator_beside_a_training_run_scores_each_checkpoint_once_until_the_final"]),
+    # Issue 21 (i21c): tf_cnn_benchmarks' runtime, input-pipeline and output flags.
+    Mutation(
+        "intra_threads_not_applied", "towertrain/engine/runtime.py",
+        "           threading.set_intra_op_parallelism_threads,\n",
+        "           lambda value: None,\n",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "xla_cpu_jit_flag_left_out", "towertrain/engine/runtime.py",
+        '    if values.xla and values.device != "gpu":',
+        "    if False:",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
+    Mutation(
+        "mkl_exports_the_wrong_value", "towertrain/engine/runtime.py",
+        "env.update(KMP_BLOCKTIME=str(values.kmp_blocktime),",
+        "env.update(KMP_BLOCKTIME=str(values.kmp_settings),",
+        [T + "engine/test_runtime_flags.py::"
+         "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts",
+         T + "engine/test_runtime_flags.py::"
+         "test_mkl_environment_after_tensorflow_import_is_an_error"]),
+    Mutation(
+        "kmp_flags_accepted_without_mkl", "towertrain/config/runtime_checks.py",
+        "    if not p.mkl:\n        for flag in KMP_FLAGS:",
+        "    if False:\n        for flag in KMP_FLAGS:",
+        [T + "engine/test_runtime_flags.py::test_bad_runtime_flags_name_the_flag"]),
+    Mutation(
+        "allow_growth_not_applied", "towertrain/engine/runtime.py",
+        "    if params.allow_growth is not None:",
+        "    if False:",
+        [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
+    Mutation(
+        "gpu_indices_ignored", "towertrain/engine/devices.py",
+        '    return [f"/{device}:{i}" for i in indices]',
+        '    return [f"/{device}:{i}" for i in range(count)]',
+        [T + "engine/test_runtime_flags.py::"
+         "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
+    Mutation(
+        "sync_on_finish_never_syncs", "towertrain/trainer.py",
+        "                self._sync_devices()",
+        "                pass",
+        [T + "engine/test_runtime_flags.py::"
+         "test_sync_on_finish_waits_for_the_devices_after_every_step"]),
+    Mutation(
+        "datasets_cache_dropped", "input_pipeline/dataset_options.py",
+        "        records = records.cache()  # one cache, shared by every epoch's pass",
+        "        pass",
+        [T + "input/test_dataset_options.py::test_caching_reads_the_files_once"]),
+    Mutation(
+        "datasets_prefetch_buffer_ignored", "input_pipeline/dataset_options.py",
+        "batches.prefetch(options.prefetch_buffer_size or tf.data.AUTOTUNE)",
+        "batches.prefetch(tf.data.AUTOTUNE)",
+        [T + "input/test_dataset_options.py::"
+         "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
+    Mutation(
+        "datasets_private_threads_ignored", "input_pipeline/dataset_options.py",
+        "threading.threading.private_threadpool_size = options.num_private_threads",
+        "threading.threading.private_threadpool_size = None",
+        [T + "input/test_dataset_options.py::"
+         "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
+    Mutation(
+        "datasets_sloppy_interleave_ignored", "input_pipeline/dataset_options.py",
+        "deterministic=deterministic and not options.sloppy_interleave)",
+        "deterministic=deterministic)",
+        [T + "input/test_dataset_options.py::"
+         "test_interleave_options_are_on_the_imagenet_pipeline"]),
+    Mutation(
+        "datasets_repeat_cached_sample_ignored", "input_pipeline/dataset_options.py",
+        "        records = records.take(1).cache().repeat(num_examples)",
+        "        records = records",
+        [T + "input/test_dataset_options.py::test_repeat_cached_sample_repeats_one_record"]),
+    Mutation(
+        "graph_file_always_text", "towertrain/callbacks/graph_file.py",
+        '        as_text = self.path.endswith("txt")',
+        "        as_text = True",
+        [T + "callbacks/test_run_files.py::test_graph_file_binary_unless_the_name_ends_in_txt"]),
+    Mutation(
+        "benchmark_log_wrong_step", "towertrain/callbacks/benchmark_log_file.py",
+        'self.log_metric("current_examples_per_sec", mean, "images/sec", step)',
+        'self.log_metric("current_examples_per_sec", mean, "images/sec", step - 1)',
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "chrome_trace_format_ignored", "towertrain/callbacks/__init__.py",
+        "write, chrome=p.use_chrome_trace_format))",
+        "write))",
+        [T + "callbacks/test_run_files.py::"
+         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
+    Mutation(
+        "fp16_vars_ignored", "towertrain/recipe/precision.py",
+        'return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
+        'return "mixed_float16"',
+        [T + "recipe/test_fp16_vars.py"]),
+    Mutation(
+        "relaxed_consistency_not_deferred", "towertrain/engine/variable_mgr/replicated.py",
+        "                    grads_i = self._deferred.swap(i, grads_i)",
+        "                    self._deferred.swap(i, grads_i)",
+        [T + "engine/test_variable_consistency.py::"
+         "test_relaxed_applies_each_sum_one_step_late"]),
+    Mutation(
+        "batch_group_size_ignored", "towertrain/trainer.py",
+        "group=params.batch_group_size)",
+        "group=1)",
+        [T + "engine/test_batch_group_size.py::"
+         "test_groups_of_batches_are_staged_every_group_steps"]),
+    # A category-3 tf_cnn_benchmarks flag given on the command line is refused
+    # (README: Coming from tf_cnn_benchmarks).
+    Mutation(
+        "tfcnn_refused_flags_accepted", "towertrain/config/tfcnn_checks.py",
+        "        if flag.category == tfcnn_flags.IMPLEMENTED or flag.name not in "
+        "flag_values:\n",
+        "        if flag.category != tfcnn_flags.ACCEPTED_VALUE or flag.name not in "
+        "flag_values:\n",
+        [T + "config/test_tfcnn_flags.py::test_category_3_is_refused_with_its_line"]),
+    # --forward_only runs the model in inference mode (batch norm's moving statistics).
+    Mutation(
+        "forward_only_runs_training_mode", "towertrain/engine/inference.py",
+        "                                                         training=False)\n",
+        "                                                         training=True)\n",
+        [T + "engine/test_inference.py::"
+         "test_forward_only_runs_inference_mode_and_changes_nothing"]),
+    # --forward_only writes nothing: --train_dir is refused with it.
+    Mutation(
+        "forward_only_accepts_train_dir", "towertrain/config/tfcnn_checks.py",
+        '_FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint",',
+        '_FORWARD_ONLY_WRITERS = ("checkpoint",',
+        [T + "engine/test_inference.py::test_flags_only_training_reads_are_refused"]),
+    # docs/migration.md's flag table is what the data generates (a stale doc fails).
+    Mutation(
+        "migration_doc_table_stale", "towertrain/commands/migration_doc.py",
+        'table.REFUSED: "3 refused"}',
+        'table.REFUSED: "3 not supported"}',
+        [T + "config/test_tfcnn_flags.py::test_migration_doc_is_current_and_shows_each_refusal"]),
+    # --gradient_accumulation_steps: the update is not rescaled to the mean over
+    # its examples (each micro-batch's loss divided by the nominal global batch).
+    Mutation(
+        "accumulation_no_rescale", "towertrain/engine/step.py",
+        "            ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)\n",
+        "            ratio = tf.constant(1.0)\n",
+        [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated",
+         T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
+    # Accumulators never zeroed: the next update adds the previous ones' sums.
+    Mutation(
+        "accumulators_not_zeroed", "towertrain/engine/accumulate.py",
+        "                for total in self.grads[i]:\n                    total.assign(tf.zeros_like(total))\n"
+        "        with tf.device(\"/cpu:0\"):\n            totals",
+        "        with tf.device(\"/cpu:0\"):\n            totals",
+        [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated"]),
+    # An epoch's last update does not stop at the epoch's end (always K batches).
+    Mutation(
+        "accumulation_spans_epochs", "towertrain/recipe/accumulation.py",
+        "        if self.batches_per_epoch is None:\n            return self.steps\n"
+        "        first = (step",
+        "        if True:\n            return self.steps\n        first = (step",
+        [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated",
+         T + "recipe/test_accumulation.py::test_plan_splits_epochs_into_updates"]),
+    # Batch-norm statistics kept only at the update, not after every micro-batch
+    # as stock Keras does.
+    Mutation(
+        "accumulation_statistics_once_per_update", "towertrain/engine/step.py",
+        "        accumulate.keep_statistics(self.variables, results)\n", "",
+        [T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
+    # The schedule's epoch counted in batches instead of updates.
+    Mutation(
+        "accumulation_schedule_in_batches", "towertrain/trainer.py",
+        "steps_per_epoch=self.accumulation.updates_per_epoch)",
+        "steps_per_epoch=self.accumulation.batches_per_epoch)",
+        [T + "recipe/test_accumulation.py::test_schedule_counts_updates"]),
+    # The input position counted in updates: resume skips to the wrong batch.
+    Mutation(
+        "accumulation_resume_position_in_updates", "towertrain/trainer.py",
+        "        return self.accumulation.batches_before(step)\n", "        return step\n",
+        [T + "state/test_resume_accumulation.py::test_every_example_once_per_epoch_across_a_kill"]),
+    # A stop drains only the staged batches, ending mid-update.
+    Mutation(
+        "accumulation_drain_mid_update", "towertrain/trainer.py",
+        "        if self.accumulators is None:\n            return self._staging.drain()\n",
+        "        if True:\n            return self._staging.drain()\n",
+        [T + "state/test_resume_accumulation.py::test_stop_mid_epoch_then_resume_equals_uninterrupted"]),
+    # Micro-batches exchange: every one goes through the update path.
+    Mutation(
+        "accumulation_exchanges_every_micro_batch", "towertrain/engine/step.py",
+        "        if phase == accumulate.ACCUMULATE:\n            return self._accumulate(",
+        "        if False:\n            return self._accumulate(",
+        [T + "recipe/test_accumulation.py::test_micro_batches_before_the_last_exchange_nothing"]),
+    # Accumulation with --variable_update=independent let through.
+    Mutation(
+        "accumulation_independent_allowed", "towertrain/config/recipe_checks.py",
+        "    if steps > 1 and p.variable_update == \"independent\":",
+        "    if False:",
+        [T + "recipe/test_accumulation.py::test_refused_combinations_name_the_flags"]),
 ]

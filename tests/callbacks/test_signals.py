@@ -69,6 +69,7 @@ trainer.train()
 """
 
 
+@pytest.mark.slow
 def test_a_second_sigint_during_a_long_step_exits_at_once_with_130():
     proc = subprocess.Popen([sys.executable, "-c", _LONG_STEP.format(tests=helpers.cli.TESTS_DIR)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

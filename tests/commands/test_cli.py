@@ -57,8 +57,8 @@ def command_line():
     (["--zzz=1"], "--zzz: unknown flag; see --help"),  # --foo now suggests --forward_only
     (["--modle=resnet20"], "--modle: unknown flag; did you mean --model?"),
     # Every unknown flag in one message, not one per run.
-    (["--modl=x", "--device=cpu", "--num_gpu=2", "--foo"], "3 unknown flags: --modl (did you "
-     "mean --model?), --num_gpu (did you mean --num_gpus?), --foo; see --help"),
+    (["--modl=x", "--device=cpu", "--num_gpu=2", "--zzz"], "3 unknown flags: --modl (did you "
+     "mean --model?), --num_gpu (did you mean --num_gpus?), --zzz; see --help"),
     (["--variable_update=mirrored"], "--variable_update=mirrored: must be one of "
      "parameter_server, replicated, independent"),
     (["--num_batches=ten"], "--num_batches=ten: must be an integer"),

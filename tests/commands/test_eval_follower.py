@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.engine import eval_follower
+from towertrain.state import eval_follower
 from towertrain.state import run_record
 
 import helpers.cli

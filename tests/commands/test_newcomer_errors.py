@@ -43,7 +43,7 @@ def _unknown_flags():
     from towertrain.commands import common
     from towertrain.config import flags as flags_lib
     flags_lib.define_flags()
-    argv = ["towertrain", "--modl=x", "--num_gpu=2", "--foo"]
+    argv = ["towertrain", "--modl=x", "--num_gpu=2", "--zzz"]
     flags.FLAGS.unparse_flags()
     try:
         flags.FLAGS(argv)

@@ -9,14 +9,14 @@ import helpers.cli
 
 
 @pytest.mark.parametrize("changes,message", [
-    ({"gradient_repacking": -1}, r"^--gradient_repacking=-1: must be in 0\.\.1000 "
+    ({"gradient_repacking": -1, "variable_update": "replicated"}, r"^--gradient_repacking=-1: must be in 0\.\.1000 "
      r"\(0: one pack per dtype\)$"),
-    ({"gradient_repacking": 1001}, r"^--gradient_repacking=1001: must be in 0\.\.1000"),
+    ({"gradient_repacking": 1001, "variable_update": "replicated"}, r"^--gradient_repacking=1001: must be in 0\.\.1000"),
     ({"gradient_repacking": 4, "variable_update": "parameter_server"},
      r"^--gradient_repacking=4: only applies to --variable_update=replicated or "
-     r"collective_all_reduce, which exchange gradients \(got parameter_server\)$"),
+     r"--variable_update=collective_all_reduce \(got --variable_update=parameter_server\)$"),
     ({"gradient_repacking": 4, "variable_update": "independent"},
-     r"^--gradient_repacking=4: .*\(got independent\)$"),
+     r"^--gradient_repacking=4: .*\(got --variable_update=independent\)$"),
     ({"variable_update": "replicated", "all_reduce_spec": "pscpu/xring"},
      r"^--all_reduce_spec=pscpu/xring: is a --variable_update=collective_all_reduce "
      r"exchange; with --variable_update=replicated use nccl, pscpu, psgpu, ring$"),
@@ -28,7 +28,7 @@ import helpers.cli
      r"collective$"),
     ({"variable_update": "parameter_server", "all_reduce_spec": "nccl/xring"},
      r"^--all_reduce_spec=nccl/xring: only applies to --variable_update=replicated or "
-     r"collective_all_reduce \(got parameter_server\)$"),
+     r"--variable_update=collective_all_reduce \(got --variable_update=parameter_server\)$"),
     ({"variable_update": "collective_all_reduce", "all_reduce_spec": "nccl/xring"},
      r"^--all_reduce_spec=nccl/xring: needs --device=gpu; on CPU devices use pscpu/xring "
      r"or collective$"),

@@ -69,7 +69,7 @@ def array_input(global_batch, num_epochs=None):
 def test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice(staging_depth,
                                                                         num_epochs):
     trainer = gpu_trainer(tiny_model(), array_input(10, num_epochs),
-                          staging_depth=staging_depth)
+                          staging_depth=staging_depth, num_epochs=num_epochs)
     ops = trainer.trace_step().graph.get_operations()
     fetch = [op for op in ops if op.type == "IteratorGetNext"]
     assert len(fetch) == 1 and place(fetch[0]) == ("CPU", 0)

@@ -30,7 +30,7 @@ def lives_on(variable):
 
 
 def test_parameter_server_gpu_variables_and_slots_live_spread(monkeypatch):
-    monkeypatch.setattr(devices_lib, "tower_devices", lambda device, count, check=True:
+    monkeypatch.setattr(devices_lib, "tower_devices", lambda device, count, check=True, indices=None:
                         STAND_INS[:count])
     monkeypatch.setattr(devices_lib, "check_data_format", lambda device, fmt: None)
     before = tf.config.get_soft_device_placement()

@@ -9,6 +9,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer, models
 from towertrain.state import checkpoint as ckpt_lib
 from towertrain.engine import evaluation
+from towertrain.errors import ParamsError
 from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization
@@ -108,7 +109,8 @@ def test_unwritable_train_dir_fails_before_training(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     trainer = Trainer(tiny_params(train_dir=str(blocker / "sub"), num_batches=1))
-    with pytest.raises(ckpt_lib.CheckpointError, match="not writable"):
+    # Checked with every path the run writes, before the first step (state/writable.py).
+    with pytest.raises(ParamsError, match=r"a_file is a file, not a directory"):
         trainer.train(write=lambda line: None)
     assert int(trainer.variables.iterations().numpy()) == 0
 

@@ -3,6 +3,7 @@ model, so raw CIFAR-10 pixels score as --eval does (issue 22); the input
 contract is in export's --help."""
 import keras
 import numpy as np
+import pytest
 
 from towertrain import Params, Trainer
 
@@ -16,6 +17,7 @@ def _raw_test_split(data_dir):
     return raw[:, 1:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), raw[:, 0].astype(np.int64)
 
 
+@pytest.mark.slow
 def test_exported_model_with_preprocessing_scores_raw_images_as_eval(tmp_path):
     data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 96, 40, seed=3)
     train_dir = str(tmp_path / "run")

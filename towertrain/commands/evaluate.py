@@ -5,7 +5,8 @@ The accuracy itself is the engine's (towertrain.engine.evaluation); this is
 the command's flow around it: restore, header, result lines, summaries.
 """
 from towertrain.callbacks import summaries
-from towertrain.engine import benchmark_log, eval_follower, evaluation
+from towertrain.engine import benchmark_log, evaluation
+from towertrain.state import eval_follower
 from towertrain.errors import CheckpointError
 from towertrain.state import checkpoint as ckpt_lib
 

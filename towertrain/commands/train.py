@@ -33,7 +33,7 @@ def main(argv):
             # --model/--data_name default to the run's own; given ones must agree.
             where = run_record.directory(params)
             if params.eval_interval_secs:  # an evaluator started beside its training run
-                from towertrain.engine import eval_follower
+                from towertrain.state import eval_follower
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
             params = run_record.fill_params(params, flags_lib.explicit_flags(), record)

@@ -31,9 +31,6 @@ def validate_exchange(p, device, fail):
     mode, spec, packs = p.variable_update, p.all_reduce_spec, p.gradient_repacking
     if not 0 <= packs <= MAX_PACKS:
         fail("gradient_repacking", packs, f"must be in 0..{MAX_PACKS} (0: one pack per dtype)")
-    if packs and mode not in ("replicated", "collective_all_reduce"):
-        fail("gradient_repacking", packs, "only applies to --variable_update=replicated or "
-             f"collective_all_reduce, which exchange gradients (got {mode})")
     if spec is None:
         return
     if mode == "replicated" and spec in COLLECTIVE_SPECS:
@@ -42,9 +39,7 @@ def validate_exchange(p, device, fail):
     if mode == "collective_all_reduce" and spec in REPLICATED_SPECS:
         fail("all_reduce_spec", spec, "is a --variable_update=replicated algorithm; with "
              f"--variable_update=collective_all_reduce use {', '.join(COLLECTIVE_SPECS)}")
-    if mode not in ("replicated", "collective_all_reduce"):
-        fail("all_reduce_spec", spec, "only applies to --variable_update=replicated or "
-             f"collective_all_reduce (got {mode})")
+    # Other modes: refused by the settings table's applies_with (mode_checks).
     local = split_spec(spec)[0] if "/" in spec else spec
     if local in _GPU_ONLY and device == "cpu":
         fail("all_reduce_spec", spec, "needs --device=gpu; on CPU devices use "

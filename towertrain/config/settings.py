@@ -124,7 +124,9 @@ SETTINGS = (
                 "packs of about equal bytes, in reverse layer order, each reduced on its own "
                 "so its exchange can start while the backward pass still runs (0: one pack "
                 "per dtype). replicated and collective_all_reduce.", training_only=True,
-                applies_with=EXCHANGES),
+                applies_with=EXCHANGES,
+                # The scaling command also times modes that refuse it (parameter_server).
+                scaling=NOT_USED),
         Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
                 "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
                 "many as --num_gpus (default: 0..num_gpus-1).", training_only=True,
@@ -242,7 +244,8 @@ SETTINGS = (
                 "with XLA."),
         Setting("xla", BOOLEAN, False, "XLA auto-clustering (tf.config.optimizer.set_jit): "
                 "TensorFlow compiles the clusters of the step it can and runs the rest as "
-                "usual; on CPU devices it also sets TF_XLA_FLAGS=--tf_xla_cpu_global_jit."),
+                "usual; unless --device=gpu it also sets TF_XLA_FLAGS=--tf_xla_cpu_global_jit "
+                "before TensorFlow lists its devices.", scaling=NOT_USED),
         Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
                 "global batch instead of each tower's slice.", training_only=True)),
     *group("Summaries and traces",

@@ -273,22 +273,9 @@ BY_NAME = {f.name: f for f in FLAGS}
 # Flags towertrain defines only to refuse (category 3) or to accept with one value (2).
 REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 
-# Category-1 flags other branches define (issue 21's other parts and issue 18's
-# --gradient_repacking): not yet flags on this branch. Tests skip them naming
-# this set; clear a name when its flag lands.
-PENDING = frozenset({
-    "eval_interval_secs", "eval_dir", "num_eval_batches", "num_eval_epochs",
-    "eval_during_training_every_n_epochs", "eval_during_training_at_specified_steps",
-    "eval_during_training_at_specified_epochs", "stop_at_top_1_accuracy", "distortions",
-    "resize_method", "loss_type_to_report", "single_l2_loss_op", "display_perf_ewma",
-    "num_intra_threads", "num_inter_threads", "xla", "mkl", "kmp_blocktime", "kmp_affinity",
-    "kmp_settings", "allow_growth", "gpu_indices", "datasets_repeat_cached_sample",
-    "datasets_use_prefetch", "datasets_prefetch_buffer_size", "datasets_num_private_threads",
-    "datasets_use_caching", "datasets_parallel_interleave_cycle_length",
-    "datasets_sloppy_parallel_interleave", "datasets_parallel_interleave_prefetch",
-    "benchmark_log_dir", "graph_file", "use_chrome_trace_format", "sync_on_finish",
-    "fp16_vars", "variable_consistency", "batch_group_size", "gradient_repacking",
-})
+# Category-1 flags not yet defined (tests skip them naming this set). Empty:
+# every category-1 flag is a towertrain flag.
+PENDING = frozenset()
 
 
 def category(n):

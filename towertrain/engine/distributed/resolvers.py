@@ -106,11 +106,12 @@ def from_tf_config(text) -> Cluster:
         raise ClusterError(f"TF_CONFIG: not a cluster description ({err}); expected "
                            '{"cluster": {"worker": ["h:p", ...]}, "task": {"type": '
                            '"worker", "index": K}}') from None
-    other = sorted(set(jobs) - {JOB, CHIEF}) or (
-        [task_type] if task_type not in (JOB, CHIEF, None) else [])
-    if other:
-        raise ClusterError(f"TF_CONFIG: task type {other[0]!r}: only 'chief' and 'worker' "
-                           "tasks are supported (no parameter servers, no evaluator)")
+    # This task's own type first: that is the one the user must change.
+    unsupported = ([task_type] if task_type not in (JOB, CHIEF, None) else []) + sorted(
+        set(jobs) - {JOB, CHIEF})
+    if unsupported:
+        raise ClusterError(f"TF_CONFIG: task type {unsupported[0]!r}: only 'chief' and "
+                           "'worker' tasks are supported (no parameter servers, no evaluator)")
     chiefs, workers = _addresses(jobs.get(CHIEF)), _addresses(jobs.get(JOB))
     if len(chiefs) > 1:
         raise ClusterError(f"TF_CONFIG: {len(chiefs)} 'chief' tasks; at most one")

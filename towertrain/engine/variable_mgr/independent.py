@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from towertrain.recipe import gradients
 
-from .base import assign_all, register
+from .base import VariableManager, assign_all, register
 from .replicated import ReplicatedManager
 
 
@@ -17,6 +17,8 @@ class IndependentManager(ReplicatedManager):
 
     def __init__(self, devices, params):  # no all-reduce to choose
         super(ReplicatedManager, self).__init__(devices, params)
+
+    exchange = VariableManager.exchange  # nothing to exchange: each tower keeps its own
 
     def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
         del grad_scale  # never given: only an exchange carries a half-precision transfer
