@@ -897,7 +897,7 @@ MUTATIONS = [
         "        interleave_cycle_length=None,\n",
         [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
     Mutation(
-        "datasets_sloppy_interleave_ignored", "input_pipeline/dataset_options.py",
+        "datasets_sloppy_interleave_not_read", "input_pipeline/dataset_options.py",
         "        sloppy_interleave=params.datasets_sloppy_parallel_interleave,\n",
         "        sloppy_interleave=False,\n",
         [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
@@ -907,22 +907,16 @@ MUTATIONS = [
         "        interleave_prefetch=None,\n",
         [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
     Mutation(
-        "datasets_repeat_cached_sample_ignored", "input_pipeline/dataset_options.py",
+        "datasets_repeat_cached_sample_not_read", "input_pipeline/dataset_options.py",
         "        repeat_cached_sample=params.datasets_repeat_cached_sample)\n",
         "        repeat_cached_sample=False)\n",
         [T + "input/test_dataset_options.py::test_repeat_cached_sample_repeats_one_record"]),
     Mutation(
-        "gpu_indices_ignored", "towertrain/trainer.py",
+        "gpu_indices_not_passed_to_devices", "towertrain/trainer.py",
         "            indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))",
         "            indices=None)",
         [T + "engine/test_runtime_flags.py::"
          "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
-    Mutation(
-        "batch_group_size_ignored", "towertrain/trainer.py",
-        "                                                             group=params.batch_group_size)",
-        "                                                             group=1)",
-        [T + "engine/test_batch_group_size.py::"
-         "test_groups_of_batches_are_staged_every_group_steps"]),
     Mutation(
         "sync_on_finish_ignored", "towertrain/engine/runtime.py",
         "    if not params.sync_on_finish:\n        return None\n",
@@ -954,11 +948,6 @@ MUTATIONS = [
         [T + "recipe/test_native_precision.py::"
          "test_an_emulated_precision_runs_when_allowed_and_the_header_says_so"]),
     Mutation(
-        "fp16_vars_ignored", "towertrain/recipe/precision.py",
-        '        return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
-        '        return "mixed_float16"',
-        [T + "recipe/test_fp16_vars.py::test_fp16_vars_stores_weights_and_slots_in_float16"]),
-    Mutation(
         "kmp_settings_ignored", "towertrain/engine/runtime.py",
         "                   KMP_SETTINGS=str(values.kmp_settings), KMP_AFFINITY=",
         "                   KMP_SETTINGS=\"1\", KMP_AFFINITY=",
@@ -973,11 +962,6 @@ MUTATIONS = [
         '                          if self.params.variable_consistency == "relaxed" else None)',
         "                          if False else None)",
         [T + "engine/test_variable_consistency.py::test_relaxed_applies_each_sum_one_step_late"]),
-    Mutation(
-        "use_chrome_trace_format_ignored", "towertrain/callbacks/__init__.py",
-        "chrome=p.use_chrome_trace_format))", "chrome=True))",
-        [T + "callbacks/test_run_files.py::"
-         "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
         "gradient_accumulation_steps_ignored", "towertrain/trainer.py",
         "        self.accumulation = accumulation.Plan(\n"
