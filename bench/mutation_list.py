@@ -1223,4 +1223,55 @@ MUTATIONS = [
         "    if steps > 1 and p.variable_update == \"independent\":",
         "    if False:",
         [T + "recipe/test_accumulation.py::test_refused_combinations_name_the_flags"]),
+    # --gradient_accumulation_steps x clipping: each micro-batch clipped on its
+    # own before it is accumulated (not the update's mean gradient once).
+    Mutation(
+        "accumulation_clip_per_micro_batch", "towertrain/engine/step.py",
+        "        loss, correct, all_finite = self._local_sums(results, finite)\n"
+        "        done = self.accumulators.add(",
+        "        results = [r._replace(grads=__import__('towertrain.recipe.gradients', "
+        "fromlist=['clip_for']).clip_for(self.params, r.grads)) if r is not None else r "
+        "for r in results]\n"
+        "        loss, correct, all_finite = self._local_sums(results, finite)\n"
+        "        done = self.accumulators.add(",
+        [T + "recipe/test_accumulation_combined.py::test_clip_acts_once_on_the_updates_mean_gradient"]),
+    # x loss scaling: the dynamic scale's finite-step count advances per micro-batch.
+    Mutation(
+        "accumulation_loss_scale_per_micro_batch", "towertrain/engine/step.py",
+        "        done = self.accumulators.add(results, local_count, loss, correct, all_finite)\n",
+        "        done = self.accumulators.add(results, local_count, loss, correct, all_finite)\n"
+        "        if self.loss_scale:\n            self.loss_scale.update(all_finite)\n",
+        [T + "recipe/test_accumulation_combined.py::test_dynamic_loss_scale_counts_updates",
+         T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
+    # x loss scaling: the update's finite check sees only its last micro-batch
+    # (neither the accumulated flag nor the accumulated sums).
+    Mutation(
+        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step.py",
+        "        combined, finite = [], [all_finite]\n"
+        "        for i, device in enumerate(self.devices):\n"
+        "            with tf.device(device):\n"
+        "                scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]\n"
+        "                new_stats = results[i].non_trainable if results[i] is not None else None\n"
+        "                combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))\n"
+        "                finite.append(tower.all_finite(combined[-1]))\n",
+        "        combined, finite = [], list(finite)\n"
+        "        for i, device in enumerate(self.devices):\n"
+        "            with tf.device(device):\n"
+        "                scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]\n"
+        "                new_stats = results[i].non_trainable if results[i] is not None else None\n"
+        "                combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))\n",
+        [T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
+    # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
+    Mutation(
+        "accumulation_linear_scaling_per_batch", "towertrain/trainer.py",
+        "            global_batch=self.global_batch_size * self.accumulation.steps,\n",
+        "            global_batch=self.global_batch_size,\n",
+        [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
+    # x warmup: the warmup epochs counted in batches instead of updates.
+    Mutation(
+        "accumulation_warmup_in_batches", "towertrain/recipe/lr_schedule.py",
+        "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs, steps_per_epoch)",
+        "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs,\n"
+        "                                        steps_per_epoch * p.gradient_accumulation_steps)",
+        [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
 ]

@@ -82,20 +82,22 @@ def _gradient_collectives(trainer):
             if op.type == "CollectiveReduceV2" and "/pack" in op.name]
 
 
-def _run_worker(hosts, task, out_path, spec, packs):
-    """Worker process: joins the cluster (2 logical CPUs), trains one epoch of
-    the arrays (3 steps, the last uneven), saves every copy of the weights and
-    the gradient collectives of its step."""
+def _run_worker(hosts, task, out_path, spec, packs, accumulation=1, epochs=1):
+    """Worker process: joins the cluster (2 logical CPUs), trains `epochs`
+    epochs of the arrays (3 batches each, the last uneven) with
+    --gradient_accumulation_steps=`accumulation`, saves every copy of the
+    weights and the gradient collectives of its step."""
     from towertrain.engine.distributed import cluster
     params = _params(num_gpus=2, variable_update="collective_all_reduce",
                      worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
-                     all_reduce_spec=spec, gradient_repacking=packs)
+                     all_reduce_spec=spec, gradient_repacking=packs, num_epochs=epochs,
+                     gradient_accumulation_steps=accumulation)
     cluster.setup(cluster.from_params(params), params)
     from towertrain import trainer as trainer_lib
     from towertrain.input_pipeline import from_arrays
     images, labels = _data()
     trainer = trainer_lib.Trainer(params, input_source=from_arrays(
-        images, labels, GLOBAL_BATCH, num_epochs=1))
+        images, labels, GLOBAL_BATCH, num_epochs=epochs))
     assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
     losses = [float(trainer.step()) for _ in range(trainer.total_steps)]
     copies = [[v.numpy() for v in copy] + [v.numpy() for v in stats] for copy, stats in
@@ -109,16 +111,14 @@ def _run_worker(hosts, task, out_path, spec, packs):
     os._exit(0)  # TensorFlow's gRPC teardown is not needed
 
 
-# The flat exchange with one pack per dtype, and the hierarchical one
-# (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
-# per pack between the workers) with 3 packs.
-@pytest.mark.slow  # two worker processes and a 4-device reference per case
-@pytest.mark.parametrize("spec,packs", [("collective", 0), ("pscpu/xring", 3)])
-def test_two_workers_equal_one_process_with_four_devices(tmp_path, spec, packs):
+def run_two_workers(tmp_path, spec, packs, accumulation=1, epochs=1):
+    """Runs this file as two worker processes on a fresh 2-worker cluster
+    (_run_worker's arguments); returns their .npz outputs once both succeeded."""
     hosts = _hosts(2)
     outs = [str(tmp_path / f"worker{k}.npz") for k in range(2)]
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", hosts,
-                               str(k), outs[k], spec, str(packs)], cwd=REPO, env=_env(),
+                               str(k), outs[k], spec, str(packs), str(accumulation),
+                               str(epochs)], cwd=REPO, env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for k in range(2)]
     try:
@@ -128,6 +128,16 @@ def test_two_workers_equal_one_process_with_four_devices(tmp_path, spec, packs):
             assert proc.returncode == 0, log[-3000:]
     finally:
         _kill_all(procs)
+    return outs
+
+
+# The flat exchange with one pack per dtype, and the hierarchical one
+# (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
+# per pack between the workers) with 3 packs.
+@pytest.mark.slow  # two worker processes and a 4-device reference per case
+@pytest.mark.parametrize("spec,packs", [("collective", 0), ("pscpu/xring", 3)])
+def test_two_workers_equal_one_process_with_four_devices(tmp_path, spec, packs):
+    outs = run_two_workers(tmp_path, spec, packs)
 
     # The reference: one process holding all four devices, same global batch.
     from towertrain import trainer as trainer_lib
@@ -285,5 +295,6 @@ def test_worker_shard_takes_contiguous_global_towers():
     assert seen == [[[0, 1, 2], [3, 4, 5]], [[6, 7], [8, 9]]]
 
 
-if __name__ == "__main__" and len(sys.argv) == 7 and sys.argv[1] == "worker":
-    _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))
+if __name__ == "__main__" and len(sys.argv) == 9 and sys.argv[1] == "worker":
+    _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5],
+                *[int(arg) for arg in sys.argv[6:]])
