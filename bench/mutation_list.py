@@ -1274,4 +1274,12 @@ MUTATIONS = [
         "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs,\n"
         "                                        steps_per_epoch * p.gradient_accumulation_steps)",
         [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
+    # x collective_all_reduce: an update's example count not summed over the
+    # workers (each rescales by its own count).
+    Mutation(
+        "accumulation_multiworker_local_count", "towertrain/engine/step.py",
+        "            if self.num_workers > 1:  # one exchange of count and loss per update\n",
+        "            if False:  # one exchange of count and loss per update\n",
+        [T + "recipe/test_accumulation_combined.py::"
+         "test_two_workers_accumulating_equal_one_process_with_four_devices"]),
 ]
