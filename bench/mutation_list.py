@@ -1282,4 +1282,19 @@ MUTATIONS = [
         "            if False:  # one exchange of count and loss per update\n",
         [T + "recipe/test_accumulation_combined.py::"
          "test_two_workers_accumulating_equal_one_process_with_four_devices"]),
+    # x a skipped (non-finite) update: the next update's micro-batches planned
+    # from the global step, which lags the input after a skip.
+    Mutation(
+        "accumulation_plan_follows_global_step", "towertrain/trainer.py",
+        "        count = self.accumulation.micro_batches(self._next_update)\n",
+        "        count = self.accumulation.micro_batches(self.global_step())\n",
+        [T + "recipe/test_accumulation_combined.py::"
+         "test_skipped_update_keeps_the_epochs_updates_in_place"]),
+    # ... and a stop's drain computed from the lagging global step.
+    Mutation(
+        "accumulation_drain_from_global_step", "towertrain/trainer.py",
+        "        step = self._next_update\n        end = self.accumulation.",
+        "        step = self.global_step()\n        end = self.accumulation.",
+        [T + "recipe/test_accumulation_combined.py::"
+         "test_skipped_update_keeps_the_epochs_updates_in_place"]),
 ]

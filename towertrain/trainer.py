@@ -147,6 +147,11 @@ class Trainer:
                                                              group=params.batch_group_size)
         self.input.create(self.devices)
         self._input_started = False
+        # The plan's index of the next update (recipe/accumulation.py): it
+        # follows the input, so an update skipped as non-finite (the global
+        # step stays) has still used up its batches, and the next one takes
+        # the batches after them, as far as the epoch's end.
+        self._next_update = 0
         if self._staging is not None:
             self._staging.start_at(0, self._position(self.total_steps))
 
@@ -220,6 +225,7 @@ class Trainer:
                 extras = step_outputs.to_python(extras)
                 if phase == accumulate.ACCUMULATE:
                     waited += extras.get("input_wait_seconds", 0.0)
+            self._next_update += 1
             if "input_wait_seconds" in extras:
                 extras["input_wait_seconds"] += waited
             examples = int(examples)
@@ -236,7 +242,7 @@ class Trainer:
         """The step function calls of the next update: one, or one per micro-batch."""
         if self.accumulators is None:
             return [accumulate.WHOLE]
-        count = self.accumulation.micro_batches(self.global_step())
+        count = self.accumulation.micro_batches(self._next_update)
         return [accumulate.ACCUMULATE] * (count - 1) + [accumulate.APPLY]
 
     def _position(self, step):
@@ -254,6 +260,7 @@ class Trainer:
         there); once, before the first step."""
         if not self._input_started:
             self._input_started = True
+            self._next_update = start_step
             self.input.resume_after(self._position(start_step))
 
     def add_fence(self, step):
@@ -272,7 +279,7 @@ class Trainer:
             return self._staging.drain()
         if not self._staging.staged:
             return 0
-        step = self.global_step()
+        step = self._next_update
         end = self.accumulation.first_update_at_or_after(
             self._position(step) + self._staging.staged)
         self._staging.add_fence(self._position(end))
@@ -367,6 +374,7 @@ class Trainer:
         ckpt_lib.restore_portable(self.model, self.variables, path,
                                   engine_variables=self.engine_variables())
         self.sync_model()
+        self._next_update = self.global_step()
         if self._staging is not None:  # staged batches belong to the old position
             self._staging.start_at(self._position(self.global_step()),
                                    self._position(self.total_steps))

@@ -153,20 +153,23 @@ def test_linear_scaling_and_warmup_count_updates():
         assert_close(copy, expected)
 
 
-def _fp16_trainer(images, steps=2, **flags):
+def _fp16_trainer(images, steps=2, num_epochs=None, **flags):
     keras.mixed_precision.set_dtype_policy("mixed_float16")
     try:
         keras.utils.set_random_seed(5)
         model = tiny_model()
     finally:
         keras.mixed_precision.set_dtype_policy("float32")
+    flags = dict(dict(staging_depth=0, fp16_inc_loss_scale_every_n=100), **flags)
+    length = dict(num_epochs=num_epochs) if num_epochs else dict(num_batches=100)
     params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
-                    optimizer="momentum", init_learning_rate=LEARNING_RATE, num_batches=100,
-                    num_warmup_batches=0, gradient_accumulation_steps=steps, staging_depth=0,
-                    use_fp16=True, fp16_enable_auto_loss_scale=True, fp16_loss_scale=1024.0,
-                    allow_emulated_precision=True, **flags)
+                    optimizer="momentum", init_learning_rate=LEARNING_RATE,
+                    num_warmup_batches=0, gradient_accumulation_steps=steps, use_fp16=True,
+                    fp16_enable_auto_loss_scale=True, fp16_loss_scale=1024.0,
+                    allow_emulated_precision=True, **length, **flags)
     labels = np.arange(len(images), dtype=np.int32) % NUM_CLASSES
-    return Trainer(params, model=model, input_source=from_arrays(images, labels, GLOBAL_BATCH))
+    return Trainer(params, model=model, input_source=from_arrays(
+        images, labels, GLOBAL_BATCH, num_epochs=num_epochs))
 
 
 def test_dynamic_loss_scale_counts_updates():
@@ -190,7 +193,7 @@ def test_overflow_in_one_micro_batch_skips_the_whole_update():
     once; the next update applies normally (the accumulators start clean)."""
     images, _ = examples(6 * GLOBAL_BATCH)
     images[4 * GLOBAL_BATCH] = 1000.0  # one example: its scaled gradient passes 65504
-    trainer = _fp16_trainer(images, fp16_inc_loss_scale_every_n=100)
+    trainer = _fp16_trainer(images)
     scale = trainer.loss_scale
     for _ in range(2):
         assert trainer.step().finite
@@ -209,6 +212,44 @@ def test_overflow_in_one_micro_batch_skips_the_whole_update():
     assert all(np.isfinite(v).all() for copy in after for v in copy)
     assert any(not np.array_equal(a, b) for a, b in zip(before[0], after[0]))
     assert int(scale.good_steps.numpy()) == 1 and float(scale.scale.numpy()) == 512.0
+
+
+
+class UpdateLog(Callback):
+    """Each loop step's examples and whether its update was applied; asks to
+    stop after step `stop_after`."""
+
+    def __init__(self, stop_after=None):
+        self.examples, self.finite, self.stop_after = [], [], stop_after
+
+    def after_step(self, step, result, seconds):
+        self.examples.append(result.examples)
+        self.finite.append(result.finite)
+        if step == self.stop_after:
+            self.loop.request_stop("test")
+
+
+@pytest.mark.parametrize("stop_after,staging_depth", [(None, 1), (1, 2)])
+def test_skipped_update_keeps_the_epochs_updates_in_place(stop_after, staging_depth):
+    """K=4 over epochs of 6 batches (updates of 4 and 2): each epoch's first
+    update overflows (example 0) and is skipped, so the global step lags the
+    input. The next update still takes the epoch's last 2 batches, and the run
+    ends on the epochs' last batch (not reading past the input's end); a stop
+    after the skipped update drains exactly to the end of the next one,
+    nothing left staged."""
+    images, _ = examples()
+    images[0] = 1000.0  # its float16 gradient overflows at the scale 1024
+    trainer = _fp16_trainer(images, steps=4, num_epochs=2, staging_depth=staging_depth)
+    log = UpdateLog(stop_after)
+    trainer.train(write=quiet, callbacks=[log])
+    if stop_after is None:
+        assert log.examples == [16, 6, 16, 6]
+        assert log.finite == [False, True, False, True]
+        assert trainer.global_step() == 2
+        assert float(trainer.loss_scale.scale.numpy()) == 256.0  # halved twice
+    else:
+        assert log.examples == [16, 6] and log.finite == [False, True]
+        assert trainer.global_step() == 1 and trainer.staged_batches() == 0
 
 
 @pytest.mark.slow  # two worker processes and a 4-device reference
