@@ -3,7 +3,8 @@ worker processes on 127.0.0.1, on free ports the test picks.
 
 Every process a test starts is killed by the test when it fails, and every
 wait has a hard timeout, so no test can hang. Run as a script, this file is
-the worker of test_two_workers_equal_one_process_with_four_devices.
+the worker of test_two_workers_equal_one_process_with_four_devices (and of
+tests/recipe/test_accumulation_combined.py, through run_two_workers).
 """
 import glob
 import os
