@@ -540,8 +540,8 @@ MUTATIONS = [
     # Staging x input doors: --staging_depth's value ignored (always 1).
     Mutation(
         "staging_depth_ignored", "towertrain/trainer.py",
-        "staging.StagedInput(self.input, params.staging_depth)",
-        "staging.StagedInput(self.input, 1)",
+        "staging.StagedInput(self.input, params.staging_depth,",
+        "staging.StagedInput(self.input, 1,",
         [T + "input/test_staging_doors.py::test_staging_trains_each_door_on_the_batches_it_gives_unstaged"]),
     # The queue door left unstaged (the flag is silently without effect there).
     Mutation(
@@ -578,8 +578,8 @@ MUTATIONS = [
     # count collective, so the other worker never hears of it.
     Mutation(
         "stop_request_not_exchanged", "towertrain/engine/step.py",
-        "tf.stack([global_count, self.trainer.stop_request.read_value()])",
-        "tf.stack([global_count, 0 * self.trainer.stop_request.read_value()])",
+        "tf.stack([count, self.trainer.stop_request.read_value()])",
+        "tf.stack([count, 0 * self.trainer.stop_request.read_value()])",
         [T + "cluster/test_coordinated_stop.py"]),
     # A resume does not read the topology the checkpoint recorded.
     Mutation(
