@@ -1297,4 +1297,11 @@ MUTATIONS = [
         "        step = self.global_step()\n        end = self.accumulation.",
         [T + "recipe/test_accumulation_combined.py::"
          "test_skipped_update_keeps_the_epochs_updates_in_place"]),
+    # The scaling command checks only Params fields, so --forward_only passes unseen.
+    Mutation(
+        "scaling_misses_command_line_only_flags", "towertrain/commands/scaling.py",
+        "_flag_checks(params_lib, _explicit_settings(flags.FLAGS))",
+        "_flag_checks(params_lib, flags_lib.explicit_flags())",
+        [T + "config/test_ignored_flags.py::"
+         "test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use"]),
 ]

@@ -126,3 +126,33 @@ def test_scaling_refuses_every_summary_trace_and_checkpoint_flag(name):
     flags_lib.define_flags()
     with pytest.raises(ParamsError, match=f"^--{name}=.*: not used by the scaling benchmark"):
         scaling._flag_checks(params_lib, {name})
+
+
+# Settings with no Params field (command-line only, e.g. --forward_only) are
+# not among flags_lib.explicit_flags(): the scaling command must still see them.
+COMMAND_LINE_ONLY_NOT_USED = sorted(
+    set(settings.for_scaling(settings.NOT_USED)) - set(Params.__dataclass_fields__))
+
+
+def test_some_command_line_only_flag_is_not_used_by_scaling():
+    assert "forward_only" in COMMAND_LINE_ONLY_NOT_USED
+
+
+@pytest.mark.parametrize("name", COMMAND_LINE_ONLY_NOT_USED)
+def test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use(name, capsys):
+    """Through scaling.main with parsed flags (what `python -m towertrain.scaling`
+    runs): exit status 2 and the line naming the flag, before any timing."""
+    from absl import flags
+    from towertrain.commands import scaling
+    scaling.define_flags()
+    value = other_value(BY_NAME[name])
+    flags.FLAGS.unparse_flags()
+    try:
+        flags.FLAGS(["scaling", f"--{name}={value}"])
+        status = scaling.main(["scaling"])
+    finally:
+        flags.FLAGS.unparse_flags()
+    assert status == 2
+    assert capsys.readouterr().err.strip() == (
+        f"towertrain: error: --{name}={value}: not used by the scaling benchmark "
+        "(it times training steps on synthetic data)")

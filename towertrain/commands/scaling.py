@@ -194,6 +194,14 @@ def _flag_checks(params_lib, explicit):
             raise params_lib.ParamsError(f"--{name}={fl[name].value}: must be >= 1")
 
 
+def _explicit_settings(flag_values):
+    """Every setting given on the command line, the command-line-only ones
+    (--forward_only, --verbose) included: flags_lib.explicit_flags() lists
+    Params fields only, so a command-line-only flag would pass unseen."""
+    return {s.name for s in settings.SETTINGS
+            if s.name in flag_values and flag_values[s.name].present}
+
+
 def _devices(device, max_devices, devices):
     """(device type, max devices); makes the logical CPU devices before any op runs."""
     gpus = devices.num_physical_gpus()
@@ -216,7 +224,7 @@ def main(argv):
     if len(argv) > 1:
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     try:
-        _flag_checks(params_lib, flags_lib.explicit_flags())
+        _flag_checks(params_lib, _explicit_settings(flags.FLAGS))
     except params_lib.ParamsError as err:
         return common.fail(str(err))
     common.import_tensorflow_quietly()
