@@ -1304,4 +1304,21 @@ MUTATIONS = [
         "_flag_checks(params_lib, flags_lib.explicit_flags())",
         [T + "config/test_ignored_flags.py::"
          "test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use"]),
+    # tf_cnn_benchmarks' --device=GPU refused again (the setting case-sensitive).
+    Mutation(
+        "device_flag_case_sensitive", "towertrain/config/settings.py",
+        '"else cpu).", choices=DEVICES, case_sensitive=False),',
+        '"else cpu).", choices=DEVICES),',
+        [T + "config/test_tfcnn_flags.py::test_every_tf_cnn_enum_value_parses_or_says_what_to_use",
+         T + "config/test_tfcnn_flags.py::test_upper_case_device_reaches_params_as_the_lower_case_value"]),
+    # The flag definition ignores the setting's case_sensitive.
+    Mutation(
+        "enum_flag_ignores_case_setting", "towertrain/config/flags.py",
+        "case_sensitive=setting.case_sensitive", "case_sensitive=True",
+        [T + "config/test_tfcnn_flags.py::test_every_tf_cnn_enum_value_parses_or_says_what_to_use"]),
+    # --variable_update=horovod gets absl's bare choices, no migration line.
+    Mutation(
+        "tfcnn_enum_value_without_migration_line", "towertrain/commands/common.py",
+        '                reason += f"; {migration}"\n', "                pass\n",
+        [T + "config/test_tfcnn_flags.py::test_every_tf_cnn_enum_value_parses_or_says_what_to_use"]),
 ]

@@ -144,3 +144,39 @@ def test_a_typo_is_never_pointed_at_a_refused_flag(cli, capsys):
     err = capsys.readouterr().err
     assert err == ("towertrain: error: --hierarchical_cop: unknown flag; see --help for the "
                    "flags\n")
+
+
+def test_enum_values_cover_every_implemented_enum_flag():
+    enums = {f.name for f in table.category(table.IMPLEMENTED) if f.type == "enum"}
+    assert set(table.ENUM_VALUES) == enums
+    assert {name for name, _ in table.REFUSED_VALUES} <= enums
+
+
+@pytest.mark.parametrize("name,given", [(n, v) for n, values in table.ENUM_VALUES.items()
+                                        for v in values])
+def test_every_tf_cnn_enum_value_parses_or_says_what_to_use(cli, capsys, name, given):
+    """tf_cnn_benchmarks' own values: each is taken (and means the towertrain
+    value of that name, in any case) or refused with its migration line."""
+    from absl import flags
+    why = table.value_refusal(name, given)
+    if why is None:
+        cli.parse(f"--{name}={given}")
+        value = flags.FLAGS[name].value
+        assert value in flags.FLAGS[name].parser.enum_values
+        assert value.upper() == given.upper()
+        return
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli.parse(f"--{name}={given}")
+    assert exit_.value.code == 2
+    choices = ", ".join(flags.FLAGS[name].parser.enum_values)
+    assert capsys.readouterr().err == (
+        f"towertrain: error: --{name}={given}: must be one of {choices}; {why}\n")
+    assert "use --variable_update=collective_all_reduce" in why
+
+
+def test_upper_case_device_reaches_params_as_the_lower_case_value(cli):
+    from towertrain.config import flags as flags_lib
+    cli.parse("--device=CPU", "--local_parameter_device=CPU", "--model=trivial")
+    params = flags_lib.params_from_flags()
+    assert (params.device, params.local_parameter_device) == ("cpu", "cpu")

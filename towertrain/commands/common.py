@@ -124,6 +124,10 @@ def flag_error_message(err):
                       flag.flag_type(), text[bad_value.end():])
         if choices:
             reason = f"must be one of {', '.join(choices)}"
+            from towertrain.config import tfcnn_flags
+            migration = tfcnn_flags.value_refusal(flag.name, bad_value.group(2))
+            if migration:
+                reason += f"; {migration}"
         return f"--{flag.name}={bad_value.group(2)}: {reason}"
     missing = re.match(r"Missing value for flag (--\w+)", text)
     if missing:

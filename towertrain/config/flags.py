@@ -35,7 +35,10 @@ def define_flags():
         return
     for setting in settings.SETTINGS:
         if setting.type == settings.ENUM:
-            flags.DEFINE_enum(setting.name, setting.default, setting.choices, setting.help)
+            flags.DEFINE_flag(flags.EnumFlag(setting.name, setting.default, setting.help,
+                                             setting.choices,
+                                             case_sensitive=setting.case_sensitive),
+                              FLAGS)
         else:
             _DEFINE[setting.type](setting.name, setting.default, setting.help)
     # tf_cnn_benchmarks' flags towertrain accepts with one value or refuses.

@@ -56,6 +56,9 @@ class Setting:
     # (mode setting, values): only those values of the mode read this setting;
     # given with another, it is an error (towertrain.config.mode_checks).
     applies_with: Optional[Tuple[str, Tuple[object, ...]]] = None
+    # ENUM only: the flag also takes its values in other case (tf_cnn_benchmarks'
+    # --device=GPU); the parsed value is always the listed spelling.
+    case_sensitive: bool = True
 
     def __post_init__(self):
         # A malformed entry fails on import, naming itself.
@@ -63,6 +66,8 @@ class Setting:
             raise ValueError(f"setting {self.name}: unknown type {self.type!r}")
         if (self.type == ENUM) != (self.choices is not None):
             raise ValueError(f"setting {self.name}: choices go with type ENUM, and only there")
+        if not self.case_sensitive and self.type != ENUM:
+            raise ValueError(f"setting {self.name}: case_sensitive=False is for ENUM only")
         if self.scaling not in (SHARED, PER_CONFIGURATION, NOT_USED):
             raise ValueError(f"setting {self.name}: unknown scaling {self.scaling!r}")
         if self.applies_with is not None and (
@@ -104,13 +109,13 @@ SETTINGS = (
                 choices=RESIZE_METHODS, scaling=NOT_USED)),
     *group("Devices and variables",
         Setting("device", ENUM, None, "Compute device type (default: gpu if one is present, "
-                "else cpu).", choices=DEVICES),
+                "else cpu).", choices=DEVICES, case_sensitive=False),
         Setting("num_gpus", INTEGER, 1, "Number of towers: GPUs, or logical CPU devices with "
                 "--device=cpu.", scaling=PER_CONFIGURATION),
         Setting("variable_update", ENUM, "parameter_server", "How towers share variables.",
                 choices=VARIABLE_UPDATES, scaling=PER_CONFIGURATION),
         Setting("local_parameter_device", ENUM, None, "parameter_server only: where the "
-                "variables live (default: --device).", choices=DEVICES,
+                "variables live (default: --device).", choices=DEVICES, case_sensitive=False,
                 scaling=PER_CONFIGURATION,
                 applies_with=("variable_update", ("parameter_server",))),
         Setting("all_reduce_spec", ENUM, None, "The gradient exchange. replicated: nccl, "

@@ -273,6 +273,44 @@ BY_NAME = {f.name: f for f in FLAGS}
 # Flags towertrain defines only to refuse (category 3) or to accept with one value (2).
 REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 
+# tf_cnn_benchmarks' choices for its enum flags that towertrain implements (from
+# the flags.DEFINE_enum calls at SOURCE_COMMIT). towertrain's flags take every one
+# (--device and --local_parameter_device in either case, as there) except the
+# values in REFUSED_VALUES, whose parse error says why and what to use.
+ENUM_VALUES = {
+    "variable_consistency": ("strong", "relaxed"),
+    "local_parameter_device": ("cpu", "gpu", "CPU", "GPU"),
+    "device": ("cpu", "gpu", "CPU", "GPU"),
+    "data_format": ("NHWC", "NCHW"),
+    "optimizer": ("momentum", "sgd", "rmsprop", "adam"),
+    "loss_type_to_report": ("base_loss", "total_loss"),
+    "variable_update": ("parameter_server", "replicated", "distributed_replicated",
+                        "independent", "distributed_all_reduce", "collective_all_reduce",
+                        "horovod"),
+}
+_ACROSS_PROCESSES = ("use --variable_update=collective_all_reduce across worker processes "
+                     "(--worker_hosts and --task_index, or python -m towertrain.launch "
+                     "--num_workers=N to start them on one machine)")
+REFUSED_VALUES = {
+    ("variable_update", "distributed_replicated"):
+        "a TF 1 mode with parameter-server tasks, which towertrain does not have; "
+        + _ACROSS_PROCESSES,
+    ("variable_update", "distributed_all_reduce"):
+        "a TF 1 mode driven by a controller task, which towertrain does not have; "
+        + _ACROSS_PROCESSES,
+    ("variable_update", "horovod"):
+        "Horovod does not install on TF >= 2.16, so towertrain has no horovod mode; "
+        + _ACROSS_PROCESSES,
+}
+
+
+def value_refusal(name, given):
+    """Why a tf_cnn_benchmarks value of an implemented enum flag is not taken
+    (appended to the parse error), or None."""
+    why = REFUSED_VALUES.get((name, given))
+    return None if why is None else f"tf_cnn_benchmarks' {given}: {why}"
+
+
 # Category-1 flags not yet defined (tests skip them naming this set). Empty:
 # every category-1 flag is a towertrain flag.
 PENDING = frozenset()
