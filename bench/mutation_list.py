@@ -1321,4 +1321,17 @@ MUTATIONS = [
         "tfcnn_enum_value_without_migration_line", "towertrain/commands/common.py",
         '                reason += f"; {migration}"\n', "                pass\n",
         [T + "config/test_tfcnn_flags.py::test_every_tf_cnn_enum_value_parses_or_says_what_to_use"]),
+    # Relaxed consistency's held sums left out of checkpoints: a resume applies zeros.
+    Mutation(
+        "relaxed_held_sums_not_checkpointed", "towertrain/trainer.py",
+        "        found = dict(self.variables.engine_variables())\n",
+        "        found = {}\n",
+        [T + "engine/test_variable_consistency.py::"
+         "test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run"]),
+    # ... restored into the first copy only.
+    Mutation(
+        "relaxed_held_sums_restored_to_one_copy", "towertrain/state/checkpoint.py",
+        "        self.manager.sync_engine_copies()\n", "",
+        [T + "engine/test_variable_consistency.py::"
+         "test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run"]),
 ]

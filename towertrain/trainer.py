@@ -286,11 +286,13 @@ class Trainer:
         return end - step
 
     def engine_variables(self):
-        """Engine state that checkpoints carry besides the model (the loss scale)."""
-        if not self.loss_scale:
-            return {}
-        return {f"loss_scale/{name}": variable
-                for name, variable in self.loss_scale.checkpoint_variables().items()}
+        """Engine state that checkpoints carry besides the model: the loss scale,
+        the variable manager's own (relaxed consistency's held sums)."""
+        found = dict(self.variables.engine_variables())
+        if self.loss_scale:
+            found.update({f"loss_scale/{name}": variable
+                          for name, variable in self.loss_scale.checkpoint_variables().items()})
+        return found
 
     def staged_batches(self):
         return self._staging.staged if self._staging is not None else 0

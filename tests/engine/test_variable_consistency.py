@@ -46,3 +46,23 @@ def test_relaxed_only_with_replicated():
     with pytest.raises(ParamsError, match=r"^--variable_consistency=relaxed: only applies to "
                                           r"--variable_update=replicated"):
         tiny_params("parameter_server", variable_consistency="relaxed")
+
+
+def test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run(tmp_path):
+    """The held sums ride the checkpoint: 3 steps, a new process's trainer
+    (here a new Trainer) resumes from train_dir for 2 more, and every copy
+    equals 5 straight steps. Without them step 4 would apply zeros."""
+    def run(train_dir, steps):
+        trainer = Trainer(tiny_params(variable_consistency="relaxed", num_batches=steps,
+                                      train_dir=str(train_dir)))
+        trainer.train(write=lambda line: None)
+        return trainer
+
+    straight = run(tmp_path / "straight", 5)
+    run(tmp_path / "resumed", 3)
+    resumed = run(tmp_path / "resumed", 5)
+    assert resumed.global_step() == 5
+    for got_copy, want_copy in zip(resumed.variables.trainable_copies(),
+                                   straight.variables.trainable_copies()):
+        for got, want in zip(got_copy, want_copy):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-6)

@@ -143,6 +143,7 @@ class EngineState:
                 for name, slot in slots.items():
                     if name in source and slot is not source[name]:
                         slot.assign(source[name])
+        self.manager.sync_engine_copies()
 
 
 def check_matches(path, expected_variables):

@@ -111,6 +111,14 @@ class VariableManager(abc.ABC):
         """The number of updates applied so far."""
         return self.optimizers()[0].iterations
 
+    def engine_variables(self):
+        """{name: variable} of the manager's own state that checkpoints carry
+        (one copy's; sync_engine_copies spreads it after a restore)."""
+        return {}
+
+    def sync_engine_copies(self):
+        """After a restore into engine_variables(): the other copies follow."""
+
     # Multi-worker reductions the step calls when the cluster has more than one
     # worker. In one process they are the identity.
     def cluster_count(self, count):

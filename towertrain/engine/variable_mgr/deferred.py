@@ -5,8 +5,9 @@ Each device keeps the last sum in a variable. A step reads it, stores the new
 sum and applies what it read, so the update does not wait for this step's
 exchange: the all-reduce runs beside the update and the next step's compute.
 The variables lag one step; the first step applies zeros (with sgd and
-momentum, nothing), and the last sum is never applied. The held sums are not
-in checkpoints: a resumed run starts with zeros again.
+momentum, nothing), and the last sum is never applied. Checkpoints carry
+the held sums (every copy holds the same bits, so one copy's), so a resumed
+run applies what the interrupted one would have.
 """
 import tensorflow as tf
 
@@ -27,3 +28,13 @@ class DeferredGradients:
             for variable, grad in zip(self.held[copy], grads):
                 variable.assign(tf.cast(grad, variable.dtype))
         return previous
+
+    def checkpoint_variables(self):
+        """The first copy's held sums, by position in the trainable list."""
+        return {f"deferred_gradient/{j}": v for j, v in enumerate(self.held[0])}
+
+    def sync_copies(self):
+        """Writes the first copy's held sums (just restored) into the others."""
+        for held in self.held[1:]:
+            for variable, source in zip(held, self.held[0]):
+                variable.assign(source)

@@ -51,6 +51,15 @@ class ReplicatedManager(VariableManager):
         self._deferred = (DeferredGradients(self._trainable, self.devices)
                           if self.params.variable_consistency == "relaxed" else None)
 
+    def engine_variables(self):
+        if self._deferred is None:
+            return {}
+        return self._deferred.checkpoint_variables()
+
+    def sync_engine_copies(self):
+        if self._deferred is not None:
+            self._deferred.sync_copies()
+
     def tower_inputs(self, tower):
         return (read_on_current_device(self._trainable[tower]),
                 read_on_current_device(self._non_trainable[tower]))
