@@ -1334,4 +1334,16 @@ MUTATIONS = [
         "        self.manager.sync_engine_copies()\n", "",
         [T + "engine/test_variable_consistency.py::"
          "test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run"]),
+    # --distortions on synthetic data accepted and silently ignored.
+    Mutation(
+        "distortions_on_synthetic_ignored", "towertrain/engine/input_factory.py",
+        "        _refuse_preprocessing_flags(params)\n", "",
+        [T + "input/test_distortions_resize.py::test_preprocessing_flags_on_synthetic_data_are_errors"]),
+    # --resize_method on cifar10 files accepted and silently ignored.
+    Mutation(
+        "resize_method_on_cifar10_ignored", "towertrain/engine/input_factory.py",
+        "        if params.resize_method is not None:\n            from towertrain.errors",
+        "        if False:\n            from towertrain.errors",
+        [T + "input/test_distortions_resize.py::"
+         "test_resize_method_on_cifar10_files_is_an_error_and_the_cli_exits_2"]),
 ]

@@ -144,6 +144,7 @@ def test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use(name, 
     runs): exit status 2 and the line naming the flag, before any timing."""
     from absl import flags
     from towertrain.commands import scaling
+    own = [n for n in scaling.OWN_FLAGS if n not in flags.FLAGS]
     scaling.define_flags()
     value = other_value(BY_NAME[name])
     flags.FLAGS.unparse_flags()
@@ -152,6 +153,8 @@ def test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use(name, 
         status = scaling.main(["scaling"])
     finally:
         flags.FLAGS.unparse_flags()
+        for flag_name in own:  # later tests' flag suggestions must not see them
+            delattr(flags.FLAGS, flag_name)
     assert status == 2
     assert capsys.readouterr().err.strip() == (
         f"towertrain: error: --{name}={value}: not used by the scaling benchmark "

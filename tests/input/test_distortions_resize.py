@@ -135,3 +135,36 @@ def test_resize_method_crop_trains_on_random_windows_without_resizing(noise_vali
         assert len(found) == 1, len(found)
         windows.append(found[0][1:3])
     assert len(set(windows)) > 2  # the windows vary
+
+
+# Asked for where nothing would be resized or distorted: an error, not a no-op.
+SYNTHETIC_WHY = ("synthetic data is generated at the model's input size and never resized "
+                 "or distorted; drop it, or train on files with --data_dir")
+
+
+@pytest.mark.parametrize("given,flag", [({"distortions": True}, "--distortions"),
+                                        ({"resize_method": "nearest"},
+                                         "--resize_method=nearest")])
+def test_preprocessing_flags_on_synthetic_data_are_errors(given, flag):
+    from towertrain import ParamsError
+    with pytest.raises(ParamsError) as err:
+        input_factory.make_input(Params(model="trivial", **given), image_shape=(8, 8, 3),
+                                 num_classes=10, global_batch=4, data_format="NHWC",
+                                 dataset_name="cifar10")
+    assert str(err.value) == f"{flag}: {SYNTHETIC_WHY}"
+
+
+def test_resize_method_on_cifar10_files_is_an_error_and_the_cli_exits_2(tmp_path):
+    from towertrain import ParamsError
+    import helpers.cli
+    data_dir = cifar_files.write_dataset(str(tmp_path), num_train=4, num_test=4)
+    with pytest.raises(ParamsError) as err:
+        batches(Params(model="trivial", data_dir=data_dir, resize_method="area"),
+                (32, 32, 3), 10, 4, "cifar10")
+    assert str(err.value) == ("--resize_method=area: only applies to imagenet (cifar10 "
+                              "images are used as stored, 32x32); drop it")
+    done = helpers.cli.run_cli("--model=trivial", "--device=cpu", "--num_batches=1",
+                               f"--data_dir={data_dir}", "--data_name=cifar10",
+                               "--resize_method=area", timeout=120)
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (
+        2, f"towertrain: error: {err.value}")

@@ -83,5 +83,5 @@ def validate_eval(p, fail):
     if p.loss_type_to_report not in LOSS_TYPES:
         fail("loss_type_to_report", p.loss_type_to_report,
              f"must be one of {', '.join(LOSS_TYPES)}")
-    if p.resize_method not in RESIZE_METHODS:
+    if p.resize_method is not None and p.resize_method not in RESIZE_METHODS:
         fail("resize_method", p.resize_method, f"must be one of {', '.join(RESIZE_METHODS)}")

@@ -103,7 +103,7 @@ SETTINGS = (
         Setting("distortions", BOOLEAN, False, "Training augmentation: cifar10 random pad-4 "
                 "crops and flips (off: none); imagenet adds color distortions to its "
                 "always-on random crop and flip.", training_only=True, scaling=NOT_USED),
-        Setting("resize_method", ENUM, "bilinear", "imagenet resize: nearest, bilinear, "
+        Setting("resize_method", ENUM, None, "imagenet resize (default bilinear): nearest, bilinear, "
                 "bicubic, area, round_robin (the four by example position) or crop (a "
                 "random/central crop of the input size, no resize).",
                 choices=RESIZE_METHODS, scaling=NOT_USED)),

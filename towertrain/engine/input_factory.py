@@ -20,6 +20,7 @@ def make_input(params, image_shape, num_classes, global_batch, data_format, data
     from towertrain.engine.distributed import cluster as cluster_lib
     cluster = cluster_lib.for_params(params)
     if params.data_dir is None:
+        _refuse_preprocessing_flags(params)
         synthetic = SyntheticInput(image_shape=image_shape, num_classes=num_classes,
                                    global_batch=global_batch,
                                    seed=params.tf_random_seed + 7919 * cluster.task_index)
@@ -39,6 +40,10 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
     options = dataset_options.from_params(params)
     if name == "cifar10":
         _refuse_interleave_flags(params)
+        if params.resize_method is not None:
+            from towertrain.errors import ParamsError
+            raise ParamsError(f"--resize_method={params.resize_method}: only applies to "
+                              "imagenet (cifar10 images are used as stored, 32x32); drop it")
     if params.input == "queue":
         from towertrain.input_pipeline import queue_input
         return queue_input.from_data_dir(name, params.data_dir, image_shape, **common)
@@ -48,7 +53,19 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
     from towertrain.input_pipeline import imagenet
     return imagenet.dataset_input(params.data_dir, image_size=image_size_of(
         image_shape, data_format), num_classes=num_classes,
-        resize_method=params.resize_method, options=options, **common)
+        resize_method=params.resize_method or "bilinear", options=options, **common)
+
+
+def _refuse_preprocessing_flags(params):
+    """Synthetic data is made at the model's input size on the devices: asking
+    it to be resized or distorted would change nothing, so it is an error."""
+    from towertrain.errors import ParamsError
+    why = ("synthetic data is generated at the model's input size and never resized or "
+           "distorted; drop it, or train on files with --data_dir")
+    if params.resize_method is not None:
+        raise ParamsError(f"--resize_method={params.resize_method}: {why}")
+    if params.distortions:
+        raise ParamsError(f"--distortions: {why}")
 
 
 def _refuse_interleave_flags(params):
