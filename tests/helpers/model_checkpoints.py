@@ -1,14 +1,41 @@
 """A trained-looking train_dir for any registered model: its variables perturbed
-off their initial values, the run record written, and its logits on fixed images."""
+off their initial values, the run record written, and its logits on fixed images.
+
+Also which models the default suite runs in place of their copies (REPRESENTED_BY).
+"""
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from towertrain import models
 from towertrain.state import checkpoint as ckpt_lib
 
 NUM_CLASSES = 10
+
+# Models that repeat a builder's code with more blocks (or, resnet50_v1.5, one
+# stride moved), each with the model the default suite runs in its place. Their
+# structure is pinned by parameter counts (and v1.5's stride by its own test) in
+# tests/models/test_models.py, so the per-model sweeps (both formats, one
+# training step, export) run them only with TOWERTRAIN_FULL_SWEEP=1. Any model
+# not named here (a new one included) runs in the default suite.
+REPRESENTED_BY = {
+    **{f"resnet{depth}{v}": f"resnet20{v}" for depth in (32, 44, 56, 110) for v in ("", "_v2")},
+    "resnet50_v1.5": "resnet50", "resnet101": "resnet50", "resnet152": "resnet50",
+    "vgg16": "vgg11", "vgg19": "vgg11"}
+FULL_SWEEP = os.environ.get("TOWERTRAIN_FULL_SWEEP") == "1"
+
+
+def full_sweep_only(reason):
+    """Skips unless TOWERTRAIN_FULL_SWEEP=1, saying why the default suite may."""
+    return pytest.mark.skipif(not FULL_SWEEP,
+                              reason=f"{reason}; TOWERTRAIN_FULL_SWEEP=1 runs it")
+
+
+def copy_mark(name):
+    """full_sweep_only for a model in REPRESENTED_BY."""
+    return full_sweep_only(f"repeats {REPRESENTED_BY[name]}'s builder")
 
 
 def _perturb(variables, rng):

@@ -1,10 +1,22 @@
-"""The model zoo: registry, parameter counts, both data formats agree."""
+"""The model zoo: registry, parameter counts, both data formats agree.
+
+Every model's parameter count is checked (against keras.applications, the
+counts the literature quotes, or the CIFAR ResNet formula), which pins the
+block and conv counts of the models that only repeat a builder with more
+blocks (helpers.model_checkpoints.REPRESENTED_BY), and a separate test pins
+resnet50_v1.5's stride placement, the one thing it does not share with
+resnet50. So the data-format sweep runs one model per builder by default: the
+copies run the same format-specific layer code. TOWERTRAIN_FULL_SWEEP=1 runs
+every model.
+"""
 import keras
 import numpy as np
 import pytest
 
 from towertrain import models
 from towertrain.models import registry
+
+from helpers.model_checkpoints import REPRESENTED_BY, copy_mark
 
 
 def small_image_size(name):
@@ -37,12 +49,15 @@ def test_register_model_rejects_duplicates():
 
 # keras.applications is the reference: built with weights=None at the same
 # image size with 1000 classes, plus the numbers the issue quotes.
-@pytest.mark.parametrize("name,application,image_size,expected", [
+APPLICATION_COUNTS = [
     ("resnet50", "ResNet50", 224, 25_636_712),
     ("resnet50_v1.5", "ResNet50", 224, 25_636_712),
     ("inception3", "InceptionV3", 299, 23_851_784),
     ("vgg16", "VGG16", 224, 138_357_544),
-])
+]
+
+
+@pytest.mark.parametrize("name,application,image_size,expected", APPLICATION_COUNTS)
 def test_param_count_matches_keras_applications(name, application, image_size, expected):
     ours = models.build(name, num_classes=1000, image_size=image_size)
     assert ours.count_params() == expected
@@ -52,16 +67,54 @@ def test_param_count_matches_keras_applications(name, application, image_size, e
     keras.backend.clear_session()
 
 
-@pytest.mark.parametrize("name,expected", [
+def _cifar_resnet_params(depth, num_classes=10):
+    """He et al.'s CIFAR ResNet with 1x1 projections, v1 or v2 alike: 3x3 convs
+    without bias, a 1x1 projection where the width changes, 4 numbers per batch
+    norm channel (one per conv in v1 plus the stem's; v2 has the same total)."""
+    blocks = (depth - 2) // 6
+    convs, bn_channels, width = 3 * 3 * 3 * 16, 16, 16
+    for filters in (16, 32, 64):
+        for _ in range(blocks):
+            convs += 9 * width * filters + 9 * filters * filters
+            convs += width * filters if width != filters else 0
+            bn_channels += 2 * filters
+            width = filters
+    return convs + 4 * bn_channels + 64 * num_classes + num_classes
+
+
+KNOWN_COUNTS = [
     ("cifar_cnn", 1_250_858),
     ("resnet101", 44_707_176),  # keras.applications.ResNet101
+    ("resnet152", 60_419_944),  # keras.applications.ResNet152
+    ("vgg11", 132_863_336),  # torchvision's vgg11 (configuration A, no batch norm)
     ("vgg19", 143_667_240),  # keras.applications.VGG19
-])
+] + [(f"resnet{depth}{v}", _cifar_resnet_params(depth))
+     for depth in (20, 32, 44, 56, 110) for v in ("", "_v2")]
+
+
+@pytest.mark.parametrize("name,expected", KNOWN_COUNTS)
 def test_param_count_known(name, expected):
     spec = models.get_spec(name)
     classes = models.DATASET_CLASSES[spec.default_dataset]
     assert models.build(name, num_classes=classes).count_params() == expected
     keras.backend.clear_session()
+
+
+def test_every_repeated_builder_has_its_param_count_checked():
+    """A copy left out of the default format and training sweeps keeps a count check."""
+    counted = {name for name, _ in KNOWN_COUNTS} | {name for name, *_ in APPLICATION_COUNTS}
+    assert set(REPRESENTED_BY) <= counted
+
+
+def test_resnet50_v1_5_strides_the_3x3_conv():
+    """v1 downsamples in a block's first 1x1 conv, v1.5 in its 3x3 (tf_cnn_benchmarks)."""
+    for name, strided, unstrided in (("resnet50", "1", "2"), ("resnet50_v1.5", "2", "1")):
+        model = models.build(name, num_classes=10, image_size=32)
+        for stage in (3, 4, 5):
+            block = f"stage{stage}_block1"
+            assert model.get_layer(f"{block}_{strided}_conv").strides == (2, 2), (name, block)
+            assert model.get_layer(f"{block}_{unstrided}_conv").strides == (1, 1), (name, block)
+        keras.backend.clear_session()
 
 
 def test_weight_decay_skips_batch_norm_and_biases():
@@ -95,7 +148,9 @@ def _copy_weights(source, target):
         t.assign(s)
 
 
-@pytest.mark.parametrize("name", models.registered_names())
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=copy_mark(name)) if name in REPRESENTED_BY else name
+    for name in models.registered_names()])
 def test_both_formats_build_and_agree(name):
     """Builds NCHW and NHWC at a small size; NCHW weights in NHWC give the same logits."""
     size = small_image_size(name)

@@ -1,12 +1,19 @@
 """One training step of every registered model through the engine, at batch 1
 per device: the loss is finite.
 
-Every model family trains on 1 logical CPU device (NCHW) and on 2 (NHWC), so
-both formats and the multi-device path run. Deeper members of a family
-(resnet32..110, resnet101/152, vgg16/19) share their builder code with
-resnet20 / resnet50 / vgg11 and differ only in block or conv counts; their
-step runs on 1 device (NHWC) and is marked slow, since tracing them (and, for
-VGG, oneDNN's slow NCHW convolutions on CPU) costs most of this file's time.
+Cheap models train on 1 logical CPU device (NCHW) and on 2 (NHWC), so both
+formats and the multi-device path run. The default suite trims two kinds of
+repetition (TOWERTRAIN_FULL_SWEEP=1 runs everything):
+- models in helpers.model_checkpoints.REPRESENTED_BY (resnet32..110 and _v2,
+  resnet50_v1.5/101/152, vgg16/19) repeat the builder code of resnet20(_v2),
+  resnet50 or vgg11, which train here, with more blocks (or one stride moved);
+  tests/models/test_models.py pins their structure by parameter counts (and
+  v1.5's stride placement). In the full sweep they train on 1 device (NHWC).
+- the costly ImageNet-size families (resnet50, inception3, googlenet, vgg11)
+  and densenet40_k12 train in one configuration, 1 device NCHW: the
+  format-specific layer code (test_models.py checks both formats, forward
+  only). The multi-device path does not depend on the model; it runs with the
+  cheap models here and in tests/engine.
 Models are built small (32x32, or the model's min_image_size) and handed to the
 Trainer, which otherwise builds the registry default.
 """
@@ -18,8 +25,10 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer, models
 
-_DEEP_VARIANTS = {f"resnet{d}{v}" for d in (32, 44, 56, 110) for v in ("", "_v2")} | {
-    "resnet101", "resnet152", "vgg16", "vgg19"}
+from helpers.model_checkpoints import REPRESENTED_BY, copy_mark, full_sweep_only
+
+# Tracing these costs 5-35 s a configuration; one configuration runs by default.
+_ONE_CONFIGURATION = {"resnet50", "inception3", "googlenet", "vgg11", "densenet40_k12"}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -34,12 +43,15 @@ def _no_grappler():
 
 def _cases():
     for name in models.registered_names():
-        if name in _DEEP_VARIANTS:
-            yield pytest.param(name, 1, "NHWC", marks=pytest.mark.slow,
+        if name in REPRESENTED_BY:
+            yield pytest.param(name, 1, "NHWC", marks=[pytest.mark.slow, copy_mark(name)],
                                id=f"{name}-1dev-NHWC")
             continue
         for num_devices, data_format in ((1, "NCHW"), (2, "NHWC")):
-            yield pytest.param(name, num_devices, data_format,
+            marks = []
+            if name in _ONE_CONFIGURATION and num_devices > 1:
+                marks = [full_sweep_only(f"{name} trains on 1 device NCHW by default")]
+            yield pytest.param(name, num_devices, data_format, marks=marks,
                                id=f"{name}-{num_devices}dev-{data_format}")
 
 

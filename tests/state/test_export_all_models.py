@@ -4,9 +4,18 @@ Each model is built small, its variables perturbed (so a batch norm whose
 statistics were mapped wrongly would show), checkpointed with a run record as
 training writes them, exported through towertrain.state.export, then loaded in ONE
 fresh process where towertrain cannot be imported; logits must match the
-towertrain model's. One cheap model per builder runs in the default suite;
-deeper variants of the same builders and the ImageNet models (up to 58M
-parameters even at their smallest size) run in a test marked slow.
+towertrain model's.
+
+The default suite exports every model except the copies in
+helpers.model_checkpoints.REPRESENTED_BY (resnet32..110 and _v2,
+resnet50_v1.5/101/152, vgg16/19): their export path is their representative's
+(resnet20(_v2), resnet50, vgg11: the same layer classes and configs, only more
+of them, or one stride moved), which runs here, and tests/models/test_models.py
+pins their structure by parameter counts. FAST holds the cheap ones (trivial,
+lenet and one model per CIFAR builder); the ImageNet builders (resnet50,
+inception3, googlenet, alexnet, vgg11: up to 58M parameters even at their
+smallest size) run in a test marked slow; TOWERTRAIN_FULL_SWEEP=1 runs the
+copies too.
 """
 import json
 import os
@@ -23,7 +32,8 @@ from towertrain import models
 from towertrain.state import checkpoint as ckpt_lib
 from towertrain.state import export
 
-from helpers.model_checkpoints import NUM_CLASSES, write_checkpoint
+from helpers.model_checkpoints import (NUM_CLASSES, REPRESENTED_BY, full_sweep_only,
+                                       write_checkpoint)
 
 # Keras' own .keras writer trips NumPy 2's __array__(copy=) deprecation per weight.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -113,26 +123,39 @@ def test_cheap_models_export_and_load_without_towertrain(tmp_path):
 
 
 def _slow_groups():
-    """The remaining models in three groups of similar cost, so a parallel run
-    (pytest -n 2) can spread them: the ImageNet ResNets, the other ImageNet
-    models, the deeper CIFAR ResNets."""
+    """The remaining models: the ImageNet builders (plus any model registered
+    outside FAST and REPRESENTED_BY) by default, and the copies in two groups
+    of similar cost for the full sweep, so a parallel run (pytest -n 2) can
+    spread them."""
     names = _slow_names()
-    imagenet_resnets = [n for n in names if n.startswith("resnet") and
-                        n.split("_")[0] in ("resnet50", "resnet101", "resnet152")]
-    cifar_resnets = [n for n in names if n.startswith("resnet") and n not in imagenet_resnets]
-    others = [n for n in names if not n.startswith("resnet")]
-    return {"imagenet_resnets": imagenet_resnets, "other_imagenet": others,
-            "cifar_resnets": cifar_resnets}
+    copies = [n for n in names if n in REPRESENTED_BY]
+    cifar_copies = [n for n in copies if models.get_spec(n).default_dataset == "cifar10"]
+    return {"imagenet": [n for n in names if n not in REPRESENTED_BY],
+            "cifar_copies": cifar_copies,
+            "imagenet_copies": [n for n in copies if n not in cifar_copies]}
+
+
+def _group_param(group):
+    if group == "imagenet":
+        return group
+    return pytest.param(group, marks=full_sweep_only(
+        "repeats builders the default suite exports (helpers.model_checkpoints.REPRESENTED_BY)"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("group", sorted(_slow_groups()))
+@pytest.mark.parametrize("group", [_group_param(g) for g in sorted(_slow_groups())])
 def test_remaining_models_export_and_load_without_towertrain(tmp_path, group):
     _export_and_load_all(_slow_groups()[group], tmp_path)
 
 
 def test_every_model_is_covered():
-    assert set(FAST) <= set(models.registered_names())
-    assert sorted(FAST + _slow_names()) == models.registered_names()
-    grouped = [name for group in _slow_groups().values() for name in group]
-    assert sorted(grouped) == sorted(_slow_names())
+    """Every registered model is exported by default or is a copy whose
+    representative is; the full sweep adds the copies."""
+    registered = models.registered_names()
+    groups = _slow_groups()
+    default = FAST + groups["imagenet"]
+    full = groups["cifar_copies"] + groups["imagenet_copies"]
+    assert set(FAST) <= set(registered)
+    assert sorted(default + full) == registered  # each exactly once
+    assert set(full) == set(REPRESENTED_BY) & set(registered)
+    assert all(REPRESENTED_BY[name] in default for name in full)
