@@ -53,19 +53,32 @@ def assert_same_tensors(got, expected, note=""):
                                    err_msg=f"{name} {note}")
 
 
-@pytest.mark.slow
-def test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact(tmp_path):
-    data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 200, 10, train_files=2)
-    flags = ["--num_epochs=3", "--save_model_steps=4"]  # 13 steps per epoch, 39 in all
-    reference = str(tmp_path / "reference")
-    subprocess.run(command(data_dir, reference, *flags), check=True, capture_output=True,
-                   timeout=300)
+# 72 examples in global batches of 16: 5 steps an epoch, the last partial (8).
+FLAGS = ["--num_epochs=4", "--save_model_steps=3"]  # 20 steps; saves never at an epoch's end
+STEPS = 20
 
+
+@pytest.fixture(scope="module")
+def straight_run(tmp_path_factory):
+    """The data and an uninterrupted 4-epoch run, shared by both tests below."""
+    root = tmp_path_factory.mktemp("resume_epochs")
+    data_dir = cifar_files.write_dataset(str(root / "data"), 72, 10, train_files=2)
+    reference = str(root / "reference")
+    subprocess.run(command(data_dir, reference, *FLAGS), check=True, capture_output=True,
+                   timeout=300)
+    assert latest_step(reference) == STEPS
+    return data_dir, model_tensors(reference)
+
+
+@pytest.mark.slow
+def test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact(straight_run, tmp_path):
+    data_dir, expected = straight_run
     interrupted = str(tmp_path / "interrupted")
     rng = random.Random()
-    kill_points = sorted(rng.sample(range(4, 33, 4), 2))
+    # Two kills (the second in a resumed run), each after a mid-epoch save.
+    kill_points = sorted(rng.sample(range(3, 13, 3), 2))
     for kill_at in kill_points:
-        proc = subprocess.Popen(command(data_dir, interrupted, *flags),
+        proc = subprocess.Popen(command(data_dir, interrupted, *FLAGS),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             while latest_step(interrupted) < kill_at and proc.poll() is None:
@@ -75,38 +88,36 @@ def test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact(tmp_path):
         finally:
             proc.kill()
     killed_at = latest_step(interrupted)
-    assert 0 < killed_at < 39
-    done = subprocess.run(command(data_dir, interrupted, *flags), capture_output=True,
+    assert 0 < killed_at < STEPS
+    done = subprocess.run(command(data_dir, interrupted, *FLAGS), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert re.search(rf"Resumed:\s+from step {killed_at} ", done.stdout), done.stdout
     # Step lines continue from the global step, and the run ends at its last batch.
     steps = [int(m) for m in re.findall(r"^(\d+)\timages/sec", done.stdout, re.M)]
-    assert steps and steps[0] > killed_at and steps[-1] == 39, done.stdout
-    assert_same_tensors(model_tensors(interrupted), model_tensors(reference),
+    assert steps and steps[0] > killed_at and steps[-1] == STEPS, done.stdout
+    assert_same_tensors(model_tensors(interrupted), expected,
                         f"(kill points {kill_points})")
 
 
 @pytest.mark.slow
-def test_finished_epoch_run_extended_to_more_epochs_equals_a_straight_run(tmp_path):
-    data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 40, 10)  # 3 steps an epoch
+def test_finished_epoch_run_extended_to_more_epochs_equals_a_straight_run(straight_run,
+                                                                          tmp_path):
+    data_dir, straight = straight_run
     run = str(tmp_path / "run")
-    subprocess.run(command(data_dir, run, "--num_epochs=3"), check=True,
-                   capture_output=True, timeout=300)
-    assert latest_step(run) == 9
-    done = subprocess.run(command(data_dir, run, "--num_epochs=5"), capture_output=True,
+    subprocess.run(command(data_dir, run, "--num_epochs=2", "--save_model_steps=3"),
+                   check=True, capture_output=True, timeout=300)
+    assert latest_step(run) == 10
+    done = subprocess.run(command(data_dir, run, *FLAGS), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert re.search(r"Resumed:\s+from step 9 ", done.stdout), done.stdout
+    assert re.search(r"Resumed:\s+from step 10 ", done.stdout), done.stdout
     # The resumed run warms up (untimed) before its step lines; they carry global
-    # step numbers and end at the last batch of epoch 5.
+    # step numbers and end at the last batch of epoch 4.
     steps = [int(m) for m in re.findall(r"^(\d+)\timages/sec", done.stdout, re.M)]
-    assert steps and steps[0] > 9 and steps[-1] == 15 and latest_step(run) == 15
-    # Epochs 4 and 5 are shuffled and augmented as in a straight 5-epoch run.
-    straight = str(tmp_path / "straight")
-    subprocess.run(command(data_dir, straight, "--num_epochs=5"), check=True,
-                   capture_output=True, timeout=300)
-    assert_same_tensors(model_tensors(run), model_tensors(straight))
+    assert steps and steps[0] > 10 and steps[-1] == STEPS and latest_step(run) == STEPS
+    # Epochs 3 and 4 are shuffled and augmented as in the straight 4-epoch run.
+    assert_same_tensors(model_tensors(run), straight)
 
 
 class _Recorder(Callback):
@@ -150,7 +161,9 @@ def _shuffled_queue_input(images, ids, global_batch, epochs):
 
 @pytest.mark.parametrize("input_kind,staging_depth", [("arrays", 1), ("arrays", 2),
                                                       ("queue", 1)])
-@pytest.mark.parametrize("stop_at", [5, 8, 13])
+# Killed after 5: the last save (3) is mid-epoch 1 and the resume crosses into
+# epoch 2; after 8: saved at 6, mid-epoch 2, the resume crosses into epoch 3.
+@pytest.mark.parametrize("stop_at", [5, 8])
 def test_every_example_once_per_epoch_across_an_interruption(tmp_path, staging_depth,
                                                                stop_at, input_kind):
     num_examples, global_batch, epochs = 37, 8, 3  # 5 steps an epoch, the last partial

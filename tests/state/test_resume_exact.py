@@ -47,7 +47,9 @@ def saved_tensors(train_dir):
 
 
 def test_sigkill_at_random_steps_then_resume_is_exact(tmp_path):
-    total = 80
+    # Two kills (the second lands in a resumed run) spread over a short run:
+    # what the claim needs is "anywhere" and "more than once", not many steps.
+    total = 32
     flags = [f"--num_batches={total}", "--save_model_steps=1"]
     reference = str(tmp_path / "reference")
     subprocess.run(command(reference, *flags), check=True, capture_output=True,
@@ -55,7 +57,7 @@ def test_sigkill_at_random_steps_then_resume_is_exact(tmp_path):
 
     interrupted = str(tmp_path / "interrupted")
     rng = random.Random()
-    kill_points = [rng.randrange(3, 25), rng.randrange(30, 50), rng.randrange(55, 72)]
+    kill_points = [rng.randrange(3, 12), rng.randrange(15, 24)]
     for kill_at in kill_points:
         proc = subprocess.Popen(command(interrupted, *flags), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=environment())
