@@ -82,10 +82,10 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
                                                                         tmp_path_factory):
     """What srun sets for 2 tasks on one node: 2 processes find each other and
     train as one process holding both devices."""
-    data_dir, reference = runs.data_and_reference(tmp_path_factory, num_epochs=2)
+    data_dir, reference = runs.data_and_reference(tmp_path_factory)  # shared, 60 steps
     train_dir = str(tmp_path / "slurm")
     base = runs.free_port_run(2)
-    flags = runs.run_flags(data_dir, train_dir, 2, *runs.topology(2, 1),
+    flags = runs.run_flags(data_dir, train_dir, runs.EPOCHS, *runs.topology(2, 1),
                            f"--slurm_port_base={base}")
     with runs.Processes(str(tmp_path)) as procs:
         for task in range(2):
@@ -97,5 +97,5 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
     assert "2 workers x 1 devices, task 0 of 2 (chief) at 127.0.0.1:%d, from Slurm" % base \
         in chief, chief[:2000]
     assert "worker task 1 of 2 at 127.0.0.1:%d, from Slurm: training" % (base + 1) in worker
-    assert runs.checkpoint_steps(train_dir)[-1] == 12
+    assert runs.checkpoint_steps(train_dir)[-1] == 6 * runs.EPOCHS
     runs.assert_same_model(train_dir, reference)

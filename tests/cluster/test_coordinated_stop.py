@@ -1,6 +1,11 @@
 """SIGTERM on one worker of a 2-worker run: every worker stops at the same
 step, the chief saves there, all exit 0, and the same commands resume to the
-uninterrupted run's weights."""
+uninterrupted run's weights.
+
+The resumed run is itself stopped (by the other worker's signal) and its
+checkpoint compared with the uninterrupted run's at that step: a wrong resume
+shows there already, so no third launch trains the rest of the run (that the
+epochs end exact after a resume is tests/cluster/test_topology_change.py's)."""
 import os
 import re
 import signal
@@ -10,7 +15,7 @@ import pytest
 from helpers import cluster_runs as runs
 from helpers.ports import free_ports
 
-EPOCHS = 30  # 180 steps: long enough to signal mid-run
+EPOCHS = runs.EPOCHS  # the signal lands within a few steps; the rest is margin
 
 
 def _stopped_steps(log):
@@ -41,26 +46,20 @@ def _run_and_signal(tmp_path, name, flags, target, after_step):
 @pytest.mark.slow
 def test_sigterm_on_either_worker_stops_both_at_one_step_and_resume_is_exact(
         tmp_path, tmp_path_factory):
-    data_dir, reference = runs.data_and_reference(tmp_path_factory, EPOCHS)
+    data_dir, reference = runs.data_and_reference(tmp_path_factory)
     train_dir = str(tmp_path / "train")
     flags = runs.run_flags(data_dir, train_dir, EPOCHS, *runs.topology(2, 1),
                            "--save_model_steps=1000")  # only the stop and the end save
     # The notice on the non-chief worker.
-    first, logs = _run_and_signal(tmp_path, "run1", flags, target=1, after_step=8)
-    assert 8 < first < 6 * EPOCHS
+    first, logs = _run_and_signal(tmp_path, "run1", flags, target=1, after_step=2)
+    assert 2 < first < 6 * EPOCHS
     assert runs.checkpoint_steps(train_dir) == [first]
     assert f"saved checkpoint at step {first}" in logs[0]
     # Resumed by the same commands; this time the chief is told to stop.
-    second, logs = _run_and_signal(tmp_path, "run2", flags, target=0, after_step=first + 8)
+    second, logs = _run_and_signal(tmp_path, "run2", flags, target=0, after_step=first + 2)
     assert f"from step {first}" in logs[0] and f"ckpt-{first}" in logs[1]
-    assert first + 8 < second < 6 * EPOCHS
+    assert first + 2 < second < 6 * EPOCHS
     assert runs.checkpoint_steps(train_dir) == [first, second]
-    # The rest of the run, then the weights of the uninterrupted one.
-    hosts = ",".join(f"127.0.0.1:{port}" for port in free_ports(2))
-    with runs.Processes(str(tmp_path)) as procs:
-        for task in range(2):
-            procs.start(runs.towertrain(*flags, f"--worker_hosts={hosts}",
-                                        f"--task_index={task}"), f"run3_task{task}")
-        assert procs.wait(timeout=240) == [0, 0], procs.log(0)[-2000:]
-    assert runs.checkpoint_steps(train_dir)[-1] == 6 * EPOCHS
-    runs.assert_same_model(train_dir, reference)
+    # Both stops saved the uninterrupted run's weights at their steps.
+    runs.assert_same_model(train_dir, reference, step=first)
+    runs.assert_same_model(train_dir, reference, step=second)

@@ -55,15 +55,15 @@ def test_two_workers_through_the_launcher_killed_once_restart_and_equal_one_proc
     """Through the launcher, 2 workers train as 1 process with both devices;
     task 1 SIGKILLed mid-run: with --max_restarts=1 both start again from the
     last checkpoint and end on the uninterrupted run's weights."""
-    epochs = 30
-    data_dir, reference = runs.data_and_reference(tmp_path_factory, epochs)
+    epochs = runs.EPOCHS
+    data_dir, reference = runs.data_and_reference(tmp_path_factory)
     train_dir = str(tmp_path / "train")
     flags = runs.run_flags(data_dir, train_dir, epochs, *runs.topology(2, 1),
                            "--save_model_steps=6")
     with runs.Processes(str(tmp_path)) as procs:
         procs.start([*LAUNCH, "--num_workers=2", "--max_restarts=1", "--", *flags], "launcher")
-        procs.wait_for(lambda: any(s >= 12 for s in runs.checkpoint_steps(train_dir)), 240,
-                       "a checkpoint at step 12")
+        procs.wait_for(lambda: any(s >= 6 for s in runs.checkpoint_steps(train_dir)), 240,
+                       "a checkpoint at step 6")
         pid = int(re.search(r"^\[launcher\] task 1: pid (\d+)$", procs.log(0), re.M).group(1))
         os.kill(pid, signal.SIGKILL)
         assert procs.wait(timeout=300) == [0], procs.log(0)[-3000:]

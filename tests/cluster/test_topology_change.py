@@ -1,7 +1,11 @@
 """A checkpoint of W workers x L devices continues on W' x L' with the same
-global batch: 2 x 1 -> 1 x 2 -> 2 x 1, killed at checkpoints, ends on the
-uninterrupted run's weights with its epochs exact. A changed global batch is
-said at the resume."""
+global batch: 1 x 2 -> 2 x 1 -> 1 x 2, the 2-worker run killed at a
+checkpoint, ends on the uninterrupted run's weights with its epochs exact. A
+changed global batch is said at the resume.
+
+The first 1 x 2 checkpoint is the uninterrupted (1 x 2) reference's own of
+epoch 1, which the same Trainer as `python -m towertrain` wrote: it saves a
+third worker launch, and both directions still cross through the CLI."""
 import os
 import signal
 
@@ -11,7 +15,7 @@ from helpers import cluster_runs as runs
 from helpers.cli import quiet
 from helpers.ports import free_ports
 
-EPOCHS = 30  # 6 steps each
+EPOCHS = runs.EPOCHS  # 6 steps each
 
 
 def _start(procs, flags, workers, name):
@@ -45,26 +49,25 @@ def _run(tmp_path, data_dir, train_dir, workers, devices, name, kill_after=None)
 
 @pytest.mark.slow
 def test_two_workers_to_one_process_and_back_continue_exactly(tmp_path, tmp_path_factory):
-    data_dir, reference = runs.data_and_reference(tmp_path_factory, EPOCHS)
+    data_dir, reference = runs.data_and_reference(tmp_path_factory)
     train_dir = str(tmp_path / "train")
-    _run(tmp_path, data_dir, train_dir, 2, 1, "run1", kill_after=6)
-    first = runs.checkpoint_steps(train_dir)[-1]
-    assert first < 6 * EPOCHS, "the run finished before the kill"
-    log = _run(tmp_path, data_dir, train_dir, 1, 2, "run2", kill_after=first + 6)
-    assert f"from step {first}" in log, log[:3000]
-    assert ("checkpoint written by 2 worker(s) x 1 device(s), now 1 x 2; same global batch "
+    runs.seed_checkpoint(reference, 6, train_dir)  # 1 x 2, after epoch 1
+    log = _run(tmp_path, data_dir, train_dir, 2, 1, "run1", kill_after=6)
+    assert "from step 6" in log, log[:3000]
+    assert ("checkpoint written by 1 worker(s) x 2 device(s), now 2 x 1; same global batch "
             "8: continues exactly") in log, log[:3000]
-    second = runs.checkpoint_steps(train_dir)[-1]
-    assert first < second < 6 * EPOCHS
-    log = _run(tmp_path, data_dir, train_dir, 2, 1, "run3")
-    assert "written by 1 worker(s) x 2 device(s), now 2 x 1; same global batch" in log
+    first = runs.checkpoint_steps(train_dir)[-1]
+    assert 6 < first < 6 * EPOCHS, "the run finished before the kill"
+    log = _run(tmp_path, data_dir, train_dir, 1, 2, "run2")
+    assert f"from step {first}" in log, log[:3000]
+    assert "written by 2 worker(s) x 1 device(s), now 1 x 2; same global batch" in log
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * EPOCHS  # epochs exact
     runs.assert_same_model(train_dir, reference)
 
 
 def test_a_changed_global_batch_is_said_at_the_resume(tmp_path_factory, tmp_path):
     from towertrain import Params, Trainer
-    data_dir, _ = runs.data_and_reference(tmp_path_factory, EPOCHS)
+    data_dir, _ = runs.data_and_reference(tmp_path_factory)
     lines = []
 
     def train(batch_size, write):

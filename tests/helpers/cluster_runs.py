@@ -18,6 +18,12 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTS = os.path.join(REPO, "tests")
 NUM_TRAIN = 48  # 6 steps per epoch at the global batch of 8
+# Every run of the cluster tests trains this many epochs (60 steps), so that
+# one reference run serves them all. A worker process costs far more to start
+# (TensorFlow's import, the trace, the cluster's setup) than its steps, so the
+# tests signal or kill early and leave the steps as the margin that keeps the
+# run alive until the signal lands.
+EPOCHS = 10
 
 
 def run_flags(data_dir, train_dir, num_epochs, *extra):
@@ -136,16 +142,19 @@ def checkpoint_steps(train_dir):
                   for m in [re.search(r"ckpt-(\d+)\.index$", path)] if m)
 
 
-def model_tensors(train_dir):
-    """Model variables, optimizer slots and step of the latest checkpoint."""
+def model_tensors(train_dir, step=None):
+    """Model variables, optimizer slots and step of the latest checkpoint (of
+    ckpt-`step` if given)."""
     import tensorflow as tf
-    reader = tf.train.load_checkpoint(train_dir)
+    reader = tf.train.load_checkpoint(
+        train_dir if step is None else os.path.join(train_dir, f"ckpt-{step}"))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
             if name.startswith(("model/", "slots/", "step/"))}
 
 
-def assert_same_model(got_dir, expected_dir, tolerance=1e-5):
-    got, expected = model_tensors(got_dir), model_tensors(expected_dir)
+def assert_same_model(got_dir, expected_dir, tolerance=1e-5, step=None):
+    """The latest checkpoints (both ckpt-`step` if given) hold the same model."""
+    got, expected = model_tensors(got_dir, step), model_tensors(expected_dir, step)
     assert sorted(got) == sorted(expected)
     assert any(name.startswith("model/") for name in expected)
     for name in expected:
@@ -153,9 +162,21 @@ def assert_same_model(got_dir, expected_dir, tolerance=1e-5):
                                    err_msg=name)
 
 
-def data_and_reference(tmp_path_factory, num_epochs):
+def seed_checkpoint(from_dir, step, train_dir):
+    """Starts train_dir at from_dir's ckpt-`step`, as if its run had stopped there."""
+    import shutil
+    os.makedirs(train_dir)
+    for path in glob.glob(os.path.join(from_dir, f"ckpt-{step}.*")):
+        shutil.copy(path, train_dir)
+    with open(os.path.join(train_dir, "checkpoint"), "w") as f:
+        f.write(f'model_checkpoint_path: "ckpt-{step}"\n'
+                f'all_model_checkpoint_paths: "ckpt-{step}"\n')
+
+
+def data_and_reference(tmp_path_factory, num_epochs=EPOCHS):
     """(data_dir, train_dir of the uninterrupted reference): one process with
-    both devices trains `num_epochs` in this process, once per test session."""
+    both devices trains `num_epochs` in this process, once per test session,
+    keeping a checkpoint of every step (a test may compare at any step)."""
     from helpers import cifar_files
     from helpers.cli import quiet
     root = tmp_path_factory.getbasetemp() / "cluster_reference"
@@ -168,7 +189,8 @@ def data_and_reference(tmp_path_factory, num_epochs):
         params = Params(model="trivial", device="cpu", num_gpus=2, batch_size=4,
                         variable_update="replicated", data_dir=data_dir, num_epochs=num_epochs,
                         num_warmup_batches=0, optimizer="momentum", init_learning_rate=0.01,
-                        train_dir=train_dir)
+                        train_dir=train_dir, save_model_steps=1,
+                        max_ckpts_to_keep=6 * num_epochs + 1)
         trainer = Trainer(params)
         try:
             trainer.train(write=quiet)
