@@ -191,7 +191,7 @@ def test_cli_resnet20_trains_with_synchronized_batch_norm():
          "--num_warmup_batches=1", "--display_every=1", "--sync_batch_norm"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert re.search(r"Batch norm:\s+synchronized over the global batch \(\d+ layers\)",
+    assert re.search(r"Batch norm:\s+synchronized over the global batch \(19 layers\)",
                      done.stdout), done.stdout
     assert re.search(r"^3\timages/sec", done.stdout, re.M), done.stdout
 
