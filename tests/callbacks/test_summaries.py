@@ -115,11 +115,24 @@ def test_summary_dir_gets_the_events_and_without_fp16_there_is_no_loss_scale(tmp
     assert glob.glob(str(train_dir / "ckpt-4.index"))
 
 
-def test_verbosity_0_writes_no_event_files(tmp_path):
-    train(tmp_path, eval_data=tiny_models.eval_data("NHWC"), num_batches=4,
-          eval_during_training_every_n_steps=2)
+@pytest.fixture(scope="module")
+def default_verbosity_runs(tmp_path_factory):
+    """{print_training_accuracy: (train_dir, lines)}: two 4-step runs at the
+    default summary verbosity, with eval during training, step lines every 2."""
+    runs = {}
+    for flag in (False, True):
+        train_dir, lines = tmp_path_factory.mktemp(f"accuracy_{flag}"), []
+        train(train_dir, lines, eval_data=tiny_models.eval_data("NHWC"), num_batches=4,
+              eval_during_training_every_n_steps=2, display_every=2,
+              print_training_accuracy=flag)
+        runs[flag] = train_dir, lines
+    return runs
+
+
+def test_verbosity_0_writes_no_event_files(default_verbosity_runs):
     assert Params().summary_verbosity == 0  # the default: off
-    assert glob.glob(str(tmp_path / "ckpt-4.index")) and not _event_files(tmp_path)
+    for train_dir, _ in default_verbosity_runs.values():
+        assert glob.glob(str(train_dir / "ckpt-4.index")) and not _event_files(train_dir)
 
 
 @pytest.mark.parametrize("verbosity", [2, 3])
@@ -271,11 +284,9 @@ def _step_lines(lines):
     return [m for m in map(STEP.match, lines) if m]
 
 
-def test_step_lines_append_top1_only_with_print_training_accuracy(tmp_path):
+def test_step_lines_append_top1_only_with_print_training_accuracy(default_verbosity_runs):
     for flag in (False, True):
-        lines = []
-        train(tmp_path / str(flag), lines, num_batches=4, display_every=2,
-              print_training_accuracy=flag)
+        _, lines = default_verbosity_runs[flag]
         header = "Step\tImg/sec\ttotal_loss" + ("\ttop_1_accuracy" if flag else "")
         assert header in lines
         matches = _step_lines(lines)

@@ -5,7 +5,14 @@ devices give the weights that plain Keras gets on the whole global batch,
 here with every optimizer and its non-default options, and with clipping
 (--gradient_clip = Keras clipvalue, --global_norm_clip = Keras
 global_clipnorm over ALL variables, once, whatever the mode).
+
+Cost: the global-norm clip on replicated copies runs with ring in the default
+suite (the clip follows the all-reduce, whichever algorithm summed; pscpu's
+sum is checked in test_each_optimizer_...); pscpu runs with
+TOWERTRAIN_FULL_SWEEP=1.
 """
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -125,7 +132,11 @@ def _check_clipping_acted(seen):
     assert min(norms) > 1.5 * GLOBAL_NORM, norms
 
 
-@pytest.mark.parametrize("all_reduce", ["pscpu", "ring"])
+@pytest.mark.parametrize("all_reduce", [
+    pytest.param("pscpu", marks=pytest.mark.skipif(
+        os.environ.get("TOWERTRAIN_FULL_SWEEP") != "1",
+        reason="the clip after ring's sum is the same code; TOWERTRAIN_FULL_SWEEP=1 runs it")),
+    "ring"])
 def test_global_norm_clip_on_replicated_copies_is_bit_identical_and_equals_keras(all_reduce):
     global_batch = 10
     images, labels = data(global_batch)
