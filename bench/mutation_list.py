@@ -1346,4 +1346,20 @@ MUTATIONS = [
         "        if False:\n            from towertrain.errors",
         [T + "input/test_distortions_resize.py::"
          "test_resize_method_on_cifar10_files_is_an_error_and_the_cli_exits_2"]),
+    # resnet50_v1.5 strides the first 1x1 conv like v1 (the one thing it does
+    # not share with resnet50, whose sweeps stand in for it by default).
+    Mutation(
+        "resnet50_v1_5_strides_like_v1", "models/resnet_imagenet.py",
+        "    y = _conv_bn(x, filters, 1, 1 if v1_5 else strides, data_format, f\"{name}_1\")\n"
+        "    y = _conv_bn(y, filters, 3, strides if v1_5 else 1, data_format, f\"{name}_2\")\n",
+        "    y = _conv_bn(x, filters, 1, strides, data_format, f\"{name}_1\")\n"
+        "    y = _conv_bn(y, filters, 3, 1, data_format, f\"{name}_2\")\n",
+        [T + "models/test_models.py::test_resnet50_v1_5_strides_the_3x3_conv"]),
+    # The deeper CIFAR ResNets (full sweep only) built with resnet20's blocks:
+    # their parameter counts must catch it.
+    Mutation(
+        "cifar_resnet_depth_capped", "models/resnet_cifar.py",
+        "    blocks_per_stage = (depth - 2) // 6\n",
+        "    blocks_per_stage = min((depth - 2) // 6, 3)\n",
+        [T + "models/test_models.py::test_param_count_known"]),
 ]
