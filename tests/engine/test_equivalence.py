@@ -11,7 +11,6 @@ between them cover every device count, both optimizers, an even split
 (12 on 4) and uneven ones (10 on 3, 7 on 4: one tower gets a single example);
 the rest run with TOWERTRAIN_FULL_SWEEP=1.
 """
-import os
 
 import keras
 import numpy as np
@@ -23,6 +22,7 @@ from towertrain.input_pipeline import from_arrays
 
 from helpers.serial_reference import (IMAGE_SHAPE, LEARNING_RATE, NUM_CLASSES, STEPS,  # noqa: F401
                                       assert_close, data, keras_serial_steps, tiny_model)
+from helpers.sweep import FULL_SWEEP, full_sweep_only
 
 
 
@@ -70,7 +70,6 @@ CASES = [(12, "sgd"), (10, "sgd"), (10, "momentum"), (7, "momentum")]
 # (global_batch, optimizer, num_devices) run for every mode in the default suite.
 REPRESENTATIVES = {(12, "sgd", 4), (10, "sgd", 1), (10, "sgd", 2), (10, "momentum", 3),
                    (7, "momentum", 4)}
-FULL_SWEEP = os.environ.get("TOWERTRAIN_FULL_SWEEP") == "1"
 
 
 def _grid():
@@ -84,8 +83,7 @@ def _grid():
                     num_devices, variable_update, all_reduce, global_batch, optimizer_name,
                     id=f"{global_batch}-{optimizer_name}-{variable_update}-{all_reduce}-"
                        f"{num_devices}",
-                    marks=() if keep else pytest.mark.skip(
-                        reason="same code as a default cell; TOWERTRAIN_FULL_SWEEP=1 runs it")))
+                    marks=() if keep else full_sweep_only("same code as a default cell")))
     return cells
 
 

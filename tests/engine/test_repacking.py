@@ -12,7 +12,6 @@ inside 1e-5), and compact transfer runs with ring in the default suite (its
 chunks are where packing and half precision interact); pscpu with compact
 transfer repeats both halves of that code and runs with TOWERTRAIN_FULL_SWEEP=1.
 """
-import os
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from towertrain.engine.allreduce import packing
 from towertrain.input_pipeline import from_arrays
 
 from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, tiny_model
+from helpers.sweep import full_sweep_only
 
 NUM_EXAMPLES, GLOBAL_BATCH = 23, 10
 
@@ -47,14 +47,11 @@ def _train(mode, spec, packs, compact=False):
     return losses, copies, initial
 
 
-FULL_SWEEP = os.environ.get("TOWERTRAIN_FULL_SWEEP") == "1"
-
 
 @pytest.mark.parametrize("mode,spec,compact,other_spec", [
     ("replicated", "pscpu", False, None), ("replicated", "ring", False, None),
-    pytest.param("replicated", "pscpu", True, None, marks=pytest.mark.skipif(
-        not FULL_SWEEP, reason="pscpu runs above and compact with ring; "
-                               "TOWERTRAIN_FULL_SWEEP=1 runs it")),
+    pytest.param("replicated", "pscpu", True, None, marks=full_sweep_only(
+        "pscpu runs above and compact with ring")),
     ("replicated", "ring", True, None),
     # One process: the flat exchange with one pack is the reference for both.
     ("collective_all_reduce", "collective", False, None),

@@ -8,7 +8,6 @@ the even batch 12 on 3 towers runs the same code with equal slices and runs
 only with TOWERTRAIN_FULL_SWEEP=1. The unsynchronized control run (showing
 the data make the flag matter) is done once per batch norm, on 3 towers.
 The tests that only read a trainer's graph or header share one."""
-import os
 import re
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from towertrain.input_pipeline import from_arrays
 from towertrain.models import FusedBatchNormalization
 
 from helpers.serial_reference import keras_serial_steps
+from helpers.sweep import FULL_SWEEP, full_sweep_only
 
 STEPS = 3
 LEARNING_RATE = 0.1
@@ -106,14 +106,11 @@ def max_difference(trainer, reference):
     return worst
 
 
-FULL_SWEEP = os.environ.get("TOWERTRAIN_FULL_SWEEP") == "1"
-
 
 @pytest.mark.parametrize("batch_norm", ["fused", "keras"])
 @pytest.mark.parametrize("num_devices,global_batch", [
-    pytest.param(3, 12, marks=pytest.mark.skipif(
-        not FULL_SWEEP, reason="even slices: the uneven cases run the same code; "
-                               "TOWERTRAIN_FULL_SWEEP=1 runs it")),
+    pytest.param(3, 12, marks=full_sweep_only(
+        "even slices: the uneven cases run the same code")),
     (3, 10), (4, 10)])
 def test_synchronized_towers_equal_serial_training(num_devices, global_batch, batch_norm):
     images, labels = data(global_batch)

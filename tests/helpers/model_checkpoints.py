@@ -6,7 +6,6 @@ Also which models the default suite runs in place of their copies (REPRESENTED_B
 import os
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from towertrain import models
@@ -24,13 +23,7 @@ REPRESENTED_BY = {
     **{f"resnet{depth}{v}": f"resnet20{v}" for depth in (32, 44, 56, 110) for v in ("", "_v2")},
     "resnet50_v1.5": "resnet50", "resnet101": "resnet50", "resnet152": "resnet50",
     "vgg16": "vgg11", "vgg19": "vgg11"}
-FULL_SWEEP = os.environ.get("TOWERTRAIN_FULL_SWEEP") == "1"
-
-
-def full_sweep_only(reason):
-    """Skips unless TOWERTRAIN_FULL_SWEEP=1, saying why the default suite may."""
-    return pytest.mark.skipif(not FULL_SWEEP,
-                              reason=f"{reason}; TOWERTRAIN_FULL_SWEEP=1 runs it")
+from helpers.sweep import FULL_SWEEP, full_sweep_only  # noqa: F401 - re-exported
 
 
 def copy_mark(name):

@@ -1,7 +1,6 @@
 """--compact_gradient_transfer: gradients cross devices in float16 (bfloat16
 with --use_bf16) and reach the optimizer as float32, within half-precision
 rounding of the float32 all-reduce and still bit-identical on every copy."""
-import os
 
 import keras
 import numpy as np
@@ -12,6 +11,7 @@ from towertrain import Params, Trainer
 from towertrain.engine import allreduce
 from towertrain.engine.graph_ops import all_operations
 from towertrain.input_pipeline import from_arrays
+from helpers.sweep import full_sweep_only
 
 SHAPES = [(3, 4), (5,), (), (2, 1, 3), (300,)]
 HALF = {"float16": np.float16, "bfloat16": tf.bfloat16.as_numpy_dtype}
@@ -157,16 +157,14 @@ def _train(num_devices, spec, compact, use_bf16=False):
     return initial, copies
 
 
-FULL_SWEEP = os.environ.get("TOWERTRAIN_FULL_SWEEP") == "1"
-
 
 # Ring on 4 devices trains through the same code as on 3 (whose chunks are
 # uneven), and test_compact_sum_is_half_rounded_float32_and_identical checks
 # its 4-device sum directly: it trains only with TOWERTRAIN_FULL_SWEEP=1.
 @pytest.mark.parametrize("spec,num_devices,use_bf16", [
     ("pscpu", 2, False), ("ring", 3, False),
-    pytest.param("ring", 4, False, marks=pytest.mark.skipif(
-        not FULL_SWEEP, reason="same code as ring on 3; TOWERTRAIN_FULL_SWEEP=1 runs it")),
+    pytest.param("ring", 4, False, marks=full_sweep_only(
+        "same code as ring on 3")),
     ("pscpu", 4, True)])
 def test_compact_training_tracks_float32_and_keeps_copies_identical(spec, num_devices,
                                                                     use_bf16):

@@ -11,7 +11,6 @@ suite (the clip follows the all-reduce, whichever algorithm summed; pscpu's
 sum is checked in test_each_optimizer_...); pscpu runs with
 TOWERTRAIN_FULL_SWEEP=1.
 """
-import os
 
 import keras
 import numpy as np
@@ -21,6 +20,7 @@ import tensorflow as tf
 from helpers.gpu_graph import gpu_trainer, ps_input, ps_model
 from helpers.graph_walks import all_ops, data_ancestors, place, updates_by_variable
 from helpers.serial_reference import STEPS, assert_close, data, tiny_model
+from helpers.sweep import full_sweep_only
 from towertrain import Params, Trainer
 from towertrain.recipe import gradients
 from towertrain.input_pipeline import from_arrays
@@ -133,9 +133,8 @@ def _check_clipping_acted(seen):
 
 
 @pytest.mark.parametrize("all_reduce", [
-    pytest.param("pscpu", marks=pytest.mark.skipif(
-        os.environ.get("TOWERTRAIN_FULL_SWEEP") != "1",
-        reason="the clip after ring's sum is the same code; TOWERTRAIN_FULL_SWEEP=1 runs it")),
+    pytest.param("pscpu", marks=full_sweep_only(
+        "the clip after ring's sum is the same code")),
     "ring"])
 def test_global_norm_clip_on_replicated_copies_is_bit_identical_and_equals_keras(all_reduce):
     global_batch = 10
