@@ -142,6 +142,19 @@ def run_two_workers_each(tmp_path, configs, accumulation=1, epochs=1):
             for index, config in enumerate(configs)}
 
 
+def assert_workers_equal(outs, steps, ref_losses, expected):
+    """Each worker's saved run (run_two_workers' outputs) took `steps` steps with
+    the reference's losses, and both its local copies hold `expected`."""
+    for k, out in enumerate(outs):
+        saved = np.load(out)
+        assert int(saved["steps"]) == steps
+        np.testing.assert_allclose(saved["losses"], ref_losses, rtol=1e-5, atol=1e-6)
+        for c in range(2):  # both local copies
+            for i, value in enumerate(expected):
+                np.testing.assert_allclose(saved[f"copy{c}_{i}"], value, rtol=1e-5,
+                                           atol=1e-5, err_msg=f"worker {k} copy {c} var {i}")
+
+
 def run_two_workers(tmp_path, spec, packs, accumulation=1, epochs=1):
     """run_two_workers_each with one config: the two workers' .npz outputs."""
     return run_two_workers_each(tmp_path, [(spec, packs)], accumulation, epochs)[(spec, packs)]
@@ -186,14 +199,7 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
     ref_losses, expected, num_trainable = four_device_reference
     outs = exchange_outputs[(spec, packs)]
 
-    for k, out in enumerate(outs):
-        saved = np.load(out)
-        assert int(saved["steps"]) == 3
-        np.testing.assert_allclose(saved["losses"], ref_losses, rtol=1e-5, atol=1e-6)
-        for c in range(2):  # both local copies
-            for i, value in enumerate(expected):
-                np.testing.assert_allclose(saved[f"copy{c}_{i}"], value, rtol=1e-5,
-                                           atol=1e-5, err_msg=f"worker {k} copy {c} var {i}")
+    assert_workers_equal(outs, 3, ref_losses, expected)
     # Each worker's gradient collectives: flat, one per pack per local device
     # over all 4 devices; hierarchical, one per pack over the 2 workers, so
     # half the elements cross the network.
