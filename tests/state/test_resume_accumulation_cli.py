@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from helpers import cifar_files
 from helpers.cli import driver, unbuffered_env
+from helpers.sweep import full_sweep_only
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +36,11 @@ def saved_tensors(train_dir):
             if name.startswith(("model/", "slots/", "step/"))}
 
 
+# Its parts are proven in the default suite: the drain to the update's end and
+# the exact resume in-process (test_resume_accumulation.py), the CLI's SIGTERM
+# save (tests/callbacks/test_signals.py). This end-to-end run of both together
+# costs three CLI processes: full sweep only.
+@full_sweep_only("in-process stop/resume and the CLI's SIGTERM save are tested apart")
 def test_sigterm_then_resume_equals_uninterrupted(tmp_path):
     data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 40, 10)
     interrupted = str(tmp_path / "interrupted")

@@ -20,6 +20,7 @@ from towertrain.callbacks import Checkpointer
 from helpers import tiny_models
 from helpers.checkpoint_files import latest_step
 from helpers.cli import driver
+from helpers.sweep import full_sweep_only
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +47,11 @@ def saved_tensors(train_dir):
             if not name.startswith(("_CHECKPOINTABLE", "save_counter"))}
 
 
+# The same claim as test_resume_epochs' kill -9 test, which runs it with the
+# default staging on files over epoch ends (the harder case); this synthetic
+# run repeats it with a save every step, in the full sweep only.
+@full_sweep_only("test_resume_epochs' kill -9 test proves the same claim on files "
+                 "with staging")
 def test_sigkill_at_random_steps_then_resume_is_exact(tmp_path):
     # Two kills (the second lands in a resumed run) spread over a short run:
     # what the claim needs is "anywhere" and "more than once", not many steps.
