@@ -1280,7 +1280,7 @@ MUTATIONS = [
         "accumulation_multiworker_local_count", "towertrain/engine/step.py",
         "            if self.num_workers > 1:  # one exchange of count and loss per update\n",
         "            if False:  # one exchange of count and loss per update\n",
-        [T + "recipe/test_accumulation_combined.py::"
+        [T + "engine/test_multiworker.py::"
          "test_two_workers_accumulating_equal_one_process_with_four_devices"]),
     # x a skipped (non-finite) update: the next update's micro-batches planned
     # from the global step, which lags the input after a skip.

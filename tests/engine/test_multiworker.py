@@ -83,20 +83,23 @@ def _gradient_collectives(trainer):
             if op.type == "CollectiveReduceV2" and "/pack" in op.name]
 
 
-def _run_worker(hosts, task, out_path, specs, packs, accumulation=1, epochs=1):
-    """Worker process: joins the cluster (2 logical CPUs), then for each of
-    the `+`-joined --all_reduce_spec values `specs` (with the `+`-joined
-    --gradient_repacking `packs`) trains a fresh Trainer `epochs` epochs of
-    the arrays (3 batches each, the last uneven) with
-    --gradient_accumulation_steps=`accumulation`, and saves every copy of its
-    weights and the gradient collectives of its step in out_path's
-    `.<index>.npz`. One process per worker for several exchanges: its start
-    costs far more than the 3 steps."""
+def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list):
+    """Worker process: joins the cluster (2 logical CPUs), then for each
+    config (the `+`-joined --all_reduce_spec values `specs`, with the
+    `+`-joined --gradient_repacking `packs`, --gradient_accumulation_steps
+    `accumulations` and epoch counts `epochs_list`) trains a fresh Trainer
+    that many epochs of the arrays (3 batches each, the last uneven), and
+    saves every copy of its weights and the gradient collectives of its step
+    in out_path's `.<index>.npz`. One process per worker for several configs:
+    its start costs far more than their steps."""
     from towertrain.engine.distributed import cluster
     from towertrain import trainer as trainer_lib
     from towertrain.input_pipeline import from_arrays
     images, labels = _data()
-    for index, (spec, pack) in enumerate(zip(specs.split("+"), packs.split("+"))):
+    configs = zip(specs.split("+"), packs.split("+"), accumulations.split("+"),
+                  epochs_list.split("+"))
+    for index, (spec, pack, accumulation, epochs) in enumerate(configs):
+        accumulation, epochs = int(accumulation), int(epochs)
         params = _params(num_gpus=2, variable_update="collective_all_reduce",
                          worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
                          all_reduce_spec=spec, gradient_repacking=int(pack),
@@ -119,16 +122,16 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulation=1, epochs=1):
     os._exit(0)  # TensorFlow's gRPC teardown is not needed
 
 
-def run_two_workers_each(tmp_path, configs, accumulation=1, epochs=1):
+def run_two_workers_each(tmp_path, configs):
     """Runs this file as two worker processes on a fresh 2-worker cluster,
-    each training every (spec, packs) of `configs` in turn (_run_worker);
-    returns the .npz outputs of both workers per config once both succeeded."""
+    each training every (spec, packs, accumulation, epochs) of `configs` in
+    turn (_run_worker); returns the .npz outputs of both workers per config
+    once both succeeded."""
     hosts = _hosts(2)
     prefixes = [str(tmp_path / f"worker{k}") for k in range(2)]
-    specs, packs = ("+".join(str(c[n]) for c in configs) for n in (0, 1))
+    joined = ["+".join(str(c[n]) for c in configs) for n in range(4)]
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", hosts,
-                               str(k), prefixes[k], specs, packs, str(accumulation),
-                               str(epochs)], cwd=REPO, env=_env(),
+                               str(k), prefixes[k], *joined], cwd=REPO, env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for k in range(2)]
     try:
@@ -157,19 +160,27 @@ def assert_workers_equal(outs, steps, ref_losses, expected):
 
 def run_two_workers(tmp_path, spec, packs, accumulation=1, epochs=1):
     """run_two_workers_each with one config: the two workers' .npz outputs."""
-    return run_two_workers_each(tmp_path, [(spec, packs)], accumulation, epochs)[(spec, packs)]
+    config = (spec, packs, accumulation, epochs)
+    return run_two_workers_each(tmp_path, [config])[config]
 
 
 # The flat exchange with one pack per dtype, and the hierarchical one
 # (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
 # per pack between the workers) with 3 packs.
 EXCHANGES = [("collective", 0), ("pscpu/xring", 3)]
+# --gradient_accumulation_steps=2 over two epochs (flat exchange), trained in
+# the same launch (tests/recipe/test_accumulation_combined.py checks it).
+ACCUMULATING = ("collective", 0, 2, 2)
 
 
 @pytest.fixture(scope="module")
 def exchange_outputs(tmp_path_factory):
-    """Both exchanges' runs from one 2-worker launch (a Trainer each)."""
-    return run_two_workers_each(tmp_path_factory.mktemp("exchanges"), EXCHANGES)
+    """Both exchanges' runs and the accumulating run from one 2-worker launch
+    (a Trainer each): {(spec, packs) or ACCUMULATING: the two .npz outputs}."""
+    configs = [(spec, packs, 1, 1) for spec, packs in EXCHANGES] + [ACCUMULATING]
+    outputs = run_two_workers_each(tmp_path_factory.mktemp("exchanges"), configs)
+    return {(config if config == ACCUMULATING else config[:2]): outs
+            for config, outs in outputs.items()}
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +227,26 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
     first, second = np.load(outs[0]), np.load(outs[1])
     for name in first.files:  # both workers' copies identical
         np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+
+
+@pytest.mark.slow  # the shared 2-worker launch's third run; a 4-device reference
+def test_two_workers_accumulating_equal_one_process_with_four_devices(exchange_outputs):
+    """collective_all_reduce, 2 worker processes x 2 logical CPUs, K=2 over two
+    epochs of 16 + 16 + 2 examples (updates of 32, 2, 32, 2: the short one
+    leaves worker 1's towers empty) == one process with 4 devices, K=2:
+    losses, weights and batch-norm statistics of every local copy."""
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline import from_arrays
+    images, labels = _data()
+    reference = trainer_lib.Trainer(
+        _params(num_gpus=4, variable_update="replicated", num_epochs=2,
+                gradient_accumulation_steps=2),
+        input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=2))
+    assert reference.total_steps == 4
+    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
+    trainable, stats = reference.variables.primary_variables()
+    expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
+    assert_workers_equal(exchange_outputs[ACCUMULATING], 4, ref_losses, expected)
 
 
 def _cli(hosts, task, train_dir, log_path, num_batches):
@@ -325,5 +356,4 @@ def test_worker_shard_takes_contiguous_global_towers():
 
 
 if __name__ == "__main__" and len(sys.argv) == 9 and sys.argv[1] == "worker":
-    _run_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6],
-                *[int(arg) for arg in sys.argv[7:]])
+    _run_worker(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])

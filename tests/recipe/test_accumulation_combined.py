@@ -1,8 +1,8 @@
 """--gradient_accumulation_steps=K with the recipe features that count or act
 on UPDATES, not micro-batches: clipping (of the update's mean gradient, once),
 fp16 loss scaling (the dynamic scale's cadence, the skip of a non-finite
-update), --scale_learning_rate=linear with warmup, and collective_all_reduce
-across worker processes."""
+update), --scale_learning_rate=linear with warmup. With collective_all_reduce
+across worker processes: tests/engine/test_multiworker.py (its shared launch)."""
 import math
 
 import keras
@@ -252,21 +252,6 @@ def test_skipped_update_keeps_the_epochs_updates_in_place(stop_after, staging_de
         assert trainer.global_step() == 1 and trainer.staged_batches() == 0
 
 
-@pytest.mark.slow  # two worker processes and a 4-device reference
-def test_two_workers_accumulating_equal_one_process_with_four_devices(tmp_path):
-    """collective_all_reduce, 2 worker processes x 2 logical CPUs, K=2 over two
-    epochs of 16 + 16 + 2 examples (updates of 32, 2, 32, 2: the short one
-    leaves worker 1's towers empty) == one process with 4 devices, K=2:
-    losses, weights and batch-norm statistics of every local copy."""
-    from engine import test_multiworker as multiworker  # its worker processes
-    outs = multiworker.run_two_workers(tmp_path, "collective", 0, accumulation=2, epochs=2)
-    images, labels = multiworker._data()
-    reference = Trainer(
-        multiworker._params(num_gpus=4, variable_update="replicated", num_epochs=2,
-                            gradient_accumulation_steps=2),
-        input_source=from_arrays(images, labels, multiworker.GLOBAL_BATCH, num_epochs=2))
-    assert reference.total_steps == 4
-    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
-    trainable, stats = reference.variables.primary_variables()
-    expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
-    multiworker.assert_workers_equal(outs, 4, ref_losses, expected)
+# collective_all_reduce x accumulation across 2 worker processes:
+# tests/engine/test_multiworker.py::test_two_workers_accumulating_equal_one_process_with_four_devices
+# (trained in that file's shared 2-worker launch).
