@@ -48,7 +48,7 @@ def _run(tmp_path, data_dir, train_dir, workers, devices, name, kill_after=None)
 
 
 @pytest.mark.slow
-def test_two_workers_to_one_process_and_back_continue_exactly(tmp_path, tmp_path_factory):
+def test_one_process_to_two_workers_and_back_continues_exactly(tmp_path, tmp_path_factory):
     data_dir, reference = runs.data_and_reference(tmp_path_factory)
     train_dir = str(tmp_path / "train")
     runs.seed_checkpoint(reference, 6, train_dir)  # 1 x 2, after epoch 1
