@@ -170,46 +170,13 @@ BAD_FLAGS = [
     (["extra_positional"], "towertrain: error: unexpected arguments"),
 ]
 
-# Runs `python -m towertrain`'s own entry (flag definitions, absl's app.run with
-# the CLI's parser and main) once per command line in ONE process, each with its
-# own stdout/stderr and exit status: one TensorFlow import for all the cases
-# instead of one each. The process's real stdout/stderr must stay empty too, so
-# nothing (TensorFlow's C++ banner included) leaks past the one line.
-BAD_FLAGS_DRIVER = """
-import contextlib, io, json, sys
-from absl import app, flags
-from towertrain.commands import train as cli
-from towertrain.config import flags as flags_lib
-flags_lib.define_flags()
-results = []
-for args in json.loads(sys.argv[1]):
-    flags.FLAGS.unparse_flags()
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            app.run(cli.main, argv=["towertrain", *args], flags_parser=cli.parse_flags)
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code
-    results.append([code, out.getvalue(), err.getvalue()])
-with open(sys.argv[2], "w") as f:
-    json.dump(results, f)
-"""
-
-
 @pytest.fixture(scope="module")
 def bad_flag_runs(tmp_path_factory):
-    import json
-    import subprocess
-    import sys
-    results = str(tmp_path_factory.mktemp("bad_flags") / "results.json")
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user
-    proc = subprocess.run([sys.executable, "-c", BAD_FLAGS_DRIVER,
-                           json.dumps([flags for flags, _ in BAD_FLAGS]), results],
-                          capture_output=True, text=True, timeout=240, env=env)
-    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc.stderr
-    with open(results) as f:
-        return {tuple(flags): result for (flags, _), result in zip(BAD_FLAGS, json.load(f))}
+    """Every bad command line through the CLI's own entry, in one process
+    (helpers.cli.run_cases: each its own exit status, stdout and stderr)."""
+    runs = helpers.cli.run_cases("train", [flags for flags, _ in BAD_FLAGS],
+                     tmp_path_factory.mktemp("bad_flags") / "results.json")
+    return {tuple(flags): run for (flags, _), run in zip(BAD_FLAGS, runs)}
 
 
 @pytest.mark.slow

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from helpers.cli import run_cases
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
 CPU_MODES = ["parameter_server", "replicated/pscpu", "replicated/ring", "independent",
              "collective_all_reduce", "keras_mirrored"]
@@ -114,19 +116,30 @@ def test_without_matplotlib_the_table_and_data_come_with_a_note(tmp_path):
     assert not os.path.exists(f"{stem}.png")
 
 
-@pytest.mark.parametrize("flag,message", [
+BAD_FLAGS = [
     ("--max_devices=0", "--max_devices=0: must be >= 1"),
     ("--model=nope", "--model=nope: unknown model"),
     ("--num_gpus=2", "--num_gpus=2: set per configuration by the scaling benchmark; "
      "use --max_devices"),
     ("--modes=mirrored", "--modes=mirrored: unknown mode 'mirrored'"),
-])
-def test_bad_flags_exit_2_with_one_line(tmp_path, flag, message):
-    done = run_scaling("--device=cpu", flag, cwd=tmp_path, timeout=120)
-    assert done.returncode == 2
-    assert done.stderr.startswith(f"towertrain: error: {message}"), done.stderr
-    assert done.stderr.count("\n") == 1
-    assert done.stdout == ""
+]
+
+@pytest.fixture(scope="module")
+def bad_flag_runs(tmp_path_factory):
+    """Every bad command line through the scaling command's entry, in one process."""
+    cwd = tmp_path_factory.mktemp("bad_flags")
+    runs = run_cases("scaling", [["--device=cpu", flag] for flag, _ in BAD_FLAGS],
+                     cwd / "results.json", cwd=cwd)
+    return dict(zip([flag for flag, _ in BAD_FLAGS], runs))
+
+
+@pytest.mark.parametrize("flag,message", BAD_FLAGS)
+def test_bad_flags_exit_2_with_one_line(bad_flag_runs, flag, message):
+    returncode, stdout, stderr = bad_flag_runs[flag]
+    assert returncode == 2
+    assert stderr.startswith(f"towertrain: error: {message}"), stderr
+    assert stderr.count("\n") == 1
+    assert stdout == ""
 
 
 def test_help_lists_the_scaling_flags(tmp_path):

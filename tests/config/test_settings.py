@@ -17,6 +17,8 @@ from towertrain.config import flags as flags_lib
 from towertrain.config import params as params_lib
 from towertrain.config import settings
 
+from helpers.cli import run_cases
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Flags of the command line that are no Params field.
 COMMAND_LINE_ONLY = {"verbose", "forward_only"}
@@ -193,29 +195,45 @@ def test_params_refuses_training_only_settings_that_are_set_with_eval(tmp_path):
         assert str(err.value) == f"--{s.name}={value}: {TRAINING}"
 
 
-@pytest.mark.parametrize("flag,message", [
+EVAL_REFUSED = [
     # Equal to its default, given explicitly: still refused (a command-line check).
     ("--nosync_batch_norm", f"--sync_batch_norm=False: {TRAINING}"),
     # Unset by default: refused by Params, for library users too.
     ("--num_batches=5", f"--num_batches=5: {TRAINING}"),
-])
-def test_eval_refuses_training_only_flags_through_the_cli(tmp_path, flag, message):
-    done = run("towertrain", "--eval", f"--train_dir={tmp_path}", "--device=cpu", flag,
-               cwd=tmp_path)
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr == f"towertrain: error: {message}\n"
-
-
-@pytest.mark.parametrize("flag,message", [
+]
+SCALING_REFUSED = [
     ("--variable_update=replicated", "--variable_update=replicated: set per configuration "
      "by the scaling benchmark; use --modes"),
     ("--trace_file=step.json", f"--trace_file=step.json: {NOT_USED}"),
-])
-def test_scaling_refuses_its_own_and_unused_flags(tmp_path, flag, message):
-    done = run("towertrain.scaling", "--device=cpu", flag, cwd=tmp_path, timeout=120)
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr == f"towertrain: error: {message}\n"
-    assert done.stdout == ""
+]
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+    """Each command line above through its command's own entry, one process per
+    command (helpers.cli.run_cases: each its own exit status and streams)."""
+    cwd = tmp_path_factory.mktemp("refusals")
+    eval_runs = run_cases("train", [["--eval", f"--train_dir={cwd}", "--device=cpu", flag]
+                                    for flag, _ in EVAL_REFUSED], cwd / "eval.json", cwd=cwd)
+    scaling_runs = run_cases("scaling", [["--device=cpu", flag] for flag, _ in SCALING_REFUSED],
+                             cwd / "scaling.json", cwd=cwd)
+    return dict(zip([flag for flag, _ in EVAL_REFUSED + SCALING_REFUSED],
+                    eval_runs + scaling_runs))
+
+
+@pytest.mark.parametrize("flag,message", EVAL_REFUSED)
+def test_eval_refuses_training_only_flags_through_the_cli(refusals, flag, message):
+    returncode, stdout, stderr = refusals[flag]
+    assert returncode == 2, stderr[-2000:]
+    assert stderr == f"towertrain: error: {message}\n"
+
+
+@pytest.mark.parametrize("flag,message", SCALING_REFUSED)
+def test_scaling_refuses_its_own_and_unused_flags(refusals, flag, message):
+    returncode, stdout, stderr = refusals[flag]
+    assert returncode == 2, stderr[-2000:]
+    assert stderr == f"towertrain: error: {message}\n"
+    assert stdout == ""
 
 
 def test_scaling_refuses_every_flag_it_sets_or_never_uses(towertrain_flags):
