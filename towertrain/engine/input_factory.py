@@ -1,4 +1,5 @@
 """The input a run's Params ask for: synthetic, or a dataset under --data_dir."""
+from towertrain.errors import ParamsError
 from towertrain.input_pipeline import dataset_options
 from towertrain.input_pipeline.base import WrappedInput
 from towertrain.input_pipeline.synthetic import SyntheticInput
@@ -41,7 +42,6 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
     if name == "cifar10":
         _refuse_interleave_flags(params)
         if params.resize_method is not None:
-            from towertrain.errors import ParamsError
             raise ParamsError(f"--resize_method={params.resize_method}: only applies to "
                               "imagenet (cifar10 images are used as stored, 32x32); drop it")
     if params.input == "queue":
@@ -59,7 +59,6 @@ def _reader(params, image_shape, num_classes, global_batch, data_format, dataset
 def _refuse_preprocessing_flags(params):
     """Synthetic data is made at the model's input size on the devices: asking
     it to be resized or distorted would change nothing, so it is an error."""
-    from towertrain.errors import ParamsError
     why = ("synthetic data is generated at the model's input size and never resized or "
            "distorted; drop it, or train on files with --data_dir")
     if params.resize_method is not None:
@@ -70,7 +69,6 @@ def _refuse_preprocessing_flags(params):
 
 def _refuse_interleave_flags(params):
     from towertrain.config.runtime_checks import INTERLEAVE_FLAGS
-    from towertrain.errors import ParamsError
     for flag in INTERLEAVE_FLAGS:
         value = getattr(params, flag)
         if value not in (None, False):
