@@ -62,7 +62,8 @@ def multiworker(args):
     hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
     return _run([_common(args) + ["--num_gpus=1", "--variable_update=collective_all_reduce",
                                   f"--worker_hosts={hosts}", f"--task_index={k}",
-                                  "--collective_timeout_secs=120"] for k in range(2)],
+                                  "--collective_timeout_secs=120", *args.worker_flags]
+                 for k in range(2)],
                 args.timeout)
 
 
@@ -78,6 +79,9 @@ def main():
     parser.add_argument("--num_batches", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--worker_flags", nargs="*", default=[],
+                        help="more towertrain flags for the 2 worker processes only, e.g. "
+                        "--worker_flags=--num_intra_threads=1")
     args = parser.parse_args()
     results = {"2 workers x 1 device": [], "1 process x 2 devices": []}
     for round_ in range(args.rounds):

@@ -1362,4 +1362,26 @@ MUTATIONS = [
         "    blocks_per_stage = (depth - 2) // 6\n",
         "    blocks_per_stage = min((depth - 2) // 6, 3)\n",
         [T + "models/test_models.py::test_param_count_known"]),
+    # Workers sharing a host's cores each take all of them (the pool default
+    # of one process): the multi-worker run oversubscribes the cores.
+    Mutation(
+        "colocated_workers_take_every_core", "towertrain/engine/runtime.py",
+        "    if sharing > 1:\n        return max(1, (cores or available_cores()) // sharing)\n",
+        "",
+        [T + "engine/test_runtime_flags.py::test_workers_sharing_a_hosts_cores_split_them_unless_told",
+         T + "cluster/test_cluster_sources.py::"
+         "test_srun_environment_two_tasks_equal_one_process_with_both_devices"]),
+    # Loopback aliases seen as different hosts (127.0.0.1 vs localhost).
+    Mutation(
+        "loopback_aliases_are_other_hosts", "towertrain/config/cluster_spec.py",
+        '    return "localhost" if name.lower() in LOOPBACK else name.lower()',
+        "    return name.lower()",
+        [T + "engine/test_runtime_flags.py::"
+         "test_workers_sharing_a_host_count_loopback_names_as_one_host"]),
+    # The library door: cluster.setup joins without configuring the runtime
+    # first, so the pools are fixed before the workers' share is set.
+    Mutation(
+        "cluster_setup_skips_runtime_threads", "towertrain/engine/distributed/cluster.py",
+        "        runtime.configure(params, cluster=cluster)\n", "",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
 ]

@@ -113,8 +113,10 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list)
         copies = [[v.numpy() for v in copy] + [v.numpy() for v in stats] for copy, stats in
                   zip(trainer.variables.trainable_copies(),
                       trainer.variables.non_trainable_copies())]
+        import tensorflow as tf
         np.savez(f"{out_path}.{index}.npz", losses=np.array(losses),
                  steps=trainer.global_step(),
+                 intra_op_threads=tf.config.threading.get_intra_op_parallelism_threads(),
                  collectives=np.array(_gradient_collectives(trainer)),
                  **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
                     for i, value in enumerate(copy)})
@@ -224,6 +226,11 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
             assert collectives.shape == (packs, 2) and set(collectives[:, 0]) == {2}
             assert collectives[:, 1].sum() == num_values
             assert collectives[:, 1].max() - collectives[:, 1].min() <= 1
+    # Both workers on this host: cluster.setup gave each its share of the
+    # cores for TensorFlow's intra-op pool before the runtime started.
+    from towertrain.engine import runtime
+    share = max(1, runtime.available_cores() // 2)
+    assert [int(np.load(out)["intra_op_threads"]) for out in outs] == [share, share]
     first, second = np.load(outs[0]), np.load(outs[1])
     for name in first.files:  # both workers' copies identical
         np.testing.assert_array_equal(first[name], second[name], err_msg=name)

@@ -93,6 +93,44 @@ def test_defaults_leave_tensorflow_alone(monkeypatch):
     assert runtime.sync_after_step(params) is None
 
 
+def _cluster(*workers, task=0):
+    from towertrain.config.cluster_spec import Cluster
+    return Cluster(tuple(workers), task)
+
+
+def test_workers_sharing_a_host_count_loopback_names_as_one_host():
+    assert _cluster("127.0.0.1:1", "localhost:2", "[::1]:3").workers_on_this_host() == 3
+    slurm = ("node1:8888", "node1:8889", "node2:8888")
+    assert [_cluster(*slurm, task=t).workers_on_this_host() for t in range(3)] == [2, 2, 1]
+    from towertrain.config.cluster_spec import SINGLE
+    assert SINGLE.workers_on_this_host() == 1
+
+
+@pytest.mark.parametrize("flags, workers, cores, threads", [
+    ({}, ("127.0.0.1:1", "127.0.0.1:2"), 2, 1),  # 2 workers on 2 cores: 1 each
+    ({}, ("localhost:1", "127.0.0.1:2", "localhost:3", "localhost:4"), 16, 4),
+    ({}, ("localhost:1", "localhost:2", "localhost:3"), 2, 1),  # never 0
+    ({}, ("a:1", "b:1"), 2, None),  # a host each: TensorFlow's own choice
+    ({"num_intra_threads": 3}, ("127.0.0.1:1", "127.0.0.1:2"), 2, 3),  # the flag wins
+    ({"device": "gpu"}, ("127.0.0.1:1", "127.0.0.1:2"), 2, 1),  # GPUs: tf_cnn's 1
+])
+def test_workers_sharing_a_hosts_cores_split_them_unless_told(flags, workers, cores,
+                                                              threads):
+    params = Params(**{"model": "trivial", "device": "cpu", **flags})
+    assert runtime.intra_op_threads(params, _cluster(*workers), cores=cores) == threads
+
+
+def test_cluster_of_colocated_workers_sets_the_pool_before_tensorflow_starts(monkeypatch):
+    set_to = []
+    monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads",
+                        set_to.append)
+    monkeypatch.setattr(runtime, "available_cores", lambda: 8)
+    params = Params(model="trivial", device="cpu", variable_update="collective_all_reduce",
+                    worker_hosts="127.0.0.1:1,127.0.0.1:2", task_index=1)
+    runtime.configure(params)  # the cluster from the flags, as the CLI calls it
+    assert set_to == [4]
+
+
 def test_mkl_environment_after_tensorflow_import_is_an_error():
     # This process imported TensorFlow: the OpenMP runtime has read its environment.
     params = Params(model="trivial", device="cpu", mkl=True, kmp_blocktime=123456)

@@ -40,8 +40,20 @@ class Cluster:
     def describe(self, index: int) -> str:
         return f"worker task {index} ({self.workers[index]})"
 
+    def workers_on_this_host(self) -> int:
+        """How many of the cluster's workers share this task's host (itself
+        included): they share its cores. Loopback names are one host."""
+        host = _host(self.address)
+        return sum(_host(address) == host for address in self.workers)
+
 
 SINGLE = Cluster(workers=("local",), task_index=0, source="local")
+LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def _host(address: str) -> str:
+    name = address.rpartition(":")[0] or address
+    return "localhost" if name.lower() in LOOPBACK else name.lower()
 
 
 def parse_worker_hosts(text: str) -> Tuple[str, ...]:

@@ -2,6 +2,7 @@
 (towertrain.engine.benchmark_log.header_lines), in tf_cnn_benchmarks' order."""
 import tensorflow as tf
 
+from towertrain.engine import runtime
 from towertrain.engine.allreduce import packing
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
@@ -36,6 +37,9 @@ def training_info(trainer, synced_batch_norms=0):
         from towertrain.engine.distributed import resolvers
         info.append(("Cluster", f"{workers} workers x {len(devices)} "
                                 f"devices, {resolvers.describe(cluster)}"))
+        threads = runtime.describe_threads(p, cluster)
+        if threads:
+            info.append(("Threads", threads))
     if trainer.accumulation.accumulating:
         info.append(("Accumulation", trainer.accumulation.describe(trainer.global_batch_size)))
     if p.variable_update in ("replicated", "collective_all_reduce"):

@@ -47,6 +47,10 @@ def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
     records itself. Returns the cluster.
     """
     if params is not None:
+        from towertrain.engine import runtime
+        # Before the server starts the runtime: its thread pools are fixed then
+        # (workers sharing this host split its cores).
+        runtime.configure(params, cluster=cluster)
         num_local_devices = num_local_devices or params.num_gpus
         device = params.resolved_device
         timeout_secs = timeout_secs or params.collective_timeout_secs
