@@ -1384,4 +1384,12 @@ MUTATIONS = [
         "cluster_setup_skips_runtime_threads", "towertrain/engine/distributed/cluster.py",
         "        runtime.configure(params, cluster=cluster)\n", "",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # Compact transfer sends the full-precision sum (no cast): with
+    # accumulation the update would be float32-exact, not half precision.
+    Mutation(
+        "compact_transfer_not_cast", "towertrain/engine/allreduce/compact.py",
+        "                compact.append([tf.cast(flat, self.dtype)])",
+        "                compact.append([flat])",
+        [T + "recipe/test_accumulation_combined.py::"
+         "test_compact_transfer_exchanges_the_updates_sum_in_half_precision"]),
 ]

@@ -125,6 +125,34 @@ def test_clip_acts_once_on_the_updates_mean_gradient(num_devices, variable_updat
     assert max(np.abs(a - b).max() for a, b in zip(per_micro_batch, expected)) > 1e-3
 
 
+def test_compact_transfer_exchanges_the_updates_sum_in_half_precision():
+    """K=2 on 3 ring towers with --compact_gradient_transfer: the update's
+    accumulated gradient crosses in float16 (within its tolerance of the
+    float32 reference, and not bit-equal to it: the cast really happened),
+    and every copy applies the same update (bit-identical)."""
+    images, labels = examples()
+    keras.utils.set_random_seed(6)
+    model = tiny_model()
+    initial = model.get_weights()
+    params = Params(model="trivial", device="cpu", num_gpus=3, variable_update="replicated",
+                    all_reduce_spec="ring", compact_gradient_transfer=True,
+                    optimizer="momentum", init_learning_rate=LEARNING_RATE, num_epochs=1,
+                    num_warmup_batches=0, gradient_accumulation_steps=2, staging_depth=0)
+    trainer = Trainer(params, model=model,
+                      input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=1))
+    trainer.train(write=quiet)
+    sizes = update_sizes(2)
+    assert trainer.global_step() == len(sizes) == 3
+    expected = reference_steps(initial, images, labels, sizes, [LEARNING_RATE] * len(sizes))
+    copies = trained_copies(trainer)
+    for copy in copies[1:]:
+        for a, b in zip(copy, copies[0]):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(copies[0], expected):
+        np.testing.assert_allclose(a, b, rtol=1e-2, atol=5e-3)
+    assert max(np.abs(a - b).max() for a, b in zip(copies[0], expected)) > 1e-7
+
+
 def test_linear_scaling_and_warmup_count_updates():
     """Rate = base x (global batch x K) / --base_batch_size, and a warmup of one
     epoch ramps over the epoch's 2 updates (not its 6 batches): K=3, global
