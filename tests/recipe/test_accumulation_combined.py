@@ -94,6 +94,20 @@ def trained_copies(trainer):
     return [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
 
 
+def train_tiny(seed, images, labels, num_epochs=1, callbacks=(), **flags):
+    """Trains the tiny model (initial weights from `seed`) through a Trainer
+    on the arrays; returns (trainer, initial weights)."""
+    keras.utils.set_random_seed(seed)
+    model = tiny_model()
+    initial = model.get_weights()
+    params = Params(model="trivial", device="cpu", init_learning_rate=LEARNING_RATE,
+                    num_epochs=num_epochs, num_warmup_batches=0, staging_depth=0, **flags)
+    trainer = Trainer(params, model=model, input_source=from_arrays(
+        images, labels, GLOBAL_BATCH, num_epochs=num_epochs))
+    trainer.train(write=quiet, callbacks=list(callbacks))
+    return trainer, initial
+
+
 # K=3 on one device (updates of 12 and 10 examples: the partial last batch is
 # rescaled before the clip), K=2 on two towers (8, 8, 6) through the
 # parameter server's clip of the full list of sums, both clips in turn.
@@ -103,16 +117,9 @@ def trained_copies(trainer):
 def test_clip_acts_once_on_the_updates_mean_gradient(num_devices, variable_update, steps,
                                                       clip):
     images, labels = examples()
-    keras.utils.set_random_seed(3)
-    model = tiny_model()
-    initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
-                    variable_update=variable_update, optimizer="momentum",
-                    init_learning_rate=LEARNING_RATE, num_epochs=1, num_warmup_batches=0,
-                    gradient_accumulation_steps=steps, staging_depth=0, **clip)
-    trainer = Trainer(params, model=model,
-                      input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=1))
-    trainer.train(write=quiet)
+    trainer, initial = train_tiny(3, images, labels, num_gpus=num_devices,
+                                  variable_update=variable_update, optimizer="momentum",
+                                  gradient_accumulation_steps=steps, **clip)
     sizes = update_sizes(steps)
     assert trainer.global_step() == len(sizes)
     rates = [LEARNING_RATE] * len(sizes)
@@ -131,16 +138,9 @@ def test_compact_transfer_exchanges_the_updates_sum_in_half_precision():
     float32 reference, and not bit-equal to it: the cast really happened),
     and every copy applies the same update (bit-identical)."""
     images, labels = examples()
-    keras.utils.set_random_seed(6)
-    model = tiny_model()
-    initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=3, variable_update="replicated",
-                    all_reduce_spec="ring", compact_gradient_transfer=True,
-                    optimizer="momentum", init_learning_rate=LEARNING_RATE, num_epochs=1,
-                    num_warmup_batches=0, gradient_accumulation_steps=2, staging_depth=0)
-    trainer = Trainer(params, model=model,
-                      input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=1))
-    trainer.train(write=quiet)
+    trainer, initial = train_tiny(6, images, labels, num_gpus=3, variable_update="replicated",
+                                  all_reduce_spec="ring", compact_gradient_transfer=True,
+                                  optimizer="momentum", gradient_accumulation_steps=2)
     sizes = update_sizes(2)
     assert trainer.global_step() == len(sizes) == 3
     expected = reference_steps(initial, images, labels, sizes, [LEARNING_RATE] * len(sizes))
@@ -159,18 +159,12 @@ def test_linear_scaling_and_warmup_count_updates():
     batch 4, base batch 6 -> x2; warmup (s + 1) / 2. Checked on the schedule's
     values and on the weights plain SGD reaches with them."""
     images, labels = examples()
-    keras.utils.set_random_seed(4)
-    model = tiny_model()
-    initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
-                    optimizer="sgd", init_learning_rate=LEARNING_RATE,
-                    scale_learning_rate="linear", base_batch_size=6,
-                    num_learning_rate_warmup_epochs=1, num_epochs=2, num_warmup_batches=0,
-                    gradient_accumulation_steps=3, staging_depth=0)
-    trainer = Trainer(params, model=model,
-                      input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=2))
     log = RateLog()
-    trainer.train(write=quiet, callbacks=[log])
+    trainer, initial = train_tiny(4, images, labels, num_epochs=2, callbacks=[log], num_gpus=2,
+                                  variable_update="replicated", optimizer="sgd",
+                                  scale_learning_rate="linear", base_batch_size=6,
+                                  num_learning_rate_warmup_epochs=1,
+                                  gradient_accumulation_steps=3)
     scaled = LEARNING_RATE * (GLOBAL_BATCH * 3) / 6
     rates = [scaled * min(1.0, (s + 1) / 2) for s in range(4)]
     assert log.rates == pytest.approx(rates, rel=1e-6)
