@@ -9,8 +9,8 @@ start-up and tracing (minutes on a loaded 2-core machine) are paid once:
 1. one process x 2 logical devices, replicated (pscpu): resnet20 and
    alexnet_cifar (a large first fully connected layer near the top) with
    --gradient_repacking 0 / 4 / 16;
-2. 2 worker processes x 1 device, collective_all_reduce: the same six (one
-   process pair per model);
+2. 2 worker processes x 1 device, collective_all_reduce: the same six, in
+   one process pair;
 3. 2 worker processes x 2 devices, resnet20: --all_reduce_spec=pscpu/xring
    (hierarchical) vs collective (flat), with the bytes of gradient that enter
    cross-process collectives per worker per step, read off each trainer's
@@ -34,22 +34,21 @@ BATCH = 32
 REPACKING = [(model, packs) for model in ("resnet20", "alexnet_cifar") for packs in (0, 4, 16)]
 
 
-def _configs(session, model=None):
-    """(label, model, Params changes) of a session's trainers (session 2: of
-    one model; a process's collective instance keys are fixed per call site,
-    so trainers of different models need their own processes)."""
+def _configs(session):
+    """(label, model, Params changes) of a session's trainers (both models in
+    one process pair: each model's collectives have their own key space)."""
     if session in (1, 2):
         mode = "replicated" if session == 1 else "collective_all_reduce"
         spec = "pscpu" if session == 1 else "pscpu/xring"
         return [(f"{name} repacking {packs}", name,
                  dict(variable_update=mode, all_reduce_spec=spec, gradient_repacking=packs))
-                for name, packs in REPACKING if model in (None, name)]
+                for name, packs in REPACKING]
     return [(f"resnet20 {spec}", "resnet20",
              dict(variable_update="collective_all_reduce", all_reduce_spec=spec))
             for spec in ("pscpu/xring", "collective")]
 
 
-def run_session(session, hosts, task, rounds, steps, model):
+def run_session(session, hosts, task, rounds, steps):
     """One process of a session: builds its trainers, times them, prints JSON (chief)."""
     from towertrain.config.params import Params
     from towertrain.engine import devices as devices_lib
@@ -65,7 +64,7 @@ def run_session(session, hosts, task, rounds, steps, model):
     import tensorflow as tf
     from towertrain import Trainer
     trainers, crossing = {}, {}
-    for label, name, changes in _configs(session, model):
+    for label, name, changes in _configs(session):
         trainer = Trainer(Params(model=name, **base, **changes))
         ops = [op for op in trainer.trace_step().graph.get_operations()
                if op.type == "CollectiveReduceV2" and "/pack" in op.name]
@@ -90,19 +89,11 @@ def run_session(session, hosts, task, rounds, steps, model):
     os._exit(0)  # gRPC teardown is not needed
 
 
-def session(number, rounds, steps):
-    if number != 2:
-        return _session(number, rounds, steps, "-")
-    results = [_session(2, rounds, steps, model) for model in ("resnet20", "alexnet_cifar")]
-    return {key: {**results[0][key], **results[1][key]} for key in results[0]}
-
-
-def _session(number, rounds, steps, model, timeout=2400):
+def session(number, rounds, steps, timeout=2400):
     hosts = "" if number == 1 else ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
-                               str(number), hosts or "-", str(k), str(rounds), str(steps),
-                               model],
+                               str(number), hosts or "-", str(k), str(rounds), str(steps)],
                               cwd=REPO, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
              for k in range(1 if number == 1 else 2)]
@@ -141,12 +132,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--sessions", default="1,2,3")
-    parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        number, hosts, task, rounds, steps, model = args.worker
+        number, hosts, task, rounds, steps = args.worker
         return run_session(int(number), None if hosts == "-" else hosts, int(task),
-                           int(rounds), int(steps), None if model == "-" else model)
+                           int(rounds), int(steps))
     print(f"batch {BATCH}/device, {args.rounds} rounds of {args.steps} steps, "
           f"CPU: {_cpu()}\n", flush=True)
     medians = {}

@@ -508,7 +508,7 @@ MUTATIONS = [
     # statistics instead of the chief's.
     Mutation(
         "multiworker_stats_from_own_tower0", "towertrain/engine/variable_mgr/collective.py",
-        '                stats = self._from_chief(stats, source, KEYS["stats"])\n',
+        '                stats = self._from_chief(stats, source, self._key("stats"))\n',
         "                stats = [stats[source]] * len(self.devices)\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # --minimum_learning_rate multiplied by the linear-scaling factor.
@@ -748,8 +748,8 @@ MUTATIONS = [
     # with other packs reuses a key with another shape.
     Mutation(
         "pack_instance_keys_ignore_the_count", "towertrain/engine/variable_mgr/collective.py",
-        "                key = KEYS[\"grads\"] + len(packs) * (len(packs) - 1) // 2 + k\n",
-        "                key = KEYS[\"grads\"] + k\n",
+        "                key = self._key(\"grads\") + len(packs) * (len(packs) - 1) // 2 + k\n",
+        "                key = self._key(\"grads\") + k\n",
         [T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
     # Hierarchical exchange silently flat: every local device's pack crosses workers.
     Mutation(
@@ -1392,4 +1392,12 @@ MUTATIONS = [
         "                compact.append([flat])",
         [T + "recipe/test_accumulation_combined.py::"
          "test_compact_transfer_exchanges_the_updates_sum_in_half_precision"]),
+    # Every model's collectives in one key space: a second Trainer of another
+    # model in the same worker processes meets keys TensorFlow fixed for the first.
+    Mutation(
+        "collective_keys_one_space", "towertrain/engine/variable_mgr/collective.py",
+        "    return zlib.crc32(layout.encode()) % KEY_SPACES * KEY_SPACE_SIZE",
+        "    return 0",
+        [T + "engine/test_multiworker.py::"
+         "test_a_second_model_in_the_same_worker_processes_trains_like_one_process"]),
 ]

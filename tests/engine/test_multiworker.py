@@ -3,8 +3,7 @@ worker processes on 127.0.0.1, on free ports the test picks.
 
 Every process a test starts is killed by the test when it fails, and every
 wait has a hard timeout, so no test can hang. Run as a script, this file is
-the worker of test_two_workers_equal_one_process_with_four_devices (and of
-tests/recipe/test_accumulation_combined.py, through run_two_workers).
+the worker of the tests that share one 2-worker launch (exchange_outputs).
 """
 import glob
 import os
@@ -83,11 +82,11 @@ def _gradient_collectives(trainer):
             if op.type == "CollectiveReduceV2" and "/pack" in op.name]
 
 
-def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list):
+def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list, models):
     """Worker process: joins the cluster (2 logical CPUs), then for each
     config (the `+`-joined --all_reduce_spec values `specs`, with the
     `+`-joined --gradient_repacking `packs`, --gradient_accumulation_steps
-    `accumulations` and epoch counts `epochs_list`) trains a fresh Trainer
+    `accumulations`, epoch counts `epochs_list` and --model `models`) trains a fresh Trainer
     that many epochs of the arrays (3 batches each, the last uneven), and
     saves every copy of its weights and the gradient collectives of its step
     in out_path's `.<index>.npz`. One process per worker for several configs:
@@ -97,10 +96,10 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list)
     from towertrain.input_pipeline import from_arrays
     images, labels = _data()
     configs = zip(specs.split("+"), packs.split("+"), accumulations.split("+"),
-                  epochs_list.split("+"))
-    for index, (spec, pack, accumulation, epochs) in enumerate(configs):
+                  epochs_list.split("+"), models.split("+"))
+    for index, (spec, pack, accumulation, epochs, model) in enumerate(configs):
         accumulation, epochs = int(accumulation), int(epochs)
-        params = _params(num_gpus=2, variable_update="collective_all_reduce",
+        params = _params(model=model, num_gpus=2, variable_update="collective_all_reduce",
                          worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
                          all_reduce_spec=spec, gradient_repacking=int(pack),
                          num_epochs=epochs, gradient_accumulation_steps=accumulation)
@@ -126,12 +125,12 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list)
 
 def run_two_workers_each(tmp_path, configs):
     """Runs this file as two worker processes on a fresh 2-worker cluster,
-    each training every (spec, packs, accumulation, epochs) of `configs` in
+    each training every (spec, packs, accumulation, epochs, model) of `configs` in
     turn (_run_worker); returns the .npz outputs of both workers per config
     once both succeeded."""
     hosts = _hosts(2)
     prefixes = [str(tmp_path / f"worker{k}") for k in range(2)]
-    joined = ["+".join(str(c[n]) for c in configs) for n in range(4)]
+    joined = ["+".join(str(c[n]) for c in configs) for n in range(5)]
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", hosts,
                                str(k), prefixes[k], *joined], cwd=REPO, env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -160,28 +159,27 @@ def assert_workers_equal(outs, steps, ref_losses, expected):
                                            atol=1e-5, err_msg=f"worker {k} copy {c} var {i}")
 
 
-def run_two_workers(tmp_path, spec, packs, accumulation=1, epochs=1):
-    """run_two_workers_each with one config: the two workers' .npz outputs."""
-    config = (spec, packs, accumulation, epochs)
-    return run_two_workers_each(tmp_path, [config])[config]
-
-
 # The flat exchange with one pack per dtype, and the hierarchical one
 # (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
 # per pack between the workers) with 3 packs.
 EXCHANGES = [("collective", 0), ("pscpu/xring", 3)]
 # --gradient_accumulation_steps=2 over two epochs (flat exchange), trained in
-# the same launch (tests/recipe/test_accumulation_combined.py checks it).
-ACCUMULATING = ("collective", 0, 2, 2)
+# the same launch.
+ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny")
+# Then a Trainer of another model (other variable shapes) in the same
+# processes: its collectives must not meet the first model's instance keys.
+SECOND_MODEL = ("pscpu/xring", 2, 1, 1, "tiny_dense")
 
 
 @pytest.fixture(scope="module")
 def exchange_outputs(tmp_path_factory):
-    """Both exchanges' runs and the accumulating run from one 2-worker launch
-    (a Trainer each): {(spec, packs) or ACCUMULATING: the two .npz outputs}."""
-    configs = [(spec, packs, 1, 1) for spec, packs in EXCHANGES] + [ACCUMULATING]
+    """Both exchanges' runs, the accumulating run and the second model's from
+    one 2-worker launch (a Trainer each): {(spec, packs), ACCUMULATING or
+    SECOND_MODEL: the two .npz outputs}."""
+    configs = ([(spec, packs, 1, 1, "ckpt_tiny") for spec, packs in EXCHANGES]
+               + [ACCUMULATING, SECOND_MODEL])
     outputs = run_two_workers_each(tmp_path_factory.mktemp("exchanges"), configs)
-    return {(config if config == ACCUMULATING else config[:2]): outs
+    return {(config if config in (ACCUMULATING, SECOND_MODEL) else config[:2]): outs
             for config, outs in outputs.items()}
 
 
@@ -254,6 +252,28 @@ def test_two_workers_accumulating_equal_one_process_with_four_devices(exchange_o
     trainable, stats = reference.variables.primary_variables()
     expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
     assert_workers_equal(exchange_outputs[ACCUMULATING], 4, ref_losses, expected)
+
+
+@pytest.mark.slow  # the shared 2-worker launch's last run; a 4-device reference
+def test_a_second_model_in_the_same_worker_processes_trains_like_one_process(
+        exchange_outputs):
+    """A library user's next Trainer, of another model, in the processes that
+    already ran ckpt_tiny's collectives: it trains (TensorFlow fixed the
+    shapes of the first model's instance keys for the life of the process;
+    this model's keys lie in its own key space) and equals one process with
+    4 devices."""
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline import from_arrays
+    images, labels = _data()
+    reference = trainer_lib.Trainer(_params(model="tiny_dense", num_gpus=4,
+                                            variable_update="replicated"),
+                                    input_source=from_arrays(images, labels, GLOBAL_BATCH,
+                                                             num_epochs=1))
+    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
+    trainable, stats = reference.variables.primary_variables()
+    assert not stats
+    assert_workers_equal(exchange_outputs[SECOND_MODEL], 3, ref_losses,
+                         [v.numpy() for v in trainable])
 
 
 def _cli(hosts, task, train_dir, log_path, num_batches):
@@ -362,5 +382,5 @@ def test_worker_shard_takes_contiguous_global_towers():
     assert seen == [[[0, 1, 2], [3, 4, 5]], [[6, 7], [8, 9]]]
 
 
-if __name__ == "__main__" and len(sys.argv) == 9 and sys.argv[1] == "worker":
+if __name__ == "__main__" and len(sys.argv) == 10 and sys.argv[1] == "worker":
     _run_worker(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])

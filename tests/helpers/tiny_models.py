@@ -1,5 +1,5 @@
-"""The tests' tiny model ckpt_tiny (conv + fused BN + dense), registered once on
-import, plus the Params, eval data and evaluation the checkpoint tests share."""
+"""The tests' tiny model ckpt_tiny (conv + fused BN + dense) and a second
+layout, tiny_dense, registered once on import, plus the Params, eval data and evaluation the checkpoint tests share."""
 import keras
 import numpy as np
 import tensorflow as tf
@@ -27,6 +27,21 @@ def build_tiny(num_classes, data_format, image_size):
 
 models.register_model("ckpt_tiny", build_tiny, default_image_size=8, default_batch_size=3,
                       default_learning_rate=0.1, default_dataset="cifar10", overwrite=True)
+
+
+def build_tiny_dense(num_classes, data_format, image_size):
+    """Another layout on ckpt_tiny's images (dense only, no batch norm), for
+    tests that need a second model."""
+    return keras.Sequential([
+        keras.Input(models.input_shape(image_size, data_format)),
+        keras.layers.Flatten(data_format=data_format, name="flatten"),
+        keras.layers.Dense(num_classes, name="logits"),
+    ], name="tiny_dense")
+
+
+models.register_model("tiny_dense", build_tiny_dense, default_image_size=8,
+                      default_batch_size=3, default_learning_rate=0.1,
+                      default_dataset="cifar10", overwrite=True)
 
 
 def tiny_params(mode="replicated", gpus=2, fmt="NHWC", **kw):

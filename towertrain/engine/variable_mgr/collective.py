@@ -21,7 +21,9 @@ What makes this work (measured, see ../shared/DESIGN.md):
   program order and the group never forms;
 - group and instance keys are constants chosen per call site (KEYS below),
   not counters, so a retrace on one worker gives the same keys as on the
-  others;
+  others; the instance keys sit in a key space chosen by the model's
+  variable layout (key_space), so trainers of different models in one
+  process do not meet on a key whose shape TensorFlow has already fixed;
 - every collective carries `timeout_seconds` (--collective_timeout_secs), so
   a dead peer raises DeadlineExceeded (or Unavailable) instead of hanging.
 
@@ -30,6 +32,8 @@ summed with every other member contributing zeros, which gives worker 0's
 bits exactly. Initial values are broadcast from worker 0 the same way.
 The checkpoint format is that of `replicated` (primary copy + its slots).
 """
+import zlib
+
 import tensorflow as tf
 
 from towertrain import private_api
@@ -49,6 +53,17 @@ CROSS_WORKER_GROUP = {"CPU": 3, "GPU": 4}
 # Instance keys per call site; packs add their index (gradient packs from
 # 10**6 up, clear of the other sites for any --gradient_repacking).
 KEYS = {"count": 1, "finite": 2, "loss": 3, "stats": 200, "broadcast": 300, "grads": 10**6}
+# The key spaces: every key above (packs included: < 1.6 * 10**6 for up to
+# 1000 packs) plus a space's base stays below 2**31 (instance keys are int32).
+KEY_SPACES, KEY_SPACE_SIZE = 1000, 2 * 10**6
+
+
+def key_space(variables):
+    """The base of the instance keys of a model with these variables: the same
+    on every worker (shapes and dtypes only), another for another layout
+    (1 chance in KEY_SPACES that two layouts share one)."""
+    layout = ";".join(f"{v.dtype}{tuple(v.shape)}" for v in variables)
+    return zlib.crc32(layout.encode()) % KEY_SPACES * KEY_SPACE_SIZE
 
 
 def member_device(devices, local):
@@ -88,6 +103,7 @@ class CollectiveManager(ReplicatedManager):
 
     def create(self, model, make_optimizer):
         super().create(model, make_optimizer)
+        self._key_base = key_space(model.trainable_variables + model.non_trainable_variables)
         self._tokens = []
         for device in self.devices + ["/cpu:0"]:
             with tf.device(device):
@@ -101,6 +117,10 @@ class CollectiveManager(ReplicatedManager):
             self._broadcast_from_chief()
 
     # -- collectives ------------------------------------------------------
+
+    def _key(self, site):
+        """The instance key of a call site, in this model's key space."""
+        return self._key_base + KEYS[site]
 
     def _all_devices_sum(self, per_device, key):
         """per_device[i]: a tensor on local device i; its sum over every device
@@ -125,16 +145,16 @@ class CollectiveManager(ReplicatedManager):
 
     def cluster_count(self, count):
         """The step's examples over every worker's towers (the loss denominator)."""
-        return self._workers_reduce(count, KEYS["count"])
+        return self._workers_reduce(count, self._key("count"))
 
     def cluster_finite(self, finite):
         """True only if every worker's losses and gradients are finite, so all
         workers take the same branch (the update holds collectives)."""
         as_float = tf.cast(finite, tf.float32)
-        return self._workers_reduce(as_float, KEYS["finite"], merge_op="Min") > 0.5
+        return self._workers_reduce(as_float, self._key("finite"), merge_op="Min") > 0.5
 
     def cluster_loss(self, loss):
-        return self._workers_reduce(loss, KEYS["loss"])
+        return self._workers_reduce(loss, self._key("loss"))
 
     def _packed_sum(self, per_device_lists, key):
         """Sums lists of tensors (one list per local device) over the cluster:
@@ -171,7 +191,7 @@ class CollectiveManager(ReplicatedManager):
                         flats.append(packing.gather(grads, p))
                 # TensorFlow fixes an instance's shape for the life of the process:
                 # each (pack count, pack) has its own key, the same on every worker.
-                key = KEYS["grads"] + len(packs) * (len(packs) - 1) // 2 + k
+                key = self._key("grads") + len(packs) * (len(packs) - 1) // 2 + k
                 sums = (self._hierarchical_sum(flats, key) if self.local
                         else self._all_devices_sum(flats, key))
             for i, flat in enumerate(sums):
@@ -221,7 +241,7 @@ class CollectiveManager(ReplicatedManager):
             for i, device in enumerate(self.devices):
                 with tf.device(device):
                     values.append([tf.identity(v.value) for v in variables[i]])
-            new = self._from_chief(values, 0, KEYS["broadcast"])
+            new = self._from_chief(values, 0, self._key("broadcast"))
             for i, device in enumerate(self.devices):
                 with tf.device(device):
                     for variable, value in zip(variables[i], new[i]):
@@ -242,7 +262,7 @@ class CollectiveManager(ReplicatedManager):
             stats = [n if n is not None else tower_non_trainable[source]
                      for n in tower_non_trainable]
             if self.num_workers > 1 and stats[0]:
-                stats = self._from_chief(stats, source, KEYS["stats"])
+                stats = self._from_chief(stats, source, self._key("stats"))
             else:
                 stats = [stats[source]] * len(self.devices)
         for i, device in enumerate(self.devices):
