@@ -1342,8 +1342,8 @@ MUTATIONS = [
     # --resize_method on cifar10 files accepted and silently ignored.
     Mutation(
         "resize_method_on_cifar10_ignored", "towertrain/engine/input_factory.py",
-        "        if params.resize_method is not None:\n            from towertrain.errors",
-        "        if False:\n            from towertrain.errors",
+        "        if params.resize_method is not None:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
+        "        if False:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
         [T + "input/test_distortions_resize.py::"
          "test_resize_method_on_cifar10_files_is_an_error_and_the_cli_exits_2"]),
     # resnet50_v1.5 strides the first 1x1 conv like v1 (the one thing it does
