@@ -1400,4 +1400,12 @@ MUTATIONS = [
         "    return 0",
         [T + "engine/test_multiworker.py::"
          "test_a_second_model_in_the_same_worker_processes_trains_like_one_process"]),
+    # The records cached whatever --datasets_use_caching says (the default
+    # must read the files every epoch, as tf_cnn_benchmarks).
+    Mutation(
+        "caching_always_on", "input_pipeline/dataset_options.py",
+        "    if not (options.use_caching or options.repeat_cached_sample):\n        return records\n",
+        "    options = options._replace(use_caching=True)\n",
+        [T + "input/test_dataset_options.py::"
+         "test_without_caching_the_second_epoch_reads_the_files_again"]),
 ]

@@ -84,7 +84,14 @@ def test_caching_reads_the_files_once(cifar_dir):
 
 
 def test_without_caching_the_second_epoch_reads_the_files_again(cifar_dir):
-    batches = iter(cifar_input(cifar_dir).dataset)
+    # Nothing may read ahead into the second epoch before the files are gone
+    # (seen in a fresh clone: the read-ahead won the race): no final prefetch,
+    # and tf.data's own injected prefetch and autotuning off.
+    no_read_ahead = tf.data.Options()
+    no_read_ahead.experimental_optimization.inject_prefetch = False
+    no_read_ahead.autotune.enabled = False
+    batches = iter(cifar_input(cifar_dir, datasets_use_prefetch=False).dataset.with_options(
+        no_read_ahead))
     for _ in range(3):
         next(batches)
     for name in os.listdir(cifar_dir):
