@@ -1,5 +1,6 @@
 """The tests' tiny model ckpt_tiny (conv + fused BN + dense) and a second
-layout, tiny_dense, registered once on import, plus the Params, eval data and evaluation the checkpoint tests share."""
+layout, tiny_dense, registered once on import, plus the Params, eval data and
+evaluation the checkpoint tests share."""
 import keras
 import numpy as np
 import tensorflow as tf

@@ -26,8 +26,8 @@ def main(argv):
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
-        runtime.configure(params)  # threads, XLA, GPU memory: before any op runs
-        # Multi-worker: join the cluster before TensorFlow runs any op.
+        # Before TensorFlow runs any op: threads, XLA, GPU memory (setup calls
+        # runtime.configure with the cluster), then multi-worker joins it.
         cluster = cluster_lib.setup(cluster_lib.from_params(params), params)
         if params.eval:
             # --model/--data_name default to the run's own; given ones must agree.

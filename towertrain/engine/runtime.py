@@ -82,13 +82,14 @@ def intra_op_threads(params, cluster=None, cores=None):
 def describe_threads(params, cluster):
     """The header's Threads line of a run whose workers share this host's CPU
     cores (None otherwise): the intra-op pool TensorFlow holds, and why."""
-    if params.resolved_device == "gpu" or cluster.workers_on_this_host() < 2:
+    sharing = cluster.workers_on_this_host()
+    if params.resolved_device == "gpu" or sharing < 2:
         return None
     import tensorflow as tf
     held = tf.config.threading.get_intra_op_parallelism_threads()
     why = ("--num_intra_threads" if params.num_intra_threads is not None else
-           f"{available_cores()} cores / {cluster.workers_on_this_host()} workers on this "
-           "host; --num_intra_threads sets it")
+           f"{available_cores()} cores / {sharing} workers on this host; "
+           "--num_intra_threads sets it")
     return f"intra-op {held} per worker ({why})"
 
 
