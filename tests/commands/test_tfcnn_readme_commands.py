@@ -90,6 +90,20 @@ def test_the_eight_gpu_imagenet_command_parses(parse, imagenet_dir, tmp_path):  
                              data_dir, True, ckpt_dir)
 
 
+def test_the_eight_gpu_command_on_cpu_is_refused_before_any_step(imagenet_dir, tmp_path):  # noqa: F811
+    """What a user sees who runs the second command with --device=cpu and a few
+    batches: one line naming --use_fp16 and the way out, exit 2, no step."""
+    args = readme_flags(README_COMMANDS[1], data_dir=str(imagenet_dir),
+                        ckpt_dir=str(tmp_path / "ckpt"))
+    args = [a for a in args if not a.startswith("--num_epochs=")]
+    refused = helpers.cli.run_cli(*args, "--device=cpu", "--num_batches=2")
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith("towertrain: error: --use_fp16: float16 is emulated on cpu"), last
+    assert "--allow_emulated_precision" in last and "images/sec" not in refused.stdout
+    assert not list((tmp_path / "ckpt").glob("*"))  # no checkpoint, no run record
+
+
 @pytest.mark.skipif(not RUNS, reason="minutes to hours of ResNet-50 on a CPU; "
                     "TOWERTRAIN_README_RUNS=1 runs it (see the module docstring)")
 def test_the_single_gpu_command_runs_on_cpu():
