@@ -25,7 +25,9 @@ off, so float32 paths agree with the CPU to float32 rounding. Exit status: 0
 when every run path matches, 1 otherwise.
 
 Without a GPU it says so, traces each path's step for GPU device names
-(nothing runs: the ops are counted per device) and exits 0.
+(nothing runs: the ops are counted per device) and exits 0. On a machine
+whose driver shows a GPU that TensorFlow cannot use (tensorflow-cpu, or
+CUDA libraries that did not load) it says why and exits 1.
 """
 import argparse
 import json
@@ -186,8 +188,8 @@ def trace_only(args):
     """No GPU: trace each path's step for /gpu:0../gpu:1 and count its ops per device."""
     from towertrain.engine import devices as devices_lib
     devices_lib.ensure_logical_cpus(2)  # the CPU side of the traced graphs
-    print("no GPU found: nothing can run on one here. Tracing each path's step with GPU "
-          "device names instead (the graphs a GPU machine runs).")
+    print(f"no GPU found{devices_lib.no_gpu_note()}: nothing can run on one here. Tracing "
+          "each path's step with GPU device names instead (the graphs a GPU machine runs).")
     missing = 0
     for path, (what, overrides, _) in PATHS.items():
         trainer = make_trainer(args, overrides, "gpu", 2, check_devices=False)
@@ -234,8 +236,13 @@ def main(argv=None):
             devices_lib.ensure_logical_cpus(args.towers)
         child(args)
         return 0
-    import tensorflow as tf
-    num_gpus = len(tf.config.list_physical_devices("GPU"))
+    from towertrain.engine import devices as devices_lib
+    num_gpus = devices_lib.num_physical_gpus()
+    if not num_gpus and devices_lib.gpu_hardware_present():
+        # Tracing here would pass a GPU machine that cannot use its GPU.
+        print(f"a GPU is present but TensorFlow cannot use it: "
+              f"{devices_lib.why_gpus_are_missing()}. Nothing was proved.")
+        return 1
     return prove(args, num_gpus) if num_gpus else trace_only(args)
 
 

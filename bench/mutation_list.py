@@ -1408,4 +1408,27 @@ MUTATIONS = [
         "    options = options._replace(use_caching=True)\n",
         [T + "input/test_dataset_options.py::"
          "test_without_caching_the_second_epoch_reads_the_files_again"]),
+    # A GPU machine with tensorflow-cpu (the [cpu] extra) looks like a laptop:
+    # the driver's device node is not read, so the error names no cause.
+    Mutation(
+        "gpu_driver_node_not_read", "towertrain/engine/devices.py",
+        "    return any(os.path.exists(node) for node in GPU_DEVICE_NODES)",
+        "    return False",
+        [T + "engine/test_gpu_absence.py::test_the_driver_node_is_what_says_a_gpu_is_there",
+         T + "engine/test_gpu_absence.py::"
+         "test_asking_for_gpus_on_a_gpu_machine_with_tensorflow_cpu_says_to_install_the_gpu_extra"]),
+    # The GPU proof on a GPU machine whose TensorFlow sees no GPU traces and
+    # exits 0, as if the machine had none: a pass that proved nothing.
+    Mutation(
+        "gpu_proof_passes_an_unusable_gpu", "bench/gpu_proof.py",
+        "    if not num_gpus and devices_lib.gpu_hardware_present():",
+        "    if False:",
+        [T + "engine/test_gpu_absence.py::"
+         "test_the_gpu_proof_fails_on_a_gpu_machine_that_tensorflow_cannot_use"]),
+    # The no-GPU error without its cause (CPU-only build, no driver).
+    Mutation(
+        "no_gpu_error_names_no_cause", "towertrain/engine/devices.py",
+        '            note = "" if present else no_gpu_note()',
+        '            note = ""',
+        [T + "engine/test_gpu_absence.py::test_the_cli_says_why_no_gpu_is_there"]),
 ]

@@ -120,8 +120,9 @@ def test_several_towers_without_device_or_gpu_ask_for_device_cpu():
     from towertrain import Trainer
     if devices.num_physical_gpus():
         pytest.skip("this machine has a GPU")
-    with pytest.raises(devices.DeviceError, match=r"--num_gpus=2: no GPU is present and "
-                                                  r"--device is not given; add --device=cpu"):
+    with pytest.raises(devices.DeviceError, match=r"--num_gpus=2: no GPU is present \(no GPU "
+                                                  r"driver is loaded.*\) and --device is not "
+                                                  r"given; add --device=cpu"):
         Trainer(Params(model="trivial", num_gpus=2))
 
 

@@ -210,8 +210,9 @@ def _devices(device, max_devices, devices):
         max_devices = max_devices or 4
         devices.ensure_logical_cpus(max_devices)
     elif not gpus:
-        raise devices.DeviceError("--device=gpu: no GPU present; use --device=cpu "
-                                  "(logical CPU devices)")
+        raise devices.DeviceError(f"--device=gpu: no GPU present"
+                                  f"{devices.no_gpu_note()}; use "
+                                  "--device=cpu (logical CPU devices)")
     elif (max_devices or gpus) > gpus:
         raise devices.DeviceError(f"--max_devices={max_devices}: only {gpus} GPU(s) present")
     return device, max_devices or gpus

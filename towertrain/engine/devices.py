@@ -3,13 +3,45 @@
 Logical CPU devices can only be configured before TensorFlow initializes its
 runtime; a process that already configured more than it needs uses a prefix.
 """
+import os
+
 import tensorflow as tf
 from towertrain.errors import DeviceError  # noqa: F401 - raised here
 
+# Device nodes that exist when a GPU driver is loaded, whatever TensorFlow sees.
+GPU_DEVICE_NODES = ("/dev/nvidia0", "/dev/kfd")
 
 
 def num_physical_gpus() -> int:
     return len(tf.config.list_physical_devices("GPU"))
+
+
+def gpu_hardware_present() -> bool:
+    return any(os.path.exists(node) for node in GPU_DEVICE_NODES)
+
+
+def why_gpus_are_missing() -> str:
+    """Why TensorFlow lists no GPU: no driver, a CPU-only TensorFlow on a
+    machine with a GPU (the [cpu] extra installs one), or a GPU build that could
+    not load its CUDA libraries. '' when TensorFlow does list GPUs."""
+    cpu_only = not (tf.test.is_built_with_cuda() or tf.test.is_built_with_rocm())
+    if not gpu_hardware_present():
+        return "no GPU driver is loaded" + (", and this TensorFlow is CPU-only" if cpu_only
+                                           else "")
+    if cpu_only:
+        return ("this machine has a GPU, but this TensorFlow is the CPU-only build "
+                "tensorflow-cpu: install towertrain's [gpu] extra, tensorflow[and-cuda]")
+    if not num_physical_gpus():
+        return ("a GPU driver is loaded, but this TensorFlow found no usable GPU: its CUDA "
+                "libraries are missing or do not match the driver; TF_CPP_MIN_LOG_LEVEL=0 "
+                "logs each library it could not open")
+    return ""
+
+
+def no_gpu_note() -> str:
+    """' (why_gpus_are_missing())' for an error that says no GPU is present, or ''."""
+    reason = why_gpus_are_missing()
+    return f" ({reason})" if reason else ""
 
 
 def ensure_logical_cpus(count: int) -> None:
@@ -36,7 +68,8 @@ def check_implicit_cpu_towers(device, count: int) -> None:
     tf_cnn_benchmarks command copied onto a laptop. Building N logical CPU
     towers silently is not what it asked for; say how to ask for them."""
     if device is None and count > 1 and not num_physical_gpus():
-        raise DeviceError(f"--num_gpus={count}: no GPU is present and --device is not given; "
+        raise DeviceError(f"--num_gpus={count}: no GPU is present"
+                          f"{no_gpu_note()} and --device is not given; "
                           f"add --device=cpu to train on {count} logical CPU towers, or "
                           "--num_gpus=1")
 
@@ -60,8 +93,10 @@ def tower_devices(device: str, count: int, check: bool = True, indices=None) -> 
     if check and device == "gpu":
         present = num_physical_gpus()
         if count > present:
-            raise DeviceError(f"--num_gpus={count}: only {present} GPU(s) present; lower "
-                              "--num_gpus or use --device=cpu (logical CPU devices)")
+            note = "" if present else no_gpu_note()
+            raise DeviceError(f"--num_gpus={count}: only {present} GPU(s) present"
+                              f"{note}; lower --num_gpus or use --device=cpu "
+                              "(logical CPU devices)")
         if max(indices) >= present:
             raise DeviceError(f"--gpu_indices={','.join(map(str, indices))}: GPU "
                               f"{max(indices)} does not exist ({present} present: 0.."
