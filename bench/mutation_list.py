@@ -1396,10 +1396,11 @@ MUTATIONS = [
     # model in the same worker processes meets keys TensorFlow fixed for the first.
     Mutation(
         "collective_keys_one_space", "towertrain/engine/variable_mgr/collective.py",
-        "    return zlib.crc32(layout.encode()) % KEY_SPACES * KEY_SPACE_SIZE",
-        "    return 0",
+        "            return space * KEY_SPACE_SIZE",
+        "            return 0",
         [T + "engine/test_multiworker.py::"
-         "test_a_second_model_in_the_same_worker_processes_trains_like_one_process"]),
+         "test_a_second_model_in_the_same_worker_processes_trains_like_one_process",
+         T + "engine/test_collective_keys.py::test_one_layout_keeps_its_space"]),
     # The records cached whatever --datasets_use_caching says (the default
     # must read the files every epoch, as tf_cnn_benchmarks).
     Mutation(
@@ -1431,4 +1432,12 @@ MUTATIONS = [
         '            note = "" if present else no_gpu_note()',
         '            note = ""',
         [T + "engine/test_gpu_absence.py::test_the_cli_says_why_no_gpu_is_there"]),
+    # Two model layouts whose hashes meet share a key space (1 in 1000): the
+    # second trainer in the process meets keys TensorFlow fixed for the first.
+    Mutation(
+        "key_spaces_collide", "towertrain/engine/variable_mgr/collective.py",
+        "        space = (space + 1) % KEY_SPACES\n",
+        "        return space * KEY_SPACE_SIZE\n",
+        [T + "engine/test_collective_keys.py::"
+         "test_two_layouts_whose_hashes_meet_get_different_spaces"]),
 ]

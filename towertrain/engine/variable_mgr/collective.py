@@ -21,9 +21,9 @@ What makes this work (measured, see ../shared/DESIGN.md):
   program order and the group never forms;
 - group and instance keys are constants chosen per call site (KEYS below),
   not counters, so a retrace on one worker gives the same keys as on the
-  others; the instance keys sit in a key space chosen by the model's
-  variable layout (key_space), so trainers of different models in one
-  process do not meet on a key whose shape TensorFlow has already fixed;
+  others; the instance keys sit in a key space of the model's variable
+  layout alone (key_space), so trainers of different models in one process
+  do not meet on a key whose shape TensorFlow has already fixed;
 - every collective carries `timeout_seconds` (--collective_timeout_secs), so
   a dead peer raises DeadlineExceeded (or Unavailable) instead of hanging.
 
@@ -58,12 +58,24 @@ KEYS = {"count": 1, "finite": 2, "loss": 3, "stats": 200, "broadcast": 300, "gra
 KEY_SPACES, KEY_SPACE_SIZE = 1000, 2 * 10**6
 
 
+# This process's key spaces in use -> the variable layout that holds each.
+_LAYOUT_OF_SPACE = {}
+
+
 def key_space(variables):
     """The base of the instance keys of a model with these variables: the same
-    on every worker (shapes and dtypes only), another for another layout
-    (1 chance in KEY_SPACES that two layouts share one)."""
+    on every worker (shapes and dtypes only), another for another layout.
+    Two layouts whose hashes meet: the later one takes the next free space.
+    Every worker then agrees because each builds its trainers in the same
+    order, as their collectives already require."""
     layout = ";".join(f"{v.dtype}{tuple(v.shape)}" for v in variables)
-    return zlib.crc32(layout.encode()) % KEY_SPACES * KEY_SPACE_SIZE
+    space = zlib.crc32(layout.encode()) % KEY_SPACES
+    for _ in range(KEY_SPACES):
+        if _LAYOUT_OF_SPACE.setdefault(space, layout) == layout:
+            return space * KEY_SPACE_SIZE
+        space = (space + 1) % KEY_SPACES
+    raise ValueError(f"collective_all_reduce: {KEY_SPACES} different models in one process "
+                     "use up the collective key spaces; run fewer models per process")
 
 
 def member_device(devices, local):
