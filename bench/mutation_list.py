@@ -1440,4 +1440,12 @@ MUTATIONS = [
         "        return space * KEY_SPACE_SIZE\n",
         [T + "engine/test_collective_keys.py::"
          "test_two_layouts_whose_hashes_meet_get_different_spaces"]),
+    # A run refused in setup (here: --use_fp16 on a CPU) creates --train_dir first.
+    Mutation(
+        "refused_run_creates_train_dir", "towertrain/commands/train.py",
+        "        writable.check_run(params)\n",
+        "        writable.check_run(params)\n        if params.train_dir:\n"
+        "            __import__('os').makedirs(params.train_dir, exist_ok=True)\n",
+        [T + "commands/test_tfcnn_readme_commands.py::"
+         "test_the_eight_gpu_command_on_cpu_is_refused_before_any_step"]),
 ]

@@ -22,7 +22,7 @@ def main(argv):
     from towertrain.commands import evaluate
     from towertrain.config import flags as flags_lib
     from towertrain.engine.distributed import cluster as cluster_lib
-    from towertrain.state import checkpoint as ckpt_lib, run_record, writable
+    from towertrain.state import run_record, writable
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
@@ -39,9 +39,9 @@ def main(argv):
             params = run_record.fill_params(params, flags_lib.explicit_flags(), record)
             run_record.check(record, params, where if params.checkpoint
                              else f"--train_dir={where}")
-        writable.check_run(params)  # every path the run writes, before building anything
-        if params.train_dir and not params.eval:
-            ckpt_lib.ensure_writable(params.train_dir)
+        # Every path the run writes, probed without creating any: a run refused
+        # later in setup (precision, devices, data) leaves nothing behind.
+        writable.check_run(params)
         forward_only = flags_lib.FLAGS.forward_only
         if forward_only:  # inference reads batches as they come: no staging
             params = params.replace(staging_depth=0)
