@@ -38,6 +38,20 @@ def _emulated(monkeypatch, why):
                         lambda device, dtype: native_precision.Support(False, why))
 
 
+def _laptop(monkeypatch):
+    """A machine without a GPU driver, with the CPU-only TensorFlow (the README's row)."""
+    import tensorflow as tf
+    monkeypatch.setattr(devices, "GPU_DEVICE_NODES", ())
+    monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: False)
+
+
+def _gpu_machine_with_tensorflow_cpu(monkeypatch):
+    import tensorflow as tf
+    monkeypatch.setattr(devices, "GPU_DEVICE_NODES", ("/",))  # present, as /dev/nvidia0
+    monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: False)
+    monkeypatch.setattr(devices, "num_physical_gpus", lambda: 0)
+
+
 def _unknown_flags():
     from absl import flags
     from towertrain.commands import common
@@ -62,7 +76,11 @@ def _momentum():
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
-    "num_gpus without device": lambda mp: Trainer(Params(model="trivial", num_gpus=2)),
+    "num_gpus without device": lambda mp: (_laptop(mp),
+                                           Trainer(Params(model="trivial", num_gpus=2))),
+    "tensorflow-cpu on a GPU machine": lambda mp: (
+        _gpu_machine_with_tensorflow_cpu(mp),
+        Trainer(Params(model="trivial", device="gpu", num_gpus=2))),
     "input epochs": lambda mp: Trainer(Params(model="trivial", device="cpu"),
                                        input_source=from_arrays(*_arrays(), 4, num_epochs=2)),
     "epochs disagree": lambda mp: Trainer(
