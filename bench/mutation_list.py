@@ -1448,4 +1448,27 @@ MUTATIONS = [
         "            __import__('os').makedirs(params.train_dir, exist_ok=True)\n",
         [T + "commands/test_tfcnn_readme_commands.py::"
          "test_the_eight_gpu_command_on_cpu_is_refused_before_any_step"]),
+    # tf_cnn_benchmarks' "unset" defaults spelled out are refused or taken as values.
+    Mutation(
+        "tfcnn_unset_defaults_taken_as_values", "towertrain/config/flags.py",
+        "    tfcnn_checks.forget_unset_spellings(FLAGS)  # --batch_size=0 etc.: as if not given\n",
+        "",
+        [T + "config/test_tfcnn_unset_defaults.py::test_a_spelled_out_unset_default_is_as_if_not_given",
+         T + "config/test_tfcnn_unset_defaults.py::"
+         "test_a_tf_cnn_line_spelling_out_its_defaults_runs_like_one_without_them"]),
+    # --model=alexnet --data_name=cifar10 builds the ImageNet AlexNet at 227x227.
+    Mutation(
+        "cifar10_alexnet_not_mapped", "towertrain/config/tfcnn_checks.py",
+        'CIFAR10_MODELS = {"alexnet": "alexnet_cifar"}', "CIFAR10_MODELS = {}",
+        [T + "config/test_tfcnn_unset_defaults.py::"
+         "test_alexnet_on_cifar10_is_the_cifar10_alexnet_as_in_tf_cnn_benchmarks",
+         T + "config/test_tfcnn_unset_defaults.py::test_the_cli_builds_and_names_the_cifar10_alexnet"]),
+    # --save_summaries_steps=0 (no summaries) with --summary_verbosity: summaries
+    # asked for and none written, silently.
+    Mutation(
+        "summaries_off_and_on_accepted", "towertrain/config/observe_checks.py",
+        "    if p.save_summaries_steps == 0 and p.summary_verbosity:",
+        "    if False:",
+        [T + "config/test_tfcnn_unset_defaults.py::"
+         "test_save_summaries_steps_0_turns_summaries_off_and_conflicts_with_asking_for_them"]),
 ]

@@ -159,7 +159,7 @@ def test_cli_runs_the_issue_command_shape(tmp_path):
 
 BAD_FLAGS = [
     (["--model=resnet9000"], "towertrain: error: --model=resnet9000: unknown model"),
-    (["--batch_size=0"], "towertrain: error: --batch_size=0: must be >= 1"),
+    (["--batch_size=-1"], "towertrain: error: --batch_size=-1: must be >= 1"),
     (["--device=cpu", "--variable_update=replicated", "--all_reduce_spec=nccl"],
      "towertrain: error: --all_reduce_spec=nccl: needs --device=gpu"),
     (["--device=gpu", "--num_gpus=8"], "towertrain: error: --num_gpus=8: only 0 GPU(s) present"),
@@ -168,6 +168,8 @@ BAD_FLAGS = [
     (["--num_batches=5", "--num_epochs=1"],
      "towertrain: error: --num_batches=5: conflicts with --num_epochs=1"),
     (["extra_positional"], "towertrain: error: unexpected arguments"),
+    (["--num_epochs=1.5"], "towertrain: error: --num_epochs=1.5: must be an integer (whole "
+                           "epochs; --num_batches runs part of one)"),
 ]
 
 @pytest.fixture(scope="module")

@@ -122,6 +122,8 @@ def flag_error_message(err):
         reason = {"int": "must be an integer", "float": "must be a number",
                   "bool": f"is on/off: use --{flag.name} or --no{flag.name}"}.get(
                       flag.flag_type(), text[bad_value.end():])
+        if flag.name == "num_epochs" and flag.flag_type() == "int":
+            reason += " (whole epochs; --num_batches runs part of one)"
         if choices:
             reason = f"must be one of {', '.join(choices)}"
             from towertrain.config import tfcnn_flags

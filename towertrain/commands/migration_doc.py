@@ -41,6 +41,9 @@ def what_user_sees(flag):
     the error line `towertrain: error: ...` exactly as printed."""
     if flag.category == table.IMPLEMENTED:
         text = flag.note or "same"
+        if flag.name in table.UNSET_DEFAULTS:
+            spelled = "" if flag.default == [] else flag.default
+            text += f"; `--{flag.name}={spelled}` (its default there) counts as not given"
         if flag.name in table.PENDING:
             text += " (not yet defined on this branch)"
         return _escape(text)
@@ -66,6 +69,14 @@ def section():
              f"{counts[table.REFUSED]} cannot apply on TF 2 and are refused with what to use "
              "instead (3). A refusal is one line and exit status 2. Generated from "
              "`towertrain/config/tfcnn_flags.py`; do not edit by hand.", "",
+             "A tf_cnn_benchmarks default that means \"unset\" there (`--batch_size=0`, "
+             "`--save_model_secs=0`, `--gpu_indices=`, the lists' `[]`) means the same "
+             "spelled out here. A category-1 flag given where the rest of the command line "
+             "makes it change nothing (`--momentum` with `--optimizer=sgd`, `--kmp_*` "
+             "without `--mkl`, `--datasets_*` without `--data_dir`, `--max_ckpts_to_keep` "
+             "without `--train_dir`) is refused with one line naming what it needs, even at "
+             "its default value, where tf_cnn_benchmarks ignores it: drop it, or add what "
+             "it needs.", "",
              "| flag | tf_cnn_benchmarks default | category | in towertrain |",
              "|---|---|---|---|"]
     for flag in table.FLAGS:

@@ -53,6 +53,8 @@ def explicit_flags():
 
 def params_from_flags():
     """A Params from parsed flags; raises ParamsError naming the bad flag."""
+    tfcnn_checks.forget_unset_spellings(FLAGS)  # --batch_size=0 etc.: as if not given
+    tfcnn_checks.map_cifar10_model_names(FLAGS)
     tfcnn_checks.check_refused(FLAGS)
     tfcnn_checks.check_forward_only(FLAGS, TRAINING_ONLY)
     names = [field for field in params_lib.Params.__dataclass_fields__]

@@ -18,8 +18,12 @@ def validate_observe(p, fail):
     if p.summary_verbosity not in (0, 1, 2, 3):
         fail("summary_verbosity", p.summary_verbosity, "must be 0 (off), 1 (scalars), "
              "2 (+ gradient histograms) or 3 (+ weight histograms)")
-    if p.save_summaries_steps < 1:
-        fail("save_summaries_steps", p.save_summaries_steps, "must be >= 1")
+    if p.save_summaries_steps < 0:
+        fail("save_summaries_steps", p.save_summaries_steps,
+             "must be >= 1, or 0 for no summaries (as in tf_cnn_benchmarks)")
+    if p.save_summaries_steps == 0 and p.summary_verbosity:
+        fail("summary_verbosity", p.summary_verbosity, "asks for summaries, but "
+             "--save_summaries_steps=0 turns them off; drop one")
     if p.summary_verbosity and not (p.train_dir or p.summary_dir):
         fail("summary_verbosity", p.summary_verbosity,
              "needs --train_dir or --summary_dir to write the event files into")

@@ -258,7 +258,8 @@ SETTINGS = (
                 "learning rate, images/sec, gradient norm, loss scale, training top-1, input "
                 "wait; 2 also gradient histograms; 3 also weight histograms.",
                 scaling=NOT_USED),
-        Setting("save_summaries_steps", INTEGER, 100, "Write summaries every this many steps.",
+        Setting("save_summaries_steps", INTEGER, 100, "Write summaries every this many steps "
+                "(0: none, as in tf_cnn_benchmarks).",
                 scaling=NOT_USED),
         Setting("summary_dir", STRING, None, "Where event files go (default: --train_dir; "
                 "eval results in its eval/ subfolder).", scaling=NOT_USED),

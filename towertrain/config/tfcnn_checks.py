@@ -18,6 +18,39 @@ _FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint", "eval", "eval_batch_size",
                          "eval_dir")
 
 
+def unset_spellings():
+    """{flag: tf_cnn_benchmarks' default} for tfcnn_flags.UNSET_DEFAULTS, a
+    list's [] as the '' its towertrain string flag parses."""
+    return {name: ("" if tfcnn_flags.BY_NAME[name].default == []
+                   else tfcnn_flags.BY_NAME[name].default)
+            for name in tfcnn_flags.UNSET_DEFAULTS}
+
+
+def forget_unset_spellings(flag_values):
+    """A tf_cnn_benchmarks line that spells out such a default means what
+    leaving the flag out means: treat the flag as not given (absl's unparse),
+    so no check takes it for a value the run would ignore."""
+    for name, unset in unset_spellings().items():
+        if name in flag_values and flag_values[name].present and \
+                flag_values[name].value == unset:
+            flag_values[name].unparse()
+
+
+# tf_cnn_benchmarks picks a model by name and dataset; the one name whose
+# CIFAR-10 network has another name in towertrain's registry.
+CIFAR10_MODELS = {"alexnet": "alexnet_cifar"}
+
+
+def map_cifar10_model_names(flag_values):
+    """--model=alexnet --data_name=cifar10 builds tf_cnn_benchmarks' CIFAR-10
+    AlexNet (alexnet_cifar), not the ImageNet one at 227x227."""
+    if "model" not in flag_values or "data_name" not in flag_values:
+        return
+    name = flag_values["model"].value
+    if flag_values["data_name"].value == "cifar10" and name in CIFAR10_MODELS:
+        flag_values["model"].value = CIFAR10_MODELS[name]
+
+
 def check_refused(flag_values):
     """Raises ParamsError for the first category-3 flag given on the command
     line, or category-2 flag given with another value than towertrain's."""

@@ -58,8 +58,12 @@ _TRT = ("TensorRT conversion needs a frozen TF 1 graph and a TensorRT build; exp
 
 # In benchmark_cnn.py's order.
 FLAGS = (
-    same("model", "string", "trivial", "towertrain's registry; tf_cnn_benchmarks' TF 1-only "
-         "models (nasnet, mobilenet, ssd300, deepspeech2, ncf) are not ported"),
+    same("model", "string", "trivial", "towertrain's registry (python -m towertrain --help "
+         "lists it); --model=alexnet with --data_name=cifar10 builds alexnet_cifar, as "
+         "tf_cnn_benchmarks builds its CIFAR-10 AlexNet there. Not ported: overfeat, "
+         "inception4, resnet50_v2, resnet101_v2, resnet152_v2, densenet100_k12, "
+         "densenet100_k24, the official_resnet* models, ncf, deepspeech2 and the TF 1-only "
+         "mobilenet, nasnet, nasnetlarge and ssd300"),
     same("eval", "boolean", False),
     same("eval_interval_secs", "integer", 0),
     same("eval_during_training_every_n_steps", "integer", None),
@@ -78,7 +82,8 @@ FLAGS = (
     same("batch_group_size", "integer", 1),
     same("num_batches", "integer", None),
     same("num_eval_batches", "integer", None),
-    same("num_epochs", "float", None, "towertrain takes whole epochs"),
+    same("num_epochs", "float", None, "towertrain takes whole epochs (for part of one, "
+         "--num_batches)"),
     same("num_eval_epochs", "float", None),
     same("stop_at_top_1_accuracy", "float", None),
     value("collect_eval_results_async", "boolean", False, False,
@@ -89,7 +94,9 @@ FLAGS = (
             "it only set TF_AUTOTUNE_THRESHOLD and lengthened the warm-up; set "
             "TF_AUTOTUNE_THRESHOLD in the environment and raise --num_warmup_batches"),
     same("num_gpus", "integer", 1, "with --device=cpu: that many logical CPU devices"),
-    same("gpu_indices", "string", ""),
+    same("gpu_indices", "string", "", "towertrain: the physical GPUs the towers run on, in "
+         "tower order (the ring's order); tf_cnn_benchmarks only passes it to TF 1's "
+         "collective ring order and always uses the first --num_gpus GPUs"),
     same("display_every", "integer", 10),
     same("display_perf_ewma", "float", None),
     same("data_dir", "string", None),
@@ -174,7 +181,8 @@ FLAGS = (
           "MLPerf v0.5's input and logging tweaks are not ported; towertrain scales images "
           "to [-1, 1]"),
     same("datasets_use_prefetch", "boolean", True),
-    same("datasets_prefetch_buffer_size", "integer", 1),
+    same("datasets_prefetch_buffer_size", "integer", 1, "default AUTOTUNE in towertrain "
+         "(tf_cnn_benchmarks' 1)"),
     same("datasets_num_private_threads", "integer", None),
     same("datasets_use_caching", "boolean", False),
     same("datasets_parallel_interleave_cycle_length", "integer", None),
@@ -254,7 +262,9 @@ FLAGS = (
     same("save_model_steps", "integer", None),
     same("max_ckpts_to_keep", "integer", 5),
     same("train_dir", "string", None),
-    same("eval_dir", "string", "/tmp/tf_cnn_benchmarks/eval"),
+    same("eval_dir", "string", "/tmp/tf_cnn_benchmarks/eval", "towertrain writes eval "
+         "events only when it is given (tf_cnn_benchmarks' --eval always writes them, by "
+         "default to /tmp/tf_cnn_benchmarks/eval)"),
     refused("backbone_model_path", "string", None,
             "a pretrained backbone for the SSD model only, which towertrain does not have; "
             "to start from trained weights use Trainer.restore in the library"),
@@ -272,6 +282,16 @@ FLAGS = (
 BY_NAME = {f.name: f for f in FLAGS}
 # Flags towertrain defines only to refuse (category 3) or to accept with one value (2).
 REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
+
+# Implemented flags whose tf_cnn_benchmarks default (0, '' or []) means "unset"
+# there, as towertrain's unset default (None) does here: --batch_size=0 is the
+# model's batch, --save_model_secs=0 no timed saves, --gpu_indices= the first
+# GPUs. Spelled out on a command line, each is taken as not given.
+UNSET_DEFAULTS = ("batch_size", "eval_batch_size", "gpu_indices", "worker_hosts",
+                  "save_model_secs", "trace_file", "num_epochs_per_decay",
+                  "learning_rate_decay_factor", "num_learning_rate_warmup_epochs",
+                  "eval_during_training_at_specified_steps",
+                  "eval_during_training_at_specified_epochs")
 
 # tf_cnn_benchmarks' choices for its enum flags that towertrain implements (from
 # the flags.DEFINE_enum calls at SOURCE_COMMIT). towertrain's flags take every one
