@@ -1471,4 +1471,34 @@ MUTATIONS = [
         "    if False:",
         [T + "config/test_tfcnn_unset_defaults.py::"
          "test_save_summaries_steps_0_turns_summaries_off_and_conflicts_with_asking_for_them"]),
+    # --use_fp16 builds the registry's models in float32 (the loss scale stays).
+    Mutation(
+        "fp16_policy_is_float32", "towertrain/recipe/precision.py",
+        'return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
+        'return "float16" if getattr(params, "fp16_vars", False) else None',
+        [T + "recipe/test_precision.py::test_registry_models_are_built_under_the_policy_and_"
+         "the_global_policy_is_restored[use_fp16-mixed_float16]"]),
+    # A fixed --fp16_loss_scale (no auto scaling) replaced by the default 128.
+    Mutation(
+        "fixed_loss_scale_ignored", "towertrain/recipe/precision.py",
+        "initial = params.fp16_loss_scale or (",
+        "initial = (params.fp16_loss_scale if auto else None) or (",
+        [T + "recipe/test_precision.py::"
+         "test_a_fixed_loss_scale_is_the_one_given_and_reaches_the_gradients"]),
+    # --resize_method honoured in eval only: training always resizes bilinearly.
+    Mutation(
+        "resize_method_ignored_in_training", "input_pipeline/preprocessing.py",
+        "        image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)\n"
+        "        image = _resize(image, image_size, resize_method, seed)",
+        "        image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)\n"
+        '        image = _resize(image, image_size, "bilinear", seed)',
+        [T + "input/test_distortions_resize.py::"
+         "test_resize_method_nearest_in_training_copies_pixels_where_bilinear_mixes"]),
+    # --gpu_indices refused with --eval/--forward_only, which run towers too.
+    Mutation(
+        "gpu_indices_training_only", "towertrain/config/settings.py",
+        '"run on them too.", scaling=NOT_USED),',
+        '"run on them too.", training_only=True, scaling=NOT_USED),',
+        [T + "engine/test_runtime_flags.py::"
+         "test_gpu_indices_choose_the_gpus_of_eval_and_forward_only_too"]),
 ]

@@ -200,6 +200,22 @@ def test_gpu_indices_put_towers_on_those_gpus_in_that_order():
     assert placed == {("tower_0", "/DEVICE:GPU:1"), ("tower_1", "/DEVICE:GPU:0")}
 
 
+@pytest.mark.parametrize("mode", [["--eval", "--train_dir=unused"], ["--forward_only"]])
+def test_gpu_indices_choose_the_gpus_of_eval_and_forward_only_too(mode):
+    from absl import flags
+    from towertrain.commands import train
+    from towertrain.config import flags as flags_lib
+    flags_lib.define_flags()
+    try:
+        flags.FLAGS.unparse_flags()
+        train.parse_flags(["towertrain", "--model=trivial", "--device=gpu", "--num_gpus=2",
+                           "--gpu_indices=1,0", *mode])
+        params = flags_lib.params_from_flags()
+    finally:
+        flags.FLAGS.unparse_flags()
+    assert Trainer(params, check_devices=False).devices == ["/gpu:1", "/gpu:0"]
+
+
 def test_gpu_indices_beyond_the_present_gpus_fail_at_device_setup(monkeypatch):
     from towertrain.engine import devices
     from towertrain.errors import DeviceError

@@ -68,12 +68,15 @@ def test_half_precision_trains_with_falling_loss_and_float32_variables(flag, pol
                          for op in norms)
 
 
-def test_registry_models_are_built_under_the_policy_and_the_global_policy_is_restored():
-    params = Params(model="resnet20", device="cpu", num_gpus=1, batch_size=2, use_bf16=True,
-                    allow_emulated_precision=True)
+@pytest.mark.parametrize("flag,policy", [("use_bf16", "mixed_bfloat16"),
+                                         ("use_fp16", "mixed_float16")])
+def test_registry_models_are_built_under_the_policy_and_the_global_policy_is_restored(
+        flag, policy):
+    params = Params(model="resnet20", device="cpu", num_gpus=1, batch_size=2,
+                    allow_emulated_precision=True, **{flag: True})
     trainer = Trainer(params)
     assert {layer.dtype_policy.name for layer in trainer.model.layers if layer.weights} == {
-        "mixed_bfloat16"}
+        policy}
     assert keras.mixed_precision.dtype_policy().name == "float32"
 
 
@@ -151,3 +154,15 @@ def _must_compile(op):
         return op.get_attr("_XlaMustCompile")
     except ValueError:
         return False
+
+
+def test_a_fixed_loss_scale_is_the_one_given_and_reaches_the_gradients():
+    trainer = _trainer("mixed_float16", steps=3, use_fp16=True, fp16_loss_scale=512.0)
+    assert not trainer.loss_scale.dynamic
+    results = [trainer.step() for _ in range(3)]
+    assert [r.extras["loss_scale"] for r in results] == [512.0] * 3
+    assert all(r.finite for r in results)
+    # 2**40 times the loss overflows the float16 backward pass: the step is
+    # skipped, which only happens if the scale multiplies the loss.
+    huge = _trainer("mixed_float16", steps=1, use_fp16=True, fp16_loss_scale=2.0 ** 40)
+    assert not huge.step().finite

@@ -134,8 +134,8 @@ SETTINGS = (
                 scaling=NOT_USED),
         Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
                 "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
-                "many as --num_gpus (default: 0..num_gpus-1).", training_only=True,
-                scaling=NOT_USED),
+                "many as --num_gpus (default: 0..num_gpus-1); --eval and --forward_only "
+                "run on them too.", scaling=NOT_USED),
         Setting("variable_consistency", ENUM, "strong", "replicated only: strong applies "
                 "each step's all-reduced gradients in that step; relaxed applies them one "
                 "step later, so the exchange overlaps the next step's compute (the variables "
