@@ -1501,4 +1501,53 @@ MUTATIONS = [
         '"run on them too.", training_only=True, scaling=NOT_USED),',
         [T + "engine/test_runtime_flags.py::"
          "test_gpu_indices_choose_the_gpus_of_eval_and_forward_only_too"]),
+    # Trainer.save without the engine variables (global step, loss scale).
+    Mutation(
+        "library_save_drops_the_loss_scale", "towertrain/trainer.py",
+        "        return ckpt_lib.save_portable(self.model, self.variables, path,\n"
+        "                                      engine_variables=self.engine_variables())",
+        "        return ckpt_lib.save_portable(self.model, self.variables, path)",
+        [T + "state/test_trainer_save_restore.py::"
+         "test_save_carries_the_dynamic_loss_scale_and_its_count"]),
+    # A state holding inf is written like any other.
+    Mutation(
+        "non_finite_state_saved", "towertrain/callbacks/checkpointing.py",
+        "        bad = self.non_finite_variables()\n", "        bad = []\n",
+        [T + "state/test_trainer_save_restore.py::"
+         "test_a_state_with_a_non_finite_variable_is_never_saved"]),
+    # export --include_preprocessing puts cifar10's standardization in front of
+    # an imagenet model.
+    Mutation(
+        "imagenet_export_preprocessing_allowed", "towertrain/state/export.py",
+        '    if data_name != "cifar10":\n        raise ParamsError(f"--include_preprocessing:',
+        '    if False:\n        raise ParamsError(f"--include_preprocessing:',
+        [T + "state/test_export_preprocessing.py::"
+         "test_include_preprocessing_on_an_imagenet_run_is_refused_and_writes_nothing"]),
+    # import towertrain leaves oneDNN to TensorFlow's CPU check (NCHW fails on
+    # CPUs where TensorFlow keeps it off).
+    Mutation(
+        "onednn_not_set_on_import", "towertrain/__init__.py",
+        'os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")', "pass",
+        [T + "package/test_public_api.py::"
+         "test_import_turns_onednn_on_before_tensorflow_unless_the_user_chose"]),
+    # A user's callbacks run before the built-in ones.
+    Mutation(
+        "user_callbacks_first", "towertrain/trainer.py",
+        "result = loop_lib.run(self, built + list(callbacks), write)",
+        "result = loop_lib.run(self, list(callbacks) + built, write)",
+        [T + "engine/test_step_results.py::test_a_users_callbacks_run_after_the_built_in_ones"]),
+    # independent: eval and the Keras model take the last tower's copy.
+    Mutation(
+        "independent_primary_is_last_copy", "towertrain/engine/variable_mgr/replicated.py",
+        "        return self._trainable[0], self._non_trainable[0]",
+        "        return self._trainable[-1], self._non_trainable[-1]",
+        [T + "state/test_eval_checked.py::"
+         "test_independent_mode_evaluates_tower_0s_copy_and_says_so"]),
+    # No staging fence after an eval step: --stop_at_top_1_accuracy stops (and
+    # saves) one staged batch past the eval that stopped it.
+    Mutation(
+        "no_fence_after_eval", "towertrain/callbacks/periodic_eval.py",
+        "            self.loop.trainer.add_fence(following)", "            pass",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_stop_at_top_1_with_staged_input_stops_at_that_eval_not_a_batch_later"]),
 ]

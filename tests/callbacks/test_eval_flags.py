@@ -101,6 +101,30 @@ def test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final(t
     assert run_record.read(str(tmp_path / "full"))["final_step"] == 6
 
 
+def test_stop_at_top_1_with_staged_input_stops_at_that_eval_not_a_batch_later(tmp_path):
+    # In-memory input is staged (synthetic input is not): the eval step fences
+    # staging, so the stop and its checkpoint are at the eval's step.
+    from towertrain.input_pipeline import from_arrays
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((60, 8, 8, 3)).astype(np.float32)
+    labels = rng.integers(0, 10, 60).astype(np.int32)
+    params = Params(model="ckpt_tiny", device="cpu", num_gpus=2, variable_update="replicated",
+                    optimizer="momentum", num_warmup_batches=0, num_batches=9,
+                    display_every=100, train_dir=str(tmp_path),
+                    eval_during_training_every_n_steps=3, stop_at_top_1_accuracy=0.01)
+    trainer = Trainer(params, input_source=from_arrays(images, labels, 6))
+    assert trainer.params.staging_depth >= 1  # the default stages
+    lines = []
+    try:
+        result = trainer.train(write=lines.append, eval_data=tiny_models.eval_data("NHWC"))
+    finally:
+        trainer.close()
+    text = "\n".join(lines)
+    assert "Stopping, as eval accuracy at least 0.01 was reached" in text
+    assert result.steps == 3 and "Saved checkpoint at step 3" in text, text
+    assert run_record.read(str(tmp_path))["final_step"] == 3
+
+
 def _correct_per_example(trainer):
     """1/0 per example of the tiny eval set (23), from the model's own logits."""
     data = tiny_models.eval_data(trainer.data_format)

@@ -64,3 +64,16 @@ def test_partial_last_batch_counts_its_real_examples(staging_depth):
     seconds = sum(s for _, _, s in recorder.steps)
     assert result.images_per_sec == pytest.approx(21 / seconds)
     assert f"total images/sec: {21 / seconds:.2f}" in lines
+
+
+def test_a_users_callbacks_run_after_the_built_in_ones():
+    """docs/library.md: a user's after_step sees the step's line already written."""
+    lines, seen = [], []
+
+    class LastLine(Callback):
+        def after_step(self, step, result, seconds):
+            seen.append(lines[-1].split("\t")[0] if lines else None)
+
+    trainer = Trainer(tiny_models.tiny_params(num_batches=3).replace(display_every=1))
+    trainer.train(write=lines.append, callbacks=[LastLine()])
+    assert seen == ["1", "2", "3"]

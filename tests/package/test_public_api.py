@@ -4,6 +4,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import towertrain
@@ -147,3 +148,21 @@ def test_devices_configured_too_late_fail_naming_the_fix():
         [sys.executable, "-c", body.format(first="towertrain.use_logical_cpus(2)\n")],
         env=env, capture_output=True, text=True, timeout=120)
     assert early.returncode == 0 and "trained" in early.stdout, early.stderr[-2000:]
+
+
+@pytest.mark.parametrize("given,seen", [(None, "1 on"), ("0", "0 off")])
+def test_import_turns_onednn_on_before_tensorflow_unless_the_user_chose(given, seen):
+    """NCHW on a CPU needs oneDNN, which TensorFlow enables by itself only on
+    some CPUs; a user's own TF_ENABLE_ONEDNN_OPTS is left as it is."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if given is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = given
+    code = ("import os, towertrain; from towertrain import private_api; "
+            "print(os.environ['TF_ENABLE_ONEDNN_OPTS'], "
+            "'on' if private_api.onednn_enabled() else 'off')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == seen.split()

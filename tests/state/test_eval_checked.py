@@ -170,6 +170,8 @@ def test_independent_mode_evaluates_tower_0s_copy_and_says_so():
     evaluator = evaluation.Evaluator(trainer)
     got = evaluator.evaluate(data, keep_logits=True).logits
     trainer.sync_model()  # the Keras model now holds tower 0's copy
+    for kept, tower_0 in zip(trainer.model.trainable_variables, copies[0]):
+        np.testing.assert_array_equal(kept.numpy(), tower_0.numpy())  # not tower 1's
     images = np.concatenate([x.numpy() for x, _ in data.dataset])
     np.testing.assert_allclose(got, trainer.model.predict(images, verbose=0), atol=1e-5)
     assert "independent mode: scores tower 0's copy" in evaluation.describe(data, evaluator)

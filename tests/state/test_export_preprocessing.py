@@ -49,3 +49,19 @@ def test_export_help_states_the_input_contract():
     assert done.returncode == 0
     assert "preprocessed as for --eval" in done.stdout
     assert "--include_preprocessing" in done.stdout
+
+
+def test_include_preprocessing_on_an_imagenet_run_is_refused_and_writes_nothing(tmp_path):
+    # Its eval preprocessing decodes and crops JPEGs of any size: nothing fixed
+    # to put in front of the model (cifar10's standardization would be wrong).
+    train_dir, output = str(tmp_path / "run"), tmp_path / "model.keras"
+    trained = run_cli("--model=lenet", "--data_name=imagenet", "--device=cpu",
+                      "--batch_size=2", "--num_batches=1", "--num_warmup_batches=0",
+                      f"--train_dir={train_dir}")
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    refused = run_cli(f"--train_dir={train_dir}", f"--output={output}",
+                      "--include_preprocessing", module="towertrain.export")
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert refused.stderr.startswith("towertrain.export: error: --include_preprocessing: only "
+                                     "for cifar10 runs (this one is imagenet"), refused.stderr
+    assert not output.exists()

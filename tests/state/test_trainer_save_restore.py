@@ -1,5 +1,6 @@
 """Trainer.save / Trainer.restore: the library's checkpoint door."""
 import keras
+import tensorflow as tf
 import numpy as np
 import pytest
 
@@ -47,3 +48,40 @@ def test_restore_of_another_models_checkpoint_names_the_variables(tmp_path):
                                                    batch_size=2))
     with pytest.raises(ckpt_lib.CheckpointError, match="missing variables"):
         trivial.restore(path)
+
+
+def test_save_carries_the_dynamic_loss_scale_and_its_count(tmp_path):
+    fp16 = dict(use_fp16=True, fp16_enable_auto_loss_scale=True, fp16_loss_scale=64.0,
+                fp16_inc_loss_scale_every_n=2, allow_emulated_precision=True, num_batches=5)
+    trained = towertrain.Trainer(tiny_models.tiny_params(**fp16))
+    for _ in range(3):  # finite steps: doubled after 2, then 1 counted
+        assert trained.step().finite
+    scale = trained.loss_scale
+    assert (float(scale.scale.numpy()), int(scale.good_steps.numpy())) == (128.0, 1)
+    path = trained.save(str(tmp_path / "fp16"))
+    fresh = towertrain.Trainer(tiny_models.tiny_params(**fp16))
+    assert float(fresh.loss_scale.scale.numpy()) == 64.0
+    fresh.restore(path)
+    assert (float(fresh.loss_scale.scale.numpy()),
+            int(fresh.loss_scale.good_steps.numpy())) == (128.0, 1)
+    # The next finite step doubles it again in both: the count came along.
+    trained.step(), fresh.step()
+    assert float(fresh.loss_scale.scale.numpy()) == float(trained.loss_scale.scale.numpy()) \
+        == 256.0
+
+
+def test_a_state_with_a_non_finite_variable_is_never_saved(tmp_path):
+    from towertrain.callbacks.checkpointing import Checkpointer
+    from towertrain.errors import TrainingDivergedError
+    trainer = towertrain.Trainer(tiny_models.tiny_params(num_batches=2))
+    checkpointer = Checkpointer(trainer, str(tmp_path))
+    trainer.step()
+    first = checkpointer.save()
+    trainer.step()
+    weights = trainer.variables.trainable_copies()[0][0]
+    weights.assign(tf.fill(weights.shape, float("inf")))
+    with pytest.raises(TrainingDivergedError, match=r"^not saving step 2: 1 variable\(s\) "
+                                                    r"are not finite"):
+        checkpointer.save()
+    assert checkpointer.manager.latest_checkpoint == first
+    assert sorted(p.name for p in tmp_path.glob("ckpt-*.index")) == ["ckpt-1.index"]
