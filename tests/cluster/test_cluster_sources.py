@@ -1,6 +1,7 @@
 """Where the cluster comes from (--cluster_source): --worker_hosts, TF_CONFIG
 (Kubernetes) or Slurm, through TensorFlow's cluster resolvers."""
 import json
+import os
 import re
 
 import pytest
@@ -40,6 +41,27 @@ def test_slurm_environment_gives_the_cluster_through_the_resolver():
                                  SLURM_TWO_TASKS).num_workers == 1
     with pytest.raises(ParamsError, match="--cluster_source=slurm: SLURM_PROCID not found"):
         resolvers.from_params(_params(cluster_source="slurm"), {})
+
+
+def test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node(monkeypatch):
+    """With --device=gpu, task K of a node's tasks gets GPUs K*num_gpus ..
+    (K+1)*num_gpus-1 of the node's through CUDA_VISIBLE_DEVICES, which
+    SlurmClusterResolver sets in the process's environment (auto_set_gpu).
+    The node's GPUs are those Slurm hands the step (`--gres=gpu:4` sets
+    CUDA_VISIBLE_DEVICES=0,1,2,3), as the resolver counts them."""
+    for name in [n for n in os.environ if n.startswith("SLURM_")] + ["TF_CONFIG"]:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in SLURM_TWO_TASKS.items():  # task 1 of 2, both on one node
+        monkeypatch.setenv(name, value)
+    for num_gpus, expected in [(2, "2,3"), (1, "1")]:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+        cluster = resolvers.from_params(_params(device="gpu", num_gpus=num_gpus))
+        assert (cluster.task_index, cluster.num_workers, cluster.source) == (1, 2, "slurm")
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == expected, num_gpus
+    # On a CPU no GPU is handed out: the variable stays as it was.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    assert resolvers.from_params(_params(device="cpu")).task_index == 1
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
 
 
 def test_tf_config_with_a_chief_job_and_source_conflicts():

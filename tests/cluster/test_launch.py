@@ -1,5 +1,6 @@
 """`python -m towertrain.launch`: N workers on loopback ports, task-prefixed
 output, first failure's status with every process reaped, restarts."""
+import json
 import os
 import re
 import signal
@@ -47,6 +48,69 @@ def test_usage_errors_exit_2():
         done = subprocess.run([*LAUNCH, *flags], env=runs.env(), cwd=runs.REPO,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+ARGV_WORKER = """import json, sys
+print(json.dumps(sys.argv[1:]), flush=True)
+"""
+
+
+def _workers_argv(tmp_path, flags):
+    """Each task's argv as the launcher gives it to a worker that prints it."""
+    (tmp_path / "argv_worker.py").write_text(ARGV_WORKER)
+    env = runs.env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    done = subprocess.run([*LAUNCH, "--num_workers=2", "--module=argv_worker", "--", *flags],
+                          env=env, cwd=runs.REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [json.loads(re.search(rf"^\[task {task}\] (\[.*\])$", done.stdout, re.M).group(1))
+            for task in range(2)]
+
+
+def test_the_launcher_adds_collective_all_reduce_unless_given(tmp_path):
+    for given in ([], ["--variable_update=collective_all_reduce"]):
+        for task, argv in enumerate(_workers_argv(tmp_path, ["--model=trivial", *given])):
+            assert argv[0] == "--model=trivial" and f"--task_index={task}" in argv, argv
+            assert [a for a in argv if a.startswith("--variable_update")] == [
+                "--variable_update=collective_all_reduce"], (given, argv)
+            hosts = [a for a in argv if a.startswith("--worker_hosts=")]
+            assert len(hosts) == 1 and len(hosts[0].split(",")) == 2, argv
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_the_launcher_is_the_coordinated_stop_of_every_worker(tmp_path):
+    """The workers run in their own sessions (a terminal's Ctrl-C reaches only
+    the launcher): SIGINT on the launcher alone, forwarded, stops both workers
+    at one step and everything exits 0. No --variable_update: the launcher
+    adds collective_all_reduce."""
+    flags = ["--model=trivial", "--device=cpu", "--num_gpus=1", "--batch_size=8",
+             "--num_batches=1000000", "--num_warmup_batches=0", "--display_every=10",
+             "--collective_timeout_secs=20"]
+    with runs.Processes(str(tmp_path)) as procs:
+        launcher = procs.start([*LAUNCH, "--num_workers=2", "--", *flags], "launcher")
+        procs.wait_for(lambda: re.search(r"^\[task 0\] 10\timages/sec", procs.log(0), re.M)
+                       and "[task 1] worker task 1 of 2" in procs.log(0), 240,
+                       "the chief's step 10 and the worker's line")
+        os.kill(launcher.pid, signal.SIGINT)
+        try:
+            status = launcher.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the launcher did not stop within 60 s of SIGINT:\n"
+                        + procs.log(0)[-3000:])
+        log = procs.log(0)
+    assert status == 0, log[-3000:]
+    assert "[launcher] received SIGINT: forwarded to every worker" in log
+    # Every worker got the signal itself (not only the stop request through the
+    # collective), and both stopped at the same step.
+    for task in range(2):
+        assert f"[task {task}] towertrain: received SIGINT: every worker stops at the same " \
+            "step" in log, log[-3000:]
+    stopped = [re.findall(rf"^\[task {task}\] Stopped at step (\d+) with every worker "
+                          r"\(SIGINT; no --train_dir, nothing saved\)$", log, re.M)
+               for task in range(2)]
+    assert len(stopped[0]) == 1 and stopped[0] == stopped[1], log[-3000:]
+    assert 10 <= int(stopped[0][0]) < 1000000
+    assert "failed" not in log, log[-3000:]
 
 
 @pytest.mark.slow
