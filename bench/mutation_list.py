@@ -1550,4 +1550,56 @@ MUTATIONS = [
         "            self.loop.trainer.add_fence(following)", "            pass",
         [T + "callbacks/test_eval_flags.py::"
          "test_stop_at_top_1_with_staged_input_stops_at_that_eval_not_a_batch_later"]),
+    # The step's collectives timed again: one sleeping TensorFlow thread each
+    # for the whole timeout, and a fast model runs out of threads.
+    Mutation(
+        "step_collectives_timed", "towertrain/engine/variable_mgr/collective.py",
+        "        self.timeout = 0\n", "",
+        [T + "cluster/test_peer_watch.py::"
+         "test_a_fast_model_keeps_its_thread_count_with_the_default_timeout"]),
+    # No peer watch: with untimed step collectives a dead peer hangs the others.
+    Mutation(
+        "peer_watch_not_started", "towertrain/engine/variable_mgr/collective.py",
+        "            peer_watch.start(self.cluster, self.timeout)\n", "",
+        [T + "engine/test_multiworker.py::test_killed_worker_stops_the_other_and_restart_resumes"]),
+    # The watch sees the dead peer and does nothing.
+    Mutation(
+        "peer_watch_never_aborts", "towertrain/engine/distributed/peer_watch.py",
+        "        private_api.eager_context().abort_collective_ops(tf.errors.UNAVAILABLE, self.failure)",
+        "        pass",
+        [T + "cluster/test_peer_watch.py::"
+         "test_a_peer_that_stays_unreachable_aborts_the_collectives_naming_it"]),
+    # Helper-3's cluster claims (launcher flag and signals, Slurm GPUs, chief only).
+    Mutation(
+        "launcher_adds_no_variable_update", "towertrain/commands/launch.py",
+        'cluster.append("--variable_update=collective_all_reduce")', "pass",
+        [T + "cluster/test_launch.py::test_the_launcher_adds_collective_all_reduce_unless_given"]),
+    Mutation(
+        "launcher_does_not_forward_signals", "towertrain/commands/launch.py",
+        'state["workers"].signal(signum)', "pass",
+        [T + "cluster/test_launch.py::"
+         "test_ctrl_c_on_the_launcher_is_the_coordinated_stop_of_every_worker"]),
+    Mutation(
+        "launcher_signals_only_task_0", "towertrain/commands/launch.py",
+        "    def signal(self, signum):\n        for proc in self.procs:",
+        "    def signal(self, signum):\n        for proc in self.procs[:1]:",
+        [T + "cluster/test_launch.py::"
+         "test_ctrl_c_on_the_launcher_is_the_coordinated_stop_of_every_worker"]),
+    Mutation(
+        "slurm_gpus_not_assigned", "towertrain/engine/distributed/resolvers.py",
+        "dict(gpus_per_task=params.num_gpus, auto_set_gpu=True)",
+        "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
+        [T + "cluster/test_cluster_sources.py::"
+         "test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node"]),
+    Mutation(
+        "every_worker_is_the_chief", "towertrain/callbacks/__init__.py",
+        "if cluster is not None and not cluster.is_chief:", "if False:",
+        [T + "cluster/test_chief_writes.py::"
+         "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
+    Mutation(
+        "non_chief_prints_the_output", "towertrain/callbacks/__init__.py",
+        "StepPrinter(p.display_every, trainer.num_warmup_batches, lambda *_: None)",
+        "StepPrinter(p.display_every, trainer.num_warmup_batches, write)",
+        [T + "cluster/test_chief_writes.py::"
+         "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
 ]

@@ -315,8 +315,10 @@ class Trainer:
             target.assign(source.value)
 
     def close(self):
-        """Clears the staging areas and stops the input's threads; safe to call twice."""
+        """Clears the staging areas, stops the input's threads and, multi-worker,
+        the watch of the peers (the last collective is done); safe to call twice."""
         self.input.close()
+        self.variables.close()
 
     def header_info(self):
         """The header's (label, value) pairs (towertrain.engine.header)."""

@@ -333,9 +333,9 @@ SETTINGS = (
                 "(default: TF_CONFIG, else one process)."),
         Setting("task_index", INTEGER, 0, "Multi-worker: this worker's index in "
                 "--worker_hosts; 0 is the chief (checkpoints, output)."),
-        Setting("collective_timeout_secs", FLOAT, None, "Multi-worker: a collective that does "
-                "not complete in this many seconds stops the run (a dead or unreachable "
-                "worker) (default: 60)."),
+        Setting("collective_timeout_secs", FLOAT, None, "Multi-worker: a worker that has not "
+                "joined within this many seconds, or that stops answering health checks for "
+                "about as long (dead or unreachable), stops the run (default: 60)."),
         Setting("cluster_source", ENUM, "auto", "Multi-worker: where the cluster comes "
                 "from: flags (--worker_hosts/--task_index), tf_config (TF_CONFIG, as "
                 "Kubernetes operators write it), slurm (the environment srun sets), or auto "

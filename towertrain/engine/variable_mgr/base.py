@@ -133,6 +133,10 @@ class VariableManager(abc.ABC):
         """The step's summed loss over every worker's towers."""
         return loss
 
+    def close(self):
+        """The trainer is done with its steps: release what the mode holds
+        beyond its variables (nothing in one process)."""
+
 
 class Exchanged:
     """Gradients already summed by `exchange`: per_device[d] is the summed list

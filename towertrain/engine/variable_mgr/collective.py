@@ -24,8 +24,11 @@ What makes this work (measured, see ../shared/DESIGN.md):
   others; the instance keys sit in a key space of the model's variable
   layout alone (key_space), so trainers of different models in one process
   do not meet on a key whose shape TensorFlow has already fixed;
-- every collective carries `timeout_seconds` (--collective_timeout_secs), so
-  a dead peer raises DeadlineExceeded (or Unavailable) instead of hanging.
+- only the start-up broadcast carries `timeout_seconds`
+  (--collective_timeout_secs): a peer that never joins raises DeadlineExceeded.
+  The step's collectives carry none (TensorFlow keeps a sleeping thread per
+  timed collective for the whole timeout); a peer that dies later is caught by
+  engine.distributed.peer_watch, which aborts the collectives (Unavailable).
 
 Batch-norm statistics come from global tower 0 (worker 0's tower 0): they are
 summed with every other member contributing zeros, which gives worker 0's
@@ -39,7 +42,7 @@ import tensorflow as tf
 from towertrain import private_api
 from towertrain.config import exchange_checks
 from towertrain.engine.allreduce import packing
-from towertrain.engine.distributed import cluster as cluster_lib
+from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
 from towertrain.recipe import gradients
 
 from .base import Exchanged, register, stats_tower
@@ -126,7 +129,14 @@ class CollectiveManager(ReplicatedManager):
             with tf.device(member_device(self.devices, self.local)):
                 self._pack_token = tf.Variable(0.0, trainable=False, name="pack_token")
         if self.num_workers > 1:
-            self._broadcast_from_chief()
+            self._broadcast_from_chief()  # every peer has joined once it returns
+            peer_watch.start(self.cluster, self.timeout)
+        # The step's collectives carry no timeout (one sleeping thread each in
+        # TensorFlow); a dead peer is the peer watch's to catch.
+        self.timeout = 0
+
+    def close(self):
+        peer_watch.stop()
 
     # -- collectives ------------------------------------------------------
 
