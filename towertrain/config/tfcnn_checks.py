@@ -1,4 +1,6 @@
-"""Refusals for tf_cnn_benchmarks flags towertrain cannot honour, and the
+"""tf_cnn_benchmarks' command lines, read as it reads them: its "unset"
+defaults spelled out count as not given, --model=alexnet on cifar10 is its
+CIFAR-10 AlexNet; refusals for its flags towertrain cannot honour, and the
 checks of --forward_only (an inference benchmark: it trains and writes nothing).
 
 Each refusal is one line naming the flag (towertrain.config.tfcnn_flags holds
