@@ -19,12 +19,12 @@ EVAL_LINE = re.compile(r"^Accuracy @ 1 = ([\d.]+) Accuracy @ 5 = [\d.]+ \(step (
                        r"images/sec: [\d.]+ \[(\d+) examples", re.M)
 
 
-def run(train_dir=None, **kw):
+def run(train_dir=None, input_source=None, **kw):
     settings = dict(model="ckpt_tiny", device="cpu", num_gpus=2, variable_update="replicated",
                     optimizer="momentum", num_warmup_batches=0, num_epochs=3,
                     num_examples_per_epoch=12, display_every=100,
                     train_dir=str(train_dir) if train_dir else None)
-    trainer = Trainer(Params(**{**settings, **kw}))
+    trainer = Trainer(Params(**{**settings, **kw}), input_source=input_source)
     lines = []
     try:
         result = trainer.train(write=lines.append, eval_data=tiny_models.eval_data("NHWC"))
@@ -108,18 +108,12 @@ def test_stop_at_top_1_with_staged_input_stops_at_that_eval_not_a_batch_later(tm
     rng = np.random.default_rng(0)
     images = rng.standard_normal((60, 8, 8, 3)).astype(np.float32)
     labels = rng.integers(0, 10, 60).astype(np.int32)
-    params = Params(model="ckpt_tiny", device="cpu", num_gpus=2, variable_update="replicated",
-                    optimizer="momentum", num_warmup_batches=0, num_batches=9,
-                    display_every=100, train_dir=str(tmp_path),
-                    eval_during_training_every_n_steps=3, stop_at_top_1_accuracy=0.01)
-    trainer = Trainer(params, input_source=from_arrays(images, labels, 6))
-    assert trainer.params.staging_depth >= 1  # the default stages
-    lines = []
-    try:
-        result = trainer.train(write=lines.append, eval_data=tiny_models.eval_data("NHWC"))
-    finally:
-        trainer.close()
-    text = "\n".join(lines)
+    assert Params(model="ckpt_tiny").staging_depth >= 1  # the default stages
+    result, text, evals = run(tmp_path, input_source=from_arrays(images, labels, 6),
+                              num_epochs=None,
+                              num_examples_per_epoch=None, num_batches=9,
+                              eval_during_training_every_n_steps=3, stop_at_top_1_accuracy=0.01)
+    assert [step for step, _, _ in evals] == [3], text
     assert "Stopping, as eval accuracy at least 0.01 was reached" in text
     assert result.steps == 3 and "Saved checkpoint at step 3" in text, text
     assert run_record.read(str(tmp_path))["final_step"] == 3
