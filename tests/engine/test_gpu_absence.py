@@ -2,16 +2,12 @@
 a GPU machine with the CPU-only TensorFlow (the [cpu] extra), or a GPU build
 whose CUDA libraries did not load. Each cause is simulated by what it changes:
 the driver's device node, the build flags, the GPUs TensorFlow lists."""
-import importlib.util
-import os
-
 import pytest
 import tensorflow as tf
 
 import helpers.cli
+from helpers import bench_scripts
 from towertrain.engine import devices
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture
@@ -70,18 +66,10 @@ def test_fewer_gpus_than_asked_names_no_cause(machine):
     assert str(raised.value).startswith("--num_gpus=4: only 2 GPU(s) present; lower")
 
 
-def _gpu_proof():
-    spec = importlib.util.spec_from_file_location("gpu_proof",
-                                                  os.path.join(ROOT, "bench", "gpu_proof.py"))
-    proof = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(proof)
-    return proof
-
-
 def test_the_gpu_proof_fails_on_a_gpu_machine_that_tensorflow_cannot_use(machine, capsys):
     # Tracing there and exiting 0 would pass a machine that proved nothing.
     machine(driver=True, cuda_build=True)
-    assert _gpu_proof().main(["--model=trivial", "--batch_size=2", "--steps=1"]) == 1
+    assert bench_scripts.load("gpu_proof").main(["--model=trivial", "--batch_size=2", "--steps=1"]) == 1
     out = capsys.readouterr().out
     assert out == ("a GPU is present but TensorFlow cannot use it: a GPU driver is loaded, but "
                    "this TensorFlow found no usable GPU: its CUDA libraries are missing or do "

@@ -1,22 +1,16 @@
 """bench/gpu_proof.py in no-GPU mode (CI): it says so, traces every path's
 step for GPU device names and exits 0; the NCCL and staging paths put their
 ops on the GPUs."""
-import importlib.util
-import os
-
 import pytest
 import tensorflow as tf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import bench_scripts
 
 
 @pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")), reason="a GPU is present: "
                     "the proof would run, not trace")
 def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
-    spec = importlib.util.spec_from_file_location("gpu_proof",
-                                                  os.path.join(ROOT, "bench", "gpu_proof.py"))
-    proof = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(proof)
+    proof = bench_scripts.load("gpu_proof")
     assert proof.main(["--model=trivial", "--batch_size=2", "--steps=1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("no GPU found")

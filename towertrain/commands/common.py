@@ -122,11 +122,12 @@ def flag_error_message(err):
         reason = {"int": "must be an integer", "float": "must be a number",
                   "bool": f"is on/off: use --{flag.name} or --no{flag.name}"}.get(
                       flag.flag_type(), text[bad_value.end():])
-        if flag.name == "num_epochs" and flag.flag_type() == "int":
-            reason += " (whole epochs; --num_batches runs part of one)"
+        from towertrain.config import tfcnn_flags
+        tfcnn = tfcnn_flags.BY_NAME.get(flag.name)
+        if tfcnn and tfcnn.type == "float" and flag.flag_type() == "int" and tfcnn.note:
+            reason += f" ({tfcnn.note})"  # a tf_cnn_benchmarks float taken whole here
         if choices:
             reason = f"must be one of {', '.join(choices)}"
-            from towertrain.config import tfcnn_flags
             migration = tfcnn_flags.value_refusal(flag.name, bad_value.group(2))
             if migration:
                 reason += f"; {migration}"

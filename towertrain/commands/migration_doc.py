@@ -42,8 +42,8 @@ def what_user_sees(flag):
     if flag.category == table.IMPLEMENTED:
         text = flag.note or "same"
         if flag.name in table.UNSET_DEFAULTS:
-            spelled = "" if flag.default == [] else flag.default
-            text += f"; `--{flag.name}={spelled}` (its default there) counts as not given"
+            text += (f"; `--{flag.name}={table.unset_spelling(flag)}` (its default there) "
+                     "counts as not given")
         if flag.name in table.PENDING:
             text += " (not yet defined on this branch)"
         return _escape(text)

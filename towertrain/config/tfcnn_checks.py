@@ -21,10 +21,8 @@ _FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint", "eval", "eval_batch_size",
 
 
 def unset_spellings():
-    """{flag: tf_cnn_benchmarks' default} for tfcnn_flags.UNSET_DEFAULTS, a
-    list's [] as the '' its towertrain string flag parses."""
-    return {name: ("" if tfcnn_flags.BY_NAME[name].default == []
-                   else tfcnn_flags.BY_NAME[name].default)
+    """{flag: tf_cnn_benchmarks' default as spelled here} for tfcnn_flags.UNSET_DEFAULTS."""
+    return {name: tfcnn_flags.unset_spelling(tfcnn_flags.BY_NAME[name])
             for name in tfcnn_flags.UNSET_DEFAULTS}
 
 

@@ -82,8 +82,7 @@ FLAGS = (
     same("batch_group_size", "integer", 1),
     same("num_batches", "integer", None),
     same("num_eval_batches", "integer", None),
-    same("num_epochs", "float", None, "towertrain takes whole epochs (for part of one, "
-         "--num_batches)"),
+    same("num_epochs", "float", None, "whole epochs; --num_batches runs part of one"),
     same("num_eval_epochs", "float", None),
     same("stop_at_top_1_accuracy", "float", None),
     value("collect_eval_results_async", "boolean", False, False,
@@ -292,6 +291,12 @@ UNSET_DEFAULTS = ("batch_size", "eval_batch_size", "gpu_indices", "worker_hosts"
                   "learning_rate_decay_factor", "num_learning_rate_warmup_epochs",
                   "eval_during_training_at_specified_steps",
                   "eval_during_training_at_specified_epochs")
+
+
+def unset_spelling(flag):
+    """How tf_cnn_benchmarks' default of `flag` reads on towertrain's command
+    line: a list's [] is the '' its string flag parses."""
+    return "" if flag.default == [] else flag.default
 
 # tf_cnn_benchmarks' choices for its enum flags that towertrain implements (from
 # the flags.DEFINE_enum calls at SOURCE_COMMIT). towertrain's flags take every one

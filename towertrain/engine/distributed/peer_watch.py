@@ -27,12 +27,13 @@ FAILED_CHECKS = 3
 
 
 class PeerWatch:
-    """One thread checking `cluster`'s other tasks every `interval` seconds."""
+    """One thread checking `cluster`'s other tasks every `check_timeout`
+    seconds, each check waiting up to as long: FAILED_CHECKS rounds fit in
+    the timeout."""
 
     def __init__(self, cluster, timeout_secs):
         self.cluster = cluster
         self.check_timeout = max(timeout_secs / (2 * FAILED_CHECKS), 0.5)
-        self.interval = self.check_timeout
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="towertrain-peer-watch",
                                         daemon=True)
@@ -50,7 +51,7 @@ class PeerWatch:
     def _run(self):
         import tensorflow as tf
         failed = {}
-        while not self._stop.wait(self.interval):
+        while not self._stop.wait(self.check_timeout):
             for index in range(self.cluster.num_workers):
                 if index == self.cluster.task_index or self._stop.is_set():
                     continue
@@ -76,9 +77,6 @@ class PeerWatch:
 
 
 _WATCH = {"current": None}
-# Before the interpreter tears down: a daemon thread calling into TensorFlow then
-# could crash the exit of a run that never called Trainer.close().
-atexit.register(lambda: stop())
 
 
 def start(cluster, timeout_secs):
@@ -97,6 +95,6 @@ def stop():
         watch.stop()
 
 
-def current():
-    """The running watch, or None."""
-    return _WATCH["current"]
+# Before the interpreter tears down: a daemon thread calling into TensorFlow then
+# could crash the exit of a run that never called Trainer.close().
+atexit.register(stop)
