@@ -1561,7 +1561,8 @@ MUTATIONS = [
     Mutation(
         "peer_watch_not_started", "towertrain/engine/variable_mgr/collective.py",
         "            peer_watch.start(self.cluster, self.timeout)\n", "",
-        [T + "engine/test_multiworker.py::test_killed_worker_stops_the_other_and_restart_resumes"]),
+        [T + "cluster/test_peer_watch.py::test_a_frozen_peer_stops_the_others_naming_it",
+         T + "engine/test_multiworker.py::test_killed_worker_stops_the_other_and_restart_resumes"]),
     # The watch sees the dead peer and does nothing.
     Mutation(
         "peer_watch_never_aborts", "towertrain/engine/distributed/peer_watch.py",

@@ -107,3 +107,41 @@ def test_a_fast_model_keeps_its_thread_count_with_the_default_timeout(tmp_path):
     assert statuses == [0, 0], logs
     assert runs.last_step_printed((tmp_path / "task0.log").read_text()) == 2000, logs
     assert most < 1000, most
+
+
+@pytest.mark.slow
+def test_a_frozen_peer_stops_the_others_naming_it(tmp_path):
+    """SIGSTOP: the peer's sockets stay open, so no connection error reaches
+    the collectives and only the watch can stop the run (a killed peer's
+    reset connections sometimes fail the step by themselves)."""
+    hosts = ",".join(f"127.0.0.1:{port}" for port in free_ports(2))
+    logs = [tmp_path / f"task{task}.log" for task in range(2)]
+    procs = []
+    try:
+        for task in range(2):
+            with open(logs[task], "w") as log:
+                procs.append(subprocess.Popen(runs.towertrain(
+                    "--model=trivial", "--device=cpu", "--num_gpus=1", "--batch_size=4",
+                    "--num_batches=1000000", "--num_warmup_batches=0", "--display_every=100",
+                    "--variable_update=collective_all_reduce", "--collective_timeout_secs=6",
+                    f"--worker_hosts={hosts}", f"--task_index={task}"), cwd=runs.REPO,
+                    env=runs.env(), stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True))
+        deadline = time.monotonic() + 180
+        while not runs.last_step_printed(logs[0].read_text()):
+            assert time.monotonic() < deadline and procs[0].poll() is None, \
+                logs[0].read_text()[-2000:]
+            time.sleep(0.2)
+        os.kill(procs[1].pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        status = procs[0].wait(timeout=60)
+        stopped_after = time.monotonic() - frozen_at
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=20)
+    chief = logs[0].read_text()
+    assert status not in (0, None), chief[-2000:]
+    assert "worker task 1 (" in chief and "stopped answering" in chief, chief[-2000:]
+    assert stopped_after < 30, stopped_after
