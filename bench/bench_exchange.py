@@ -51,7 +51,7 @@ def _configs(session):
 def run_session(session, hosts, task, rounds, steps):
     """One process of a session: builds its trainers, times them, prints JSON (chief)."""
     from towertrain.config.params import Params
-    from towertrain.engine import devices as devices_lib
+    from towertrain.engine.process import devices as devices_lib
     from towertrain.engine.distributed import cluster
     devices = 1 if session == 2 else 2
     base = dict(device="cpu", num_gpus=devices, batch_size=BATCH, num_warmup_batches=0)

@@ -18,7 +18,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import towertrain  # noqa: E402,F401 - sets TF_ENABLE_ONEDNN_OPTS before TensorFlow loads
-from towertrain.engine import devices  # noqa: E402
+from towertrain.engine.process import devices  # noqa: E402
 from towertrain.config import params as params_lib
 from towertrain.commands import scaling
 

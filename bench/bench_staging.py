@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from towertrain import Params, Trainer  # noqa: E402
-from towertrain.engine import devices
+from towertrain.engine.process import devices
 from towertrain.input_pipeline import split_to_devices  # noqa: E402
 from towertrain.input_pipeline.base import Input  # noqa: E402
 

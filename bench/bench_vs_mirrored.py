@@ -51,7 +51,7 @@ def mirrored_runner(num_devices, batch_size, stock_batch_norm):
 
 def main(argv):
     del argv
-    from towertrain.engine import devices
+    from towertrain.engine.process import devices
     devices.ensure_logical_cpus(FLAGS.num_devices)
     n, b = FLAGS.num_devices, FLAGS.batch_size
     contenders = {

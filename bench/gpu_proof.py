@@ -186,7 +186,7 @@ def prove(args, num_gpus):
 
 def trace_only(args):
     """No GPU: trace each path's step for /gpu:0../gpu:1 and count its ops per device."""
-    from towertrain.engine import devices as devices_lib
+    from towertrain.engine.process import devices as devices_lib
     devices_lib.ensure_logical_cpus(2)  # the CPU side of the traced graphs
     print(f"no GPU found{devices_lib.no_gpu_note()}: nothing can run on one here. Tracing "
           "each path's step with GPU device names instead (the graphs a GPU machine runs).")
@@ -232,11 +232,11 @@ def main(argv=None):
     if args.child:
         args.path = args.child
         if args.device == "cpu":
-            from towertrain.engine import devices as devices_lib
+            from towertrain.engine.process import devices as devices_lib
             devices_lib.ensure_logical_cpus(args.towers)
         child(args)
         return 0
-    from towertrain.engine import devices as devices_lib
+    from towertrain.engine.process import devices as devices_lib
     num_gpus = devices_lib.num_physical_gpus()
     if not num_gpus and devices_lib.gpu_hardware_present():
         # Tracing here would pass a GPU machine that cannot use its GPU.

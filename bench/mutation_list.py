@@ -11,7 +11,7 @@ CHECKS = T + "engine/test_model_checks.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
-        "staging_put_before_get", "towertrain/engine/staging.py",
+        "staging_put_before_get", "towertrain/engine/feed/staging.py",
         "        batches = self._get_all()\n        if after_get is not None:\n"
         "            after_get(batches)\n        if put:\n            self._put_all()\n",
         "        if put:\n            self._put_all()\n        batches = self._get_all()\n"
@@ -218,33 +218,33 @@ MUTATIONS = [
         [T + "state/test_eval_checked.py"]),
     # 9b. An input without an eval split silently scores something else.
     Mutation(
-        "eval_missing_split_not_an_error", "towertrain/engine/evaluation.py",
+        "eval_missing_split_not_an_error", "towertrain/engine/evaluation/evaluator.py",
         '        raise InputError(f"cannot evaluate: {err}") from err',
         "        return None",
         [T + "state/test_eval_checked.py::test_missing_test_split_is_an_error_naming_the_file",
          T + "state/test_eval_checked.py::test_an_input_without_an_eval_split_is_an_error_not_a_stand_in"]),
     # Exact resume with staging: checkpoints taken with batches still staged.
     Mutation(
-        "staging_ignores_save_fences", "towertrain/engine/staging.py",
+        "staging_ignores_save_fences", "towertrain/engine/feed/staging.py",
         "        ahead = [f for f in self._fences if f > self.consumed]",
         "        ahead = []",
         [T + "state/test_resume_epochs.py::test_every_example_once_per_epoch_across_an_interruption"]),
     # Non-finite gradients applied anyway.
     Mutation(
-        "nonfinite_step_applied", "towertrain/engine/tower.py",
+        "nonfinite_step_applied", "towertrain/engine/step/tower.py",
         "    return tf.reduce_all(tf.stack(checks))",
         "    return tf.constant(True)",
         [T + "callbacks/test_divergence.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
     # Every tower draws tower 0's dropout masks.
     Mutation(
-        "towers_share_dropout_masks", "towertrain/engine/tower.py",
+        "towers_share_dropout_masks", "towertrain/engine/step/tower.py",
         "    if tower == 0 or not indices:",
         "    if True:",
         [T + "engine/test_dropout_towers.py::test_towers_draw_independent_dropout_masks"]),
     # Sync batch norm: each tower differentiates only its own loss (misses
     # what its slice contributed to the other towers' statistics).
     Mutation(
-        "sync_bn_gradient_of_own_loss_only", "towertrain/engine/tower.py",
+        "sync_bn_gradient_of_own_loss_only", "towertrain/engine/step/tower.py",
         "    grads = tf.gradients([result.scaled for _, _, result in traced], flat,\n"
         "                         unconnected_gradients=tf.UnconnectedGradients.ZERO)",
         "    grads = [g for trainable, _, result in traced for g in tf.gradients(\n"
@@ -252,7 +252,7 @@ MUTATIONS = [
         [T + "engine/test_sync_batch_norm.py"]),
     # Sync batch norm: the cross-tower sum hands each tower its own values back.
     Mutation(
-        "sync_bn_no_cross_tower_sum", "towertrain/engine/lockstep.py",
+        "sync_bn_no_cross_tower_sum", "towertrain/engine/step/lockstep.py",
         "            return list(self._result)",
         "            return list(tensors)",
         [T + "engine/test_sync_batch_norm.py"]),
@@ -276,7 +276,7 @@ MUTATIONS = [
         [T + "state/test_resume_epochs.py::test_every_example_once_per_epoch_across_an_interruption"]),
     # Seeing the run (issue 11).
     Mutation(
-        "gradient_norm_left_loss_scaled", "towertrain/engine/step_outputs.py",
+        "gradient_norm_left_loss_scaled", "towertrain/engine/step/step_outputs.py",
         "            summed = [g / tf.cast(grad_scale, g.dtype) for g in summed]\n", "",
         [T + "callbacks/test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
     Mutation(
@@ -285,7 +285,7 @@ MUTATIONS = [
         [T + "callbacks/test_summaries.py::"
          "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),
     Mutation(
-        "input_wait_counts_only_the_staging_overrun", "towertrain/engine/step_outputs.py",
+        "input_wait_counts_only_the_staging_overrun", "towertrain/engine/step/step_outputs.py",
         '    return (clock["ready"] - clock["start"]) + overrun', "    return overrun",
         [T + "input/test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
          T + "input/test_input_wait.py::test_a_balanced_run_reports_about_half"]),
@@ -308,7 +308,7 @@ MUTATIONS = [
         "    in_range = tf.logical_and(low >= 0, high < num_classes)", "    in_range = low >= 0",
         [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them"]),
     Mutation(
-        "label_check_error_not_converted", "towertrain/engine/step.py",
+        "label_check_error_not_converted", "towertrain/engine/step/train_step.py",
         "            if found is not None:\n                raise found from err\n", "",
         [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them",
          CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
@@ -318,18 +318,18 @@ MUTATIONS = [
         "    batches = epoch_batches(dataset, global_batch, 1)\n    result = DatasetInput(",
         [DOORS + "test_from_generator_trains_as_from_arrays"]),
     Mutation(
-        "loss_check_skipped", "towertrain/engine/tower.py",
+        "loss_check_skipped", "towertrain/engine/step/tower.py",
         "    if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?",
         "    if False:  # a user's loss: one value per example?",
         [CHECKS + "test_a_custom_loss_that_does_not_return_one_loss_per_example",
          CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
     Mutation(
-        "loss_check_length_ignored", "towertrain/engine/model_checks.py",
+        "loss_check_length_ignored", "towertrain/engine/run/model_checks.py",
         "        if len(got) != 1 or (None not in (got[0], size) and got[0] != size):",
         "        if len(got) != 1:",
         [CHECKS + "test_a_custom_loss_that_does_not_return_one_loss_per_example"]),
     Mutation(
-        "loss_dynamic_check_rank_only", "towertrain/engine/model_checks.py",
+        "loss_dynamic_check_rank_only", "towertrain/engine/run/model_checks.py",
         "    ok = tf.logical_and(tf.equal(tf.rank(losses), 1),\n"
         "                        tf.equal(tf.size(losses), tf.shape(batch)[0]))",
         "    ok = tf.equal(tf.rank(losses), 1)",
@@ -339,12 +339,12 @@ MUTATIONS = [
         "            model_checks.check_built(model, input_source)", "            pass",
         [CHECKS + "test_a_model_that_is_not_built"]),
     Mutation(
-        "tower_loss_over_its_own_slice", "towertrain/engine/step.py",
+        "tower_loss_over_its_own_slice", "towertrain/engine/step/train_step.py",
         "            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]",
         "            denominator = tf.shape(images)[0]",
         [DOORS + "test_multi_output_custom_loss_on_two_devices_equals_serial_keras"]),
     Mutation(
-        "eval_in_training_mode", "towertrain/engine/evaluation.py",
+        "eval_in_training_mode", "towertrain/engine/evaluation/evaluator.py",
         "tower_images,\n                                                   training=False)",
         "tower_images,\n                                                   training=True)",
         [DOORS + "test_evaluate_a_user_model_on_user_data"]),
@@ -372,9 +372,9 @@ MUTATIONS = [
         '_EXPORTS = {\n', '_EXPORTS = {\n    "build_model": "towertrain.models",\n',
         [T + "package/test_public_api.py::test_public_names_resolve_and_are_documented"]),
     Mutation(
-        "late_devices_error_names_a_private_helper", "towertrain/engine/devices.py",
+        "late_devices_error_names_a_private_helper", "towertrain/engine/process/devices.py",
         "(towertrain.use_logical_cpus({count}) first thing)",
-        "(towertrain.engine.devices.ensure_logical_cpus({count}) first thing)",
+        "(towertrain.engine.process.devices.ensure_logical_cpus({count}) first thing)",
         [T + "package/test_public_api.py::test_devices_configured_too_late_fail_naming_the_fix"]),
     Mutation(
         "example_callback_never_stops", "examples/custom_callback.py",
@@ -383,7 +383,7 @@ MUTATIONS = [
         [T + "package/test_examples.py::test_example_runs_at_tiny_size[custom_callback.py]"]),
     # The engine installs the synchronized moments into the zoo's batch norm.
     Mutation(
-        "fused_sync_hook_not_installed", "towertrain/engine/sync_batch_norm.py",
+        "fused_sync_hook_not_installed", "towertrain/engine/step/sync_batch_norm.py",
         "        layer.cross_tower_moments = _lockstep_moments\n", "        pass\n",
         [T + "engine/test_sync_batch_norm.py"]),
     # Issue 17: private Keras/TF names live behind private_api. Keras' own batch
@@ -399,7 +399,7 @@ MUTATIONS = [
         [T + "package/test_private_api.py::test_a_missing_name_is_reported"]),
     # Each trace's unused CustomGradient kept every Trainer's graph alive.
     Mutation(
-        "traced_update_leaks_its_graph", "towertrain/engine/step.py",
+        "traced_update_leaks_its_graph", "towertrain/engine/step/train_step.py",
         "            with private_api.forget_custom_gradients():  # else each trace leaks its graph",
         "            with contextlib.nullcontext():  # else each trace leaks its graph",
         [T + "package/test_private_api.py::test_trainers_leave_no_custom_gradient_behind"]),
@@ -411,7 +411,7 @@ MUTATIONS = [
         [T + "package/test_wheel.py"]),
     # The engine reaching up into a command.
     Mutation(
-        "engine_imports_a_command", "towertrain/engine/evaluation.py",
+        "engine_imports_a_command", "towertrain/engine/evaluation/evaluator.py",
         "import collections\n", "import collections\nfrom towertrain.commands import common  # noqa\n",
         [T + "package/test_import_structure.py::test_nothing_outside_commands_imports_a_command",
          T + "package/test_import_structure.py::test_arrows_only_point_down"]),
@@ -466,7 +466,7 @@ MUTATIONS = [
     # Step time measured from the end of the previous step: the callbacks in
     # between (evals, saves) count as step time.
     Mutation(
-        "step_time_from_previous_step_end", "towertrain/engine/loop.py",
+        "step_time_from_previous_step_end", "towertrain/engine/run/loop.py",
         "                started = time.perf_counter()\n                result = trainer.step(outputs)\n"
         "                seconds = time.perf_counter() - started\n",
         "                started = getattr(self, '_ended', None) or time.perf_counter()\n"
@@ -476,7 +476,7 @@ MUTATIONS = [
         [T + "callbacks/test_step_time.py"]),
     # Eval's top-5 counted as top-1.
     Mutation(
-        "eval_top5_is_top1", "towertrain/engine/evaluation.py",
+        "eval_top5_is_top1", "towertrain/engine/evaluation/evaluator.py",
         "tf.math.in_top_k(labels, logits, k5)", "tf.math.in_top_k(labels, logits, 1)",
         [T + "state/test_eval_top5.py"]),
     # --use_fp16 --compact_gradient_transfer: the central sum done in float32
@@ -577,7 +577,7 @@ MUTATIONS = [
     # Coordinated stop: the stop request no longer travels in the step's
     # count collective, so the other worker never hears of it.
     Mutation(
-        "stop_request_not_exchanged", "towertrain/engine/step.py",
+        "stop_request_not_exchanged", "towertrain/engine/step/train_step.py",
         "tf.stack([count, self.trainer.stop_request.read_value()])",
         "tf.stack([count, 0 * self.trainer.stop_request.read_value()])",
         [T + "cluster/test_coordinated_stop.py"]),
@@ -603,26 +603,26 @@ MUTATIONS = [
          "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
     # i21b: tf_cnn_benchmarks' eval, loss and input flags (README: Flags, Input, Checkpoints).
     Mutation(
-        "eval_every_n_epochs_ignored", "towertrain/engine/eval_schedule.py",
+        "eval_every_n_epochs_ignored", "towertrain/engine/evaluation/eval_schedule.py",
         "        epochs = [value * k for k in range(1, math.ceil(run_epochs / value) + 1)\n"
         "                  if value * k < run_epochs]",
         "        epochs = []",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
-        "eval_at_specified_steps_ignored", "towertrain/engine/eval_schedule.py",
+        "eval_at_specified_steps_ignored", "towertrain/engine/evaluation/eval_schedule.py",
         "        return EvalSchedule(total_steps, steps=eval_checks.parse_steps(value))",
         "        return EvalSchedule(total_steps)",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
-        "eval_at_specified_epochs_rounded_down", "towertrain/engine/eval_schedule.py",
+        "eval_at_specified_epochs_rounded_down", "towertrain/engine/evaluation/eval_schedule.py",
         "    return max(1, math.ceil(round(epoch * steps_per_epoch, 9)))",
         "    return max(1, int(epoch * steps_per_epoch) - 1)",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
-        "no_final_eval_at_the_run_end", "towertrain/engine/eval_schedule.py",
+        "no_final_eval_at_the_run_end", "towertrain/engine/evaluation/eval_schedule.py",
         "        if step == self.total_steps:\n            return True\n", "",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
@@ -639,13 +639,13 @@ MUTATIONS = [
          "test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final",
          T + "commands/test_eval_follower.py::test_a_resumed_run_is_not_final_until_it_ends"]),
     Mutation(
-        "num_eval_batches_ignored", "towertrain/engine/eval_amount.py",
+        "num_eval_batches_ignored", "towertrain/engine/evaluation/eval_amount.py",
         "    if params.num_eval_batches is not None:\n        return params.num_eval_batches\n",
         "",
         [T + "callbacks/test_eval_flags.py::"
          "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
     Mutation(
-        "num_eval_epochs_rounded_down", "towertrain/engine/eval_amount.py",
+        "num_eval_epochs_rounded_down", "towertrain/engine/evaluation/eval_amount.py",
         "    return int(params.num_eval_epochs * num_examples + batch_size - 1) // batch_size",
         "    return int(params.num_eval_epochs * num_examples) // batch_size",
         [T + "callbacks/test_eval_flags.py::"
@@ -669,7 +669,7 @@ MUTATIONS = [
         [T + "commands/test_eval_follower.py::"
          "test_evaluator_beside_a_training_run_scores_each_checkpoint_once_until_the_final"]),
     Mutation(
-        "base_loss_reports_the_total", "towertrain/engine/tower.py",
+        "base_loss_reports_the_total", "towertrain/engine/step/tower.py",
         "    return TowerForward(base if options.report_base else loss,",
         "    return TowerForward(loss,",
         [T + "engine/test_loss_report.py::"
@@ -680,7 +680,7 @@ MUTATIONS = [
         [T + "engine/test_loss_report.py::"
          "test_single_l2_loss_op_is_one_l2_loss_per_tower_with_the_same_value"]),
     Mutation(
-        "display_perf_ewma_ignored", "towertrain/engine/benchmark_log.py",
+        "display_perf_ewma_ignored", "towertrain/engine/run/benchmark_log.py",
         "        if self.ewma:\n", "        if False:\n",
         [T + "engine/test_loss_report.py::"
          "test_display_perf_ewma_weights_recent_step_times_as_tf_cnn_benchmarks"]),
@@ -732,7 +732,7 @@ MUTATIONS = [
          "test_each_pack_reduction_reads_only_its_own_gradients"]),
     # The exchange inside the finite check's branch (waits for every gradient).
     Mutation(
-        "exchange_inside_the_finite_branch", "towertrain/engine/step.py",
+        "exchange_inside_the_finite_branch", "towertrain/engine/step/train_step.py",
         "        grads = self.variables.exchange([r.grads if r else None for r in results])\n",
         "        grads = [r.grads if r else None for r in results]\n",
         [T + "engine/test_exchange_graph.py::"
@@ -771,7 +771,7 @@ MUTATIONS = [
         [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags"]),
     # The header's packs line.
     Mutation(
-        "header_hides_the_packs", "towertrain/engine/header.py",
+        "header_hides_the_packs", "towertrain/engine/run/header.py",
         '        info.append(("Gradient packs", ',
         '        info.append(("Gradient pack", ',
         [T + "config/test_exchange_checks.py::test_header_prints_the_exchange_and_its_packs"]),
@@ -807,7 +807,7 @@ MUTATIONS = [
          "test_an_emulated_precision_is_refused_with_its_measured_slowdown"]),
     # --num_gpus=N without --device on a machine without GPU: silent CPU towers.
     Mutation(
-        "implicit_cpu_towers", "towertrain/engine/devices.py",
+        "implicit_cpu_towers", "towertrain/engine/process/devices.py",
         "    if device is None and count > 1 and not num_physical_gpus():\n",
         "    if False:\n",
         [T + "config/test_params.py::"
@@ -819,7 +819,7 @@ MUTATIONS = [
         [T + "config/test_params.py::test_bad_values_name_the_flag"]),
     # Params(num_epochs) and the input's num_epochs disagree: OUT_OF_RANGE mid-run.
     Mutation(
-        "epochs_disagreement_let_through", "towertrain/engine/epochs.py",
+        "epochs_disagreement_let_through", "towertrain/engine/feed/epochs.py",
         "    if given != wanted:\n", "    if False:\n",
         [T + "input/test_library_epochs.py::"
          "test_params_and_input_epochs_that_differ_are_refused_naming_both"]),
@@ -832,7 +832,7 @@ MUTATIONS = [
          "test_params_epochs_over_an_endless_in_memory_input_train_exact_epochs"]),
     # A final keras.layers.Softmax() trains on probabilities unnoticed.
     Mutation(
-        "softmax_layer_not_detected", "towertrain/engine/model_checks.py",
+        "softmax_layer_not_detected", "towertrain/engine/run/model_checks.py",
         "    ends_in_softmax = isinstance(last, keras.layers.Softmax) or (\n",
         "    ends_in_softmax = (\n",
         [CHECKS + "test_a_final_softmax_is_refused_in_each_of_its_three_forms"]),
@@ -853,7 +853,7 @@ MUTATIONS = [
         [T + "commands/test_cli.py::test_flag_syntax_errors_are_one_line_and_exit_2"]),
     # A user's numpy input announced as the model's default dataset.
     Mutation(
-        "header_names_the_default_dataset", "towertrain/engine/header.py",
+        "header_names_the_default_dataset", "towertrain/engine/run/header.py",
         "getattr(trainer, 'input_origin', None) or trainer.dataset_name",
         "trainer.dataset_name",
         [T + "callbacks/test_honest_output.py"]),
@@ -918,7 +918,7 @@ MUTATIONS = [
         [T + "engine/test_runtime_flags.py::"
          "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
     Mutation(
-        "sync_on_finish_ignored", "towertrain/engine/runtime.py",
+        "sync_on_finish_ignored", "towertrain/engine/process/runtime.py",
         "    if not params.sync_on_finish:\n        return None\n",
         "    if True:\n        return None\n",
         [T + "engine/test_runtime_flags.py::"
@@ -948,7 +948,7 @@ MUTATIONS = [
         [T + "recipe/test_native_precision.py::"
          "test_an_emulated_precision_runs_when_allowed_and_the_header_says_so"]),
     Mutation(
-        "kmp_settings_ignored", "towertrain/engine/runtime.py",
+        "kmp_settings_ignored", "towertrain/engine/process/runtime.py",
         "                   KMP_SETTINGS=str(values.kmp_settings), KMP_AFFINITY=",
         "                   KMP_SETTINGS=\"1\", KMP_AFFINITY=",
         [T + "engine/test_runtime_flags.py::"
@@ -970,14 +970,14 @@ MUTATIONS = [
         [T + "recipe/test_accumulation.py::"
          "test_full_batches_equal_stock_keras_gradient_accumulation"]),
     Mutation(
-        "allow_growth_ignored", "towertrain/engine/runtime.py",
+        "allow_growth_ignored", "towertrain/engine/process/runtime.py",
         '            _apply("allow_growth", params.allow_growth,',
         '            _apply("allow_growth", False,',
         [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
     Mutation(
         "forward_only_trains", "towertrain/commands/train.py",
-        "        elif forward_only:\n            from towertrain.engine import inference\n",
-        "        elif False:\n            from towertrain.engine import inference\n",
+        "        elif forward_only:\n            from towertrain.engine.evaluation import inference\n",
+        "        elif False:\n            from towertrain.engine.evaluation import inference\n",
         [T + "engine/test_inference.py::"
          "test_the_command_line_prints_images_per_sec_and_writes_nothing"]),
     Mutation(
@@ -996,34 +996,34 @@ MUTATIONS = [
         [T + "callbacks/test_run_files.py::"
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
-        "xla_jit_not_set", "towertrain/engine/runtime.py",
+        "xla_jit_not_set", "towertrain/engine/process/runtime.py",
         "    if params.xla:\n", "    if False:\n",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "num_inter_threads_ignored", "towertrain/engine/runtime.py",
+        "num_inter_threads_ignored", "towertrain/engine/process/runtime.py",
         '    _apply("num_inter_threads", params.num_inter_threads,',
         '    _apply("num_inter_threads", None,',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "num_intra_threads_ignored", "towertrain/engine/runtime.py",
+        "num_intra_threads_ignored", "towertrain/engine/process/runtime.py",
         "    if params.num_intra_threads is not None:\n        return params.num_intra_threads\n",
         "",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "mkl_ignored", "towertrain/engine/runtime.py",
+        "mkl_ignored", "towertrain/engine/process/runtime.py",
         "    if values.mkl:\n        env.update(", "    if False:\n        env.update(",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "kmp_blocktime_ignored", "towertrain/engine/runtime.py",
+        "kmp_blocktime_ignored", "towertrain/engine/process/runtime.py",
         "KMP_BLOCKTIME=str(values.kmp_blocktime),", 'KMP_BLOCKTIME="0",',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "kmp_affinity_ignored", "towertrain/engine/runtime.py",
+        "kmp_affinity_ignored", "towertrain/engine/process/runtime.py",
         "KMP_AFFINITY=values.kmp_affinity)", 'KMP_AFFINITY="granularity=fine,verbose,compact,1,0")',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
@@ -1034,19 +1034,19 @@ MUTATIONS = [
          "test_evaluator_beside_a_training_run_scores_each_checkpoint_once_until_the_final"]),
     # Issue 21 (i21c): tf_cnn_benchmarks' runtime, input-pipeline and output flags.
     Mutation(
-        "intra_threads_not_applied", "towertrain/engine/runtime.py",
+        "intra_threads_not_applied", "towertrain/engine/process/runtime.py",
         "           threading.set_intra_op_parallelism_threads,\n",
         "           lambda value: None,\n",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "xla_cpu_jit_flag_left_out", "towertrain/engine/runtime.py",
+        "xla_cpu_jit_flag_left_out", "towertrain/engine/process/runtime.py",
         '    if values.xla and values.device != "gpu":',
         "    if False:",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "mkl_exports_the_wrong_value", "towertrain/engine/runtime.py",
+        "mkl_exports_the_wrong_value", "towertrain/engine/process/runtime.py",
         "env.update(KMP_BLOCKTIME=str(values.kmp_blocktime),",
         "env.update(KMP_BLOCKTIME=str(values.kmp_settings),",
         [T + "engine/test_runtime_flags.py::"
@@ -1059,12 +1059,12 @@ MUTATIONS = [
         "    if False:\n        for flag in KMP_FLAGS:",
         [T + "engine/test_runtime_flags.py::test_bad_runtime_flags_name_the_flag"]),
     Mutation(
-        "allow_growth_not_applied", "towertrain/engine/runtime.py",
+        "allow_growth_not_applied", "towertrain/engine/process/runtime.py",
         "    if params.allow_growth is not None:",
         "    if False:",
         [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
     Mutation(
-        "gpu_indices_ignored", "towertrain/engine/devices.py",
+        "gpu_indices_ignored", "towertrain/engine/process/devices.py",
         '    return [f"/{device}:{i}" for i in indices]',
         '    return [f"/{device}:{i}" for i in range(count)]',
         [T + "engine/test_runtime_flags.py::"
@@ -1148,7 +1148,7 @@ MUTATIONS = [
         [T + "config/test_tfcnn_flags.py::test_category_3_is_refused_with_its_line"]),
     # --forward_only runs the model in inference mode (batch norm's moving statistics).
     Mutation(
-        "forward_only_runs_training_mode", "towertrain/engine/inference.py",
+        "forward_only_runs_training_mode", "towertrain/engine/evaluation/inference.py",
         "                                                         training=False)\n",
         "                                                         training=True)\n",
         [T + "engine/test_inference.py::"
@@ -1168,14 +1168,14 @@ MUTATIONS = [
     # --gradient_accumulation_steps: the update is not rescaled to the mean over
     # its examples (each micro-batch's loss divided by the nominal global batch).
     Mutation(
-        "accumulation_no_rescale", "towertrain/engine/step.py",
+        "accumulation_no_rescale", "towertrain/engine/step/train_step.py",
         "            ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)\n",
         "            ratio = tf.constant(1.0)\n",
         [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated",
          T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
     # Accumulators never zeroed: the next update adds the previous ones' sums.
     Mutation(
-        "accumulators_not_zeroed", "towertrain/engine/accumulate.py",
+        "accumulators_not_zeroed", "towertrain/engine/step/accumulate.py",
         "                for total in self.grads[i]:\n                    total.assign(tf.zeros_like(total))\n"
         "        with tf.device(\"/cpu:0\"):\n            totals",
         "        with tf.device(\"/cpu:0\"):\n            totals",
@@ -1191,7 +1191,7 @@ MUTATIONS = [
     # Batch-norm statistics kept only at the update, not after every micro-batch
     # as stock Keras does.
     Mutation(
-        "accumulation_statistics_once_per_update", "towertrain/engine/step.py",
+        "accumulation_statistics_once_per_update", "towertrain/engine/step/train_step.py",
         "        accumulate.keep_statistics(self.variables, results)\n", "",
         [T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
     # The schedule's epoch counted in batches instead of updates.
@@ -1213,7 +1213,7 @@ MUTATIONS = [
         [T + "state/test_resume_accumulation.py::test_stop_mid_epoch_then_resume_equals_uninterrupted"]),
     # Micro-batches exchange: every one goes through the update path.
     Mutation(
-        "accumulation_exchanges_every_micro_batch", "towertrain/engine/step.py",
+        "accumulation_exchanges_every_micro_batch", "towertrain/engine/step/train_step.py",
         "        if phase == accumulate.ACCUMULATE:\n            return self._accumulate(",
         "        if False:\n            return self._accumulate(",
         [T + "recipe/test_accumulation.py::test_micro_batches_before_the_last_exchange_nothing"]),
@@ -1226,7 +1226,7 @@ MUTATIONS = [
     # --gradient_accumulation_steps x clipping: each micro-batch clipped on its
     # own before it is accumulated (not the update's mean gradient once).
     Mutation(
-        "accumulation_clip_per_micro_batch", "towertrain/engine/step.py",
+        "accumulation_clip_per_micro_batch", "towertrain/engine/step/train_step.py",
         "        loss, correct, all_finite = self._local_sums(results, finite)\n"
         "        done = self.accumulators.add(",
         "        results = [r._replace(grads=__import__('towertrain.recipe.gradients', "
@@ -1237,7 +1237,7 @@ MUTATIONS = [
         [T + "recipe/test_accumulation_combined.py::test_clip_acts_once_on_the_updates_mean_gradient"]),
     # x loss scaling: the dynamic scale's finite-step count advances per micro-batch.
     Mutation(
-        "accumulation_loss_scale_per_micro_batch", "towertrain/engine/step.py",
+        "accumulation_loss_scale_per_micro_batch", "towertrain/engine/step/train_step.py",
         "        done = self.accumulators.add(results, local_count, loss, correct, all_finite)\n",
         "        done = self.accumulators.add(results, local_count, loss, correct, all_finite)\n"
         "        if self.loss_scale:\n            self.loss_scale.update(all_finite)\n",
@@ -1246,7 +1246,7 @@ MUTATIONS = [
     # x loss scaling: the update's finite check sees only its last micro-batch
     # (neither the accumulated flag nor the accumulated sums).
     Mutation(
-        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step.py",
+        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step/train_step.py",
         "        combined, finite = [], [all_finite]\n"
         "        for i, device in enumerate(self.devices):\n"
         "            with tf.device(device):\n"
@@ -1277,7 +1277,7 @@ MUTATIONS = [
     # x collective_all_reduce: an update's example count not summed over the
     # workers (each rescales by its own count).
     Mutation(
-        "accumulation_multiworker_local_count", "towertrain/engine/step.py",
+        "accumulation_multiworker_local_count", "towertrain/engine/step/train_step.py",
         "            if self.num_workers > 1:  # one exchange of count and loss per update\n",
         "            if False:  # one exchange of count and loss per update\n",
         [T + "engine/test_multiworker.py::"
@@ -1336,12 +1336,12 @@ MUTATIONS = [
          "test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run"]),
     # --distortions on synthetic data accepted and silently ignored.
     Mutation(
-        "distortions_on_synthetic_ignored", "towertrain/engine/input_factory.py",
+        "distortions_on_synthetic_ignored", "towertrain/engine/feed/input_factory.py",
         "        _refuse_preprocessing_flags(params)\n", "",
         [T + "input/test_distortions_resize.py::test_preprocessing_flags_on_synthetic_data_are_errors"]),
     # --resize_method on cifar10 files accepted and silently ignored.
     Mutation(
-        "resize_method_on_cifar10_ignored", "towertrain/engine/input_factory.py",
+        "resize_method_on_cifar10_ignored", "towertrain/engine/feed/input_factory.py",
         "        if params.resize_method is not None:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
         "        if False:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
         [T + "input/test_distortions_resize.py::"
@@ -1365,7 +1365,7 @@ MUTATIONS = [
     # Workers sharing a host's cores each take all of them (the pool default
     # of one process): the multi-worker run oversubscribes the cores.
     Mutation(
-        "colocated_workers_take_every_core", "towertrain/engine/runtime.py",
+        "colocated_workers_take_every_core", "towertrain/engine/process/runtime.py",
         "    if sharing > 1:\n        return max(1, (cores or available_cores()) // sharing)\n",
         "",
         [T + "engine/test_runtime_flags.py::test_workers_sharing_a_hosts_cores_split_them_unless_told",
@@ -1412,7 +1412,7 @@ MUTATIONS = [
     # A GPU machine with tensorflow-cpu (the [cpu] extra) looks like a laptop:
     # the driver's device node is not read, so the error names no cause.
     Mutation(
-        "gpu_driver_node_not_read", "towertrain/engine/devices.py",
+        "gpu_driver_node_not_read", "towertrain/engine/process/devices.py",
         "    return any(os.path.exists(node) for node in GPU_DEVICE_NODES)",
         "    return False",
         [T + "engine/test_gpu_absence.py::test_the_driver_node_is_what_says_a_gpu_is_there",
@@ -1428,7 +1428,7 @@ MUTATIONS = [
          "test_the_gpu_proof_fails_on_a_gpu_machine_that_tensorflow_cannot_use"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
-        "no_gpu_error_names_no_cause", "towertrain/engine/devices.py",
+        "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",
         '            note = "" if present else no_gpu_note()',
         '            note = ""',
         [T + "engine/test_gpu_absence.py::test_the_cli_says_why_no_gpu_is_there"]),

@@ -26,16 +26,16 @@ class DatasetInput(Input):
 
     name = "dataset"
     # (lowest, highest) label, where the data is in memory (from_arrays): lets
-    # towertrain.engine.model_checks say "label 12 outside the model's 10 classes" up front.
+    # towertrain.engine.run.model_checks say "label 12 outside the model's 10 classes" up front.
     label_range = None
     # Data not seen up front: `door` names the entry point (from_dataset,
-    # from_generator) for errors; towertrain.engine.model_checks sets label_classes
+    # from_generator) for errors; towertrain.engine.run.model_checks sets label_classes
     # (the model's classes, default loss) and each global batch's labels are
     # then checked on the CPU in the step: one min and one max.
     door = None
     label_classes = None
     # Passes over the data this input yields (None: without end); the Trainer
-    # compares it with Params(num_epochs) (towertrain.engine.epochs).
+    # compares it with Params(num_epochs) (towertrain.engine.feed.epochs).
     num_epochs = None
     # In-memory data of known length that repeats without end: examples per
     # pass, and epochs_fn(K) -> a dataset of exactly K epochs (with_epochs).
@@ -86,7 +86,7 @@ class DatasetInput(Input):
         return self._iterator
 
 
-LABEL_CHECK = "towertrain label check:"  # towertrain.engine.model_checks.error_from reads it
+LABEL_CHECK = "towertrain label check:"  # towertrain.engine.run.model_checks.error_from reads it
 
 
 def checked_labels(labels, num_classes, door):

@@ -15,7 +15,7 @@ class FusedBatchNormalization(keras.layers.Layer):
     `cross_tower_moments`: None, or a callable (inputs, axes) -> (mean,
     variance) over every tower's slice, or None when the call is not part of
     a multi-tower step. towertrain's engine installs it for --sync_batch_norm
-    (towertrain.engine.sync_batch_norm.attach); the layer knows nothing of towers.
+    (towertrain.engine.step.sync_batch_norm.attach); the layer knows nothing of towers.
     """
 
     cross_tower_moments = None

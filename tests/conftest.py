@@ -1,6 +1,6 @@
 """Test setup: four logical CPU devices, configured before TensorFlow runs any op.
 
-Tests use prefixes of them (towertrain.engine.devices.ensure_logical_cpus accepts a
+Tests use prefixes of them (towertrain.engine.process.devices.ensure_logical_cpus accepts a
 process that already has more than it needs).
 """
 import gc

@@ -87,7 +87,7 @@ def use_logical_cpus(count):
     already has that many; otherwise it raises towertrain.DeviceError saying
     so. The CLI does this itself from --num_gpus.
     """
-    from towertrain.engine import devices
+    from towertrain.engine.process import devices
     devices.ensure_logical_cpus(count)
 
 

@@ -4,10 +4,10 @@
                              variable_update="replicated"))
     result = trainer.train()
 
-The step is one tf.function (towertrain.engine.step): every tower runs under
+The step is one tf.function (towertrain.engine.step.train_step): every tower runs under
 its device on its slice, then, if every loss and gradient is finite, the
 variable manager exchanges gradients and applies one update. The loop around
-it lives in towertrain.engine.loop; features (logging, checkpoints, eval) are
+it lives in towertrain.engine.run.loop; features (logging, checkpoints, eval) are
 callbacks; checkpoints and export are towertrain.state's.
 """
 import collections
@@ -17,28 +17,28 @@ import keras
 import tensorflow as tf
 
 from towertrain import models
-from towertrain.engine import accumulate
-from towertrain.engine import devices as devices_lib
-from towertrain.engine import epochs as epochs_lib
-from towertrain.engine import header
-from towertrain.engine import model_checks
-from towertrain.engine import runtime
-from towertrain.engine import tower
+from towertrain.engine.step import accumulate
+from towertrain.engine.process import devices as devices_lib
+from towertrain.engine.feed import epochs as epochs_lib
+from towertrain.engine.run import header
+from towertrain.engine.run import model_checks
+from towertrain.engine.process import runtime
+from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
-from towertrain.engine import loop as loop_lib
+from towertrain.engine.run import loop as loop_lib
 from towertrain.recipe import native_precision
 from towertrain.recipe import precision
-from towertrain.engine import staging
-from towertrain.engine import step as step_lib
-from towertrain.engine import step_outputs
+from towertrain.engine.feed import staging
+from towertrain.engine.step import train_step as step_lib
+from towertrain.engine.step import step_outputs
 from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
-from towertrain.engine import input_factory
+from towertrain.engine.feed import input_factory
 from towertrain.input_pipeline.base import Input
-from towertrain.engine.loop import TrainResult  # noqa: F401 - re-exported
+from towertrain.engine.run.loop import TrainResult  # noqa: F401 - re-exported
 from towertrain.recipe import accumulation
 from towertrain.recipe import lr_schedule
 from towertrain.recipe import optimizers
-from towertrain.engine import sync_batch_norm
+from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.errors import ParamsError
 
@@ -161,7 +161,7 @@ class Trainer:
         self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
                              if self.accumulation.accumulating else None)
         self.loss_scale = precision.LossScale.from_params(params)
-        # The step function (towers, exchange, finite check, update): engine/step.py.
+        # The step function (towers, exchange, finite check, update): engine/step/train_step.py.
         self._step_fn = step_lib.TrainStep(self, self._staging).fn
         self._sync_devices = runtime.sync_after_step(params)
 
@@ -300,7 +300,7 @@ class Trainer:
     def trace_step(self, phase=None):
         """The step's concrete function, traced but not run (graph inspection).
         With accumulation: the micro-batch that exchanges and applies, or
-        `phase` (engine/accumulate.py: ACCUMULATE, APPLY)."""
+        `phase` (engine/step/accumulate.py: ACCUMULATE, APPLY)."""
         if self.accumulators is not None:
             return self._step_fn.get_concrete_function(True, 0, phase or accumulate.APPLY)
         return self._step_fn.get_concrete_function(True, 0)
@@ -321,7 +321,7 @@ class Trainer:
         self.variables.close()
 
     def header_info(self):
-        """The header's (label, value) pairs (towertrain.engine.header)."""
+        """The header's (label, value) pairs (towertrain.engine.run.header)."""
         return header.training_info(self, self._synced_batch_norms)
 
     def train(self, write=print, eval_data=None, callbacks=()):
@@ -343,7 +343,7 @@ class Trainer:
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the
         input's eval split); prints the result line when `write` is given."""
-        from towertrain.engine import evaluation
+        from towertrain.engine.evaluation import evaluator as evaluation
         data = evaluation.eval_data_for(self, eval_data)
         result = evaluation.Evaluator(self).evaluate(data)
         if write is not None:

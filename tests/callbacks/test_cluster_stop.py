@@ -5,7 +5,7 @@ import signal
 import types
 
 from towertrain.callbacks import cluster_stop
-from towertrain.engine.loop import Loop
+from towertrain.engine.run.loop import Loop
 
 
 class _Trainer:
@@ -50,7 +50,7 @@ def test_a_signal_is_sent_once_and_every_worker_stops_at_the_step_it_arrived():
 
 
 def test_another_workers_request_stops_after_the_staged_batches():
-    from towertrain.engine import staging
+    from towertrain.engine.feed import staging
     trainer = _Trainer()
     trainer.input = staging.StagedInput.__new__(staging.StagedInput)
     trainer.input.depth = 2

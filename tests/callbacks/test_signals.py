@@ -12,7 +12,7 @@ import types
 import pytest
 import tensorflow as tf
 
-from towertrain.engine import loop as loop_lib
+from towertrain.engine.run import loop as loop_lib
 from towertrain.callbacks import StopOnSignal
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny

@@ -9,7 +9,7 @@ import pytest
 from helpers import cluster_runs as runs
 
 from towertrain.config.params import Params, ParamsError
-from towertrain.engine import runtime
+from towertrain.engine.process import runtime
 from towertrain.engine.distributed import resolvers
 
 SLURM_TWO_TASKS = {"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from towertrain import Params, Trainer
-from towertrain.engine import devices
+from towertrain.engine.process import devices
 from towertrain.input_pipeline import from_arrays
 from towertrain.recipe import native_precision
 from towertrain.state import writable

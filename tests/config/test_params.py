@@ -2,7 +2,7 @@
 import pytest
 
 from towertrain import Params, ParamsError
-from towertrain.engine import devices
+from towertrain.engine.process import devices
 
 
 @pytest.mark.parametrize("changes,message", [

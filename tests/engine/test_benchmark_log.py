@@ -1,7 +1,7 @@
 """tf_cnn_benchmarks-style numbers: speed statistics, real example counts."""
 import pytest
 
-from towertrain.engine import benchmark_log
+from towertrain.engine.run import benchmark_log
 
 
 def test_speed_stats_mean_uncertainty_and_jitter():

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import helpers.cli
 from helpers import bench_scripts
-from towertrain.engine import devices
+from towertrain.engine.process import devices
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from towertrain import Trainer
-from towertrain.engine import inference
+from towertrain.engine.evaluation import inference
 import helpers.tiny_models as tiny
 
 STEP_LINE = re.compile(r"^(\d+)\timages/sec: \d+\.\d \+/- \d+\.\d \(jitter = \d+\.\d\)"

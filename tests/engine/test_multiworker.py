@@ -226,7 +226,7 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
             assert collectives[:, 1].max() - collectives[:, 1].min() <= 1
     # Both workers on this host: cluster.setup gave each its share of the
     # cores for TensorFlow's intra-op pool before the runtime started.
-    from towertrain.engine import runtime
+    from towertrain.engine.process import runtime
     share = max(1, runtime.available_cores() // 2)
     assert [int(np.load(out)["intra_op_threads"]) for out in outs] == [share, share]
     first, second = np.load(outs[0]), np.load(outs[1])
@@ -367,7 +367,7 @@ def test_cluster_from_flags_and_tf_config():
 
 
 def test_worker_shard_takes_contiguous_global_towers():
-    from towertrain.engine import input_factory as factory
+    from towertrain.engine.feed import input_factory as factory
     from towertrain.input_pipeline import from_arrays
     images = np.arange(10, dtype=np.float32).reshape(10, 1)
     labels = np.arange(10, dtype=np.int32)

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from towertrain import Params, Trainer
-from towertrain.engine.graph_ops import all_operations
+from towertrain.engine.step.graph_ops import all_operations
 
 NUM_GPUS = 4
 COMPUTE_OPS = {"Conv2D", "MatMul", "Conv2DBackpropFilter", "Conv2DBackpropInput",

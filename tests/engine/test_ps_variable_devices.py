@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.engine import devices as devices_lib
+from towertrain.engine.process import devices as devices_lib
 from helpers.gpu_graph import ps_input, ps_model
 
 STAND_INS = ["/cpu:0", "/cpu:1", "/cpu:2", "/cpu:3"]

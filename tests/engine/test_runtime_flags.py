@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from helpers.cli import TESTS_DIR
 from towertrain import Params, Trainer
-from towertrain.engine import runtime
+from towertrain.engine.process import runtime
 from towertrain.errors import ParamsError
 
 SPY = f"""
@@ -31,7 +31,7 @@ def spy():
     seen["env"] = {{k: os.environ.get(k) for k in
                    ("KMP_BLOCKTIME", "KMP_SETTINGS", "KMP_AFFINITY", "OMP_NUM_THREADS")}}
     real_import()
-    from towertrain.engine import loop
+    from towertrain.engine.run import loop
     real_run = loop.run
 
     def collecting_run(*args, **kwargs):  # after setup: collection starts the runtime
@@ -217,7 +217,7 @@ def test_gpu_indices_choose_the_gpus_of_eval_and_forward_only_too(mode):
 
 
 def test_gpu_indices_beyond_the_present_gpus_fail_at_device_setup(monkeypatch):
-    from towertrain.engine import devices
+    from towertrain.engine.process import devices
     from towertrain.errors import DeviceError
     monkeypatch.setattr(devices, "num_physical_gpus", lambda: 2)
     with pytest.raises(DeviceError, match=r"^--gpu_indices=2,0: GPU 2 does not exist"):

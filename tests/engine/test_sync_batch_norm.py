@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, ParamsError, Trainer
-from towertrain.engine import lockstep
+from towertrain.engine.step import lockstep
 from towertrain.input_pipeline import from_arrays
 from towertrain.models import FusedBatchNormalization
 

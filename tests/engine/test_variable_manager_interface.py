@@ -2,7 +2,7 @@
 and every registered --variable_update mode provides it.
 
 The uses are read off the source: attribute accesses on the manager in
-towertrain/trainer.py and the step it builds (towertrain/engine/step.py, where
+towertrain/trainer.py and the step it builds (towertrain/engine/step/train_step.py, where
 the manager is `self.variables`), and in evaluation and checkpoints (where it
 is `manager` / `self.manager`).
 """
@@ -19,8 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # file -> the expressions that hold the manager there.
 USERS = {
     "towertrain/trainer.py": {"self.variables", "trainer.variables"},
-    "towertrain/engine/step.py": {"self.variables", "trainer.variables"},
-    "towertrain/engine/evaluation.py": {"self.manager", "trainer.variables"},
+    "towertrain/engine/step/train_step.py": {"self.variables", "trainer.variables"},
+    "towertrain/engine/evaluation/evaluator.py": {"self.manager", "trainer.variables"},
     "towertrain/state/checkpoint.py": {"self.manager", "manager"},
 }
 

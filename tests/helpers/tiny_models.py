@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from towertrain import Params, models
-from towertrain.engine import evaluation
+from towertrain.engine.evaluation import evaluator as evaluation
 from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 from helpers.cifar_files import write_dataset
 from helpers.data_files import imagenet_dir  # noqa: F401 - fixture
 from towertrain import Params
-from towertrain.engine import input_factory
+from towertrain.engine.feed import input_factory
 from towertrain.errors import ParamsError
 
 

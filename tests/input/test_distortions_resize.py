@@ -1,5 +1,5 @@
 """--distortions and --resize_method (README: Input), through the input a run's
-Params build (towertrain.engine.input_factory), on files written here."""
+Params build (towertrain.engine.feed.input_factory), on files written here."""
 import os
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params
-from towertrain.engine import input_factory
+from towertrain.engine.feed import input_factory
 
 from helpers import cifar_files
 from helpers.data_files import example, imagenet_dir  # noqa: F401 - a fixture

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
-from towertrain.engine.staging import StagedInput
+from towertrain.engine.feed.staging import StagedInput
 
 from helpers.recording import id_model as _id_model, recording_loss as _recording_loss
 

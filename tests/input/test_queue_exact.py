@@ -16,7 +16,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.callbacks import Callback
 from towertrain.input_pipeline import DatasetInput, InputError, QueueInput
-from towertrain.engine.staging import StagedInput
+from towertrain.engine.feed.staging import StagedInput
 
 from helpers import cifar_files
 

@@ -183,7 +183,7 @@ def test_micro_batches_before_the_last_exchange_nothing():
     """Graph and state: the accumulating micro-batch holds no all-reduce, leaves
     the variables and the step as they were and only fills the accumulators;
     the last micro-batch all-reduces and applies."""
-    from towertrain.engine import accumulate
+    from towertrain.engine.step import accumulate
     images, labels = examples(16)
     params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
                     all_reduce_spec="pscpu", optimizer="momentum", num_batches=2,

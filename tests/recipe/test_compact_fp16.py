@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.engine.graph_ops import all_operations
+from towertrain.engine.step.graph_ops import all_operations
 
 REDUCTIONS = ("AddN", "Add", "AddV2", "NcclAllReduce")
 

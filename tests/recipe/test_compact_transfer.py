@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer
 from towertrain.engine import allreduce
-from towertrain.engine.graph_ops import all_operations
+from towertrain.engine.step.graph_ops import all_operations
 from towertrain.input_pipeline import from_arrays
 from helpers.sweep import full_sweep_only
 

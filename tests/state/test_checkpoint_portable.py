@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer, models
 from towertrain.state import checkpoint as ckpt_lib
-from towertrain.engine import evaluation
+from towertrain.engine.evaluation import evaluator as evaluation
 from towertrain.errors import ParamsError
 from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline.base import EvalData

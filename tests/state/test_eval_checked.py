@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.engine import evaluation
+from towertrain.engine.evaluation import evaluator as evaluation
 from towertrain.state import export
 from towertrain.input_pipeline import cifar10, imagenet, queue_input
 from towertrain.input_pipeline.arrays import InputError

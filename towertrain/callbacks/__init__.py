@@ -1,4 +1,4 @@
-"""Callbacks of the training loop: one concern each (see towertrain.engine.loop).
+"""Callbacks of the training loop: one concern each (see towertrain.engine.run.loop).
 
 Write your own by subclassing `Callback` and pass it as
 `Trainer.train(callbacks=[...])`.
@@ -26,7 +26,8 @@ def default_callbacks(trainer, write=print, eval_data=None):
     restores the latest checkpoint (so the loop starts at its step) and only then
     records the run, so a failed resume leaves the train_dir's record as it was."""
     from towertrain.state import checkpoint as ckpt_lib
-    from towertrain.engine import eval_schedule, evaluation
+    from towertrain.engine.evaluation import eval_schedule
+    from towertrain.engine.evaluation import evaluator as evaluation
     from towertrain.recipe import lr_schedule
     from towertrain.state import run_record
     p = trainer.params

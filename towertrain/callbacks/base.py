@@ -1,4 +1,4 @@
-"""The callback interface of the training loop (towertrain.engine.loop)."""
+"""The callback interface of the training loop (towertrain.engine.run.loop)."""
 
 
 class Callback:
@@ -27,7 +27,7 @@ class Callback:
 
     def step_outputs(self, step):
         """What this callback needs from step `step` beyond the usual extras:
-        towertrain.engine.step_outputs.GRAD_NORM or GRADIENTS (0: nothing)."""
+        towertrain.engine.step.step_outputs.GRAD_NORM or GRADIENTS (0: nothing)."""
         return 0
 
     def after_step(self, step, result, seconds):

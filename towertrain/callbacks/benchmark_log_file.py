@@ -18,7 +18,7 @@ import platform
 
 import tensorflow as tf
 
-from towertrain.engine import benchmark_log
+from towertrain.engine.run import benchmark_log
 
 from .step_printer import StepPrinter
 

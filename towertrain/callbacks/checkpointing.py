@@ -1,7 +1,7 @@
 """Checkpoints: restore at start, save every N steps or seconds, and at the end.
 
 Saves happen only where the staging areas are empty (a fence, see
-towertrain.engine.staging), so the input position in a checkpoint is exactly the
+towertrain.engine.feed.staging), so the input position in a checkpoint is exactly the
 trained step: a resumed run neither skips nor repeats a batch. A state with
 any non-finite value is never written.
 """

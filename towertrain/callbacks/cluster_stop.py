@@ -3,7 +3,7 @@
 A preemption notice reaches one worker (or some of them). The signal handler
 only sets this worker's stop request, a variable the step reads: the request
 travels as one more value in the collective that already sums the step's
-example count (towertrain.engine.step), so after that step every worker
+example count (towertrain.engine.step.train_step), so after that step every worker
 knows that some worker was asked to stop, in the same step and without an
 extra round trip. Each then trains on what its staging areas hold up to one
 agreed step (that step + --staging_depth, a fence for every worker), the
@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 
-from towertrain.engine import staging
+from towertrain.engine.feed import staging
 
 from .base import Callback
 

@@ -1,7 +1,7 @@
 """Eval during training: top-1/top-5 on the eval split on a schedule
-(towertrain.engine.eval_schedule), and --stop_at_top_1_accuracy."""
-from towertrain.engine import eval_schedule, evaluation
-
+(towertrain.engine.evaluation.eval_schedule), and --stop_at_top_1_accuracy."""
+from towertrain.engine.evaluation import eval_schedule
+from towertrain.engine.evaluation import evaluator as evaluation
 from .base import Callback
 
 

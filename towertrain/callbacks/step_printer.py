@@ -1,5 +1,5 @@
 """tf_cnn_benchmarks' output: the header, warm-up, step lines and the total."""
-from towertrain.engine import benchmark_log
+from towertrain.engine.run import benchmark_log
 
 from .base import Callback
 

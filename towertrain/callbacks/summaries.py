@@ -35,8 +35,8 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 from tensorflow.core.util import event_pb2
 
-from towertrain.engine import benchmark_log
-from towertrain.engine import step_outputs
+from towertrain.engine.run import benchmark_log
+from towertrain.engine.step import step_outputs
 
 from .base import Callback
 

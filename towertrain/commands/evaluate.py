@@ -1,11 +1,12 @@
 """`python -m towertrain --eval`: top-1/top-5 of a checkpoint on an eval split,
 or, with --eval_interval_secs, of each new checkpoint of a training run.
 
-The accuracy itself is the engine's (towertrain.engine.evaluation); this is
+The accuracy itself is the engine's (towertrain.engine.evaluation.evaluator); this is
 the command's flow around it: restore, header, result lines, summaries.
 """
 from towertrain.callbacks import summaries
-from towertrain.engine import benchmark_log, evaluation
+from towertrain.engine.run import benchmark_log
+from towertrain.engine.evaluation import evaluator as evaluation
 from towertrain.state import eval_follower
 from towertrain.errors import CheckpointError
 from towertrain.state import checkpoint as ckpt_lib

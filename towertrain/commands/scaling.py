@@ -230,7 +230,7 @@ def main(argv):
         return common.fail(str(err))
     common.import_tensorflow_quietly()
     import tensorflow as tf
-    from towertrain.engine import devices
+    from towertrain.engine.process import devices
     from towertrain.commands import scaling_plot
     fl = flags.FLAGS
     if not fl.verbose:  # many Trainers in one process: TensorFlow warns of retracing

@@ -14,7 +14,7 @@ def main(argv):
     if len(argv) > 1:
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     from absl import flags
-    from towertrain.engine import runtime
+    from towertrain.engine.process import runtime
     runtime.set_environment(flags.FLAGS)  # --mkl: OpenMP reads it as TensorFlow loads
     common.import_tensorflow_quietly()
     # Deferred until flags are parsed and logging is set: these import TensorFlow.
@@ -54,7 +54,7 @@ def main(argv):
         if params.eval:
             evaluate.run_eval(trainer)
         elif forward_only:
-            from towertrain.engine import inference
+            from towertrain.engine.evaluation import inference
             inference.run(trainer)
         else:
             trainer.train()

@@ -124,7 +124,7 @@ def validate(p: Params) -> None:
     params_runtime.validate_runtime(p, _fail)
 
     # Whether the GPUs exist is checked when devices are set up
-    # (towertrain.engine.devices.tower_devices), so a GPU graph can be traced anywhere.
+    # (towertrain.engine.process.devices.tower_devices), so a GPU graph can be traced anywhere.
     device = p.resolved_device
     if p.local_parameter_device == "gpu" and device == "cpu":
         _fail("local_parameter_device", "gpu",

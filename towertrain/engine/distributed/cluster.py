@@ -47,7 +47,7 @@ def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
     records itself. Returns the cluster.
     """
     if params is not None:
-        from towertrain.engine import runtime
+        from towertrain.engine.process import runtime
         # Before the server starts the runtime: its thread pools are fixed then
         # (workers sharing this host split its cores).
         runtime.configure(params, cluster=cluster)
@@ -61,7 +61,7 @@ def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
     from tensorflow.core.protobuf import cluster_pb2, tensorflow_server_pb2
     from towertrain import private_api
 
-    from towertrain.engine import devices as devices_lib
+    from towertrain.engine.process import devices as devices_lib
     if device == "cpu" and num_local_devices:
         devices_lib.ensure_logical_cpus(num_local_devices)
     cluster_def = cluster_pb2.ClusterDef()

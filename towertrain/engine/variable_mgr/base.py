@@ -41,7 +41,7 @@ def read_on_current_device(variables):
 
 
 class VariableManager(abc.ABC):
-    """What the engine (towertrain.trainer, engine/step.py, engine/evaluation.py,
+    """What the engine (towertrain.trainer, engine/step/train_step.py, engine/evaluation/evaluator.py,
     state/checkpoint.py) uses of a manager, and nothing more: everything it calls
     is declared here, with the single-process behaviour as the default.
     tests/engine/test_variable_manager_interface.py keeps the two in step."""

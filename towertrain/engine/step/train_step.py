@@ -12,10 +12,10 @@ import functools
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.engine import accumulate
-from towertrain.engine import model_checks
-from towertrain.engine import step_outputs
-from towertrain.engine import tower
+from towertrain.engine.step import accumulate
+from towertrain.engine.run import model_checks
+from towertrain.engine.step import step_outputs
+from towertrain.engine.step import tower
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.recipe import l2_loss
 
@@ -101,7 +101,7 @@ class TrainStep:
     def _train_step(self, put=True, outputs=0, phase=accumulate.WHOLE):
         """One step. outputs: 0 the usual scalars; 1 also the global norm of the
         all-reduced gradient; 2 also the summed gradients (histograms).
-        phase (engine/accumulate.py): WHOLE computes and applies one global
+        phase (engine/step/accumulate.py): WHOLE computes and applies one global
         batch; with accumulation, ACCUMULATE adds a micro-batch to the
         accumulators (no exchange, no update), APPLY adds the last one, then
         exchanges and applies the update."""

@@ -109,8 +109,8 @@ def eval_batch_size(trainer):
 def eval_data_for(trainer, eval_data=None):
     """`eval_data`, else the trainer input's eval split (an error naming what is
     missing if it has none); cut or repeated to --num_eval_batches or
-    --num_eval_epochs when given (towertrain.engine.eval_amount)."""
-    from towertrain.engine import eval_amount
+    --num_eval_epochs when given (towertrain.engine.evaluation.eval_amount)."""
+    from towertrain.engine.evaluation import eval_amount
     if eval_data is None:
         try:
             eval_data = trainer.input.eval_data(eval_batch_size(trainer))

@@ -10,7 +10,7 @@ import keras
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.engine import model_checks
+from towertrain.engine.run import model_checks
 from towertrain.recipe import l2_loss
 
 # correct: how many examples the logits classify right (None: not a classifier).
@@ -97,7 +97,7 @@ def finish(result, grads, trainable, labels, loss_scale=None, count_correct=Fals
 def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_correct=False,
                                unscale=True):
     """Every tower's TowerResult, with layers free to combine values across
-    towers during the forward pass (--sync_batch_norm; see towertrain.engine.lockstep).
+    towers during the forward pass (--sync_batch_norm; see towertrain.engine.step.lockstep).
 
     towers: one function per tower returning (trainable, labels, TowerForward),
     built under its own device scope. The gradients are those of the sum of
@@ -105,7 +105,7 @@ def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_cor
     contributed to the shared statistics of the other towers' losses, and the
     towers' gradients still sum to the gradient of the global batch's loss.
     """
-    from towertrain.engine import lockstep  # (towertrain/engine/lockstep.py)
+    from towertrain.engine.step import lockstep  # (towertrain/engine/step/lockstep.py)
     traced = lockstep.Lockstep(len(towers), reduce_device).run(towers)
     flat = [v for trainable, _, _ in traced for v in trainable]
     # tf.gradients places each gradient op with its forward op, on the tower's device.

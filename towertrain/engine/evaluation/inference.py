@@ -16,7 +16,7 @@ import time
 
 import tensorflow as tf
 
-from towertrain.engine import benchmark_log
+from towertrain.engine.run import benchmark_log
 from towertrain.recipe import precision
 
 InferenceResult = collections.namedtuple("InferenceResult", "images_per_sec steps examples")

@@ -1,8 +1,8 @@
 """The training header's facts: (label, value) pairs the step printer lays out
-(towertrain.engine.benchmark_log.header_lines), in tf_cnn_benchmarks' order."""
+(towertrain.engine.run.benchmark_log.header_lines), in tf_cnn_benchmarks' order."""
 import tensorflow as tf
 
-from towertrain.engine import runtime
+from towertrain.engine.process import runtime
 from towertrain.engine.allreduce import packing
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers

@@ -1,6 +1,6 @@
 """--sync_batch_norm: batch-norm statistics over the whole global batch.
 
-While the towers are traced in lockstep (towertrain.engine.lockstep), a batch-norm
+While the towers are traced in lockstep (towertrain.engine.step.lockstep), a batch-norm
 layer in training computes its slice's per-channel sum, sum of squares and
 example count, sums the three over the towers, and normalizes with the global
 mean and (biased) variance. Counts travel with the sums, so uneven slices
@@ -16,7 +16,7 @@ import keras
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.engine import lockstep
+from towertrain.engine.step import lockstep
 
 
 def moments(member, inputs, axes, weights=None):

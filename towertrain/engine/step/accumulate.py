@@ -3,7 +3,7 @@
 
 Each device sums its towers' gradients into its own accumulators, so the
 micro-batches before the last exchange nothing; the last one adds its own
-gradients, and the step exchanges and applies once (engine/step.py). The
+gradients, and the step exchanges and applies once (engine/step/train_step.py). The
 example count, loss, top-1 count and finite flag are summed on the CPU beside
 them. An update always ends in the same Trainer.step call that began it, so
 checkpoints, evals and stops see zeroed accumulators and never need to save

@@ -1,0 +1,1 @@
+"""Evaluation: the evaluator, when it runs, how much it reads, inference."""

@@ -1,0 +1,1 @@
+"""The process: its runtime settings and its devices."""

@@ -1,0 +1,1 @@
+"""The run shell: the loop, the header, the benchmark log, model checks."""

@@ -1,0 +1,1 @@
+"""The step: towers, their outputs, accumulation and what traces across towers."""
