@@ -52,13 +52,13 @@ def run_session(session, hosts, task, rounds, steps):
     """One process of a session: builds its trainers, times them, prints JSON (chief)."""
     from towertrain.config.params import Params
     from towertrain.engine.process import devices as devices_lib
-    from towertrain.engine.distributed import cluster
+    from towertrain import trainer as trainer_lib
     devices = 1 if session == 2 else 2
     base = dict(device="cpu", num_gpus=devices, batch_size=BATCH, num_warmup_batches=0)
     if hosts:
         base.update(worker_hosts=hosts, task_index=task, collective_timeout_secs=600)
         first = Params(model="resnet20", variable_update="collective_all_reduce", **base)
-        cluster.setup(cluster.from_params(first), first)
+        trainer_lib.join_cluster(first)
     else:
         devices_lib.ensure_logical_cpus(devices)
     import tensorflow as tf

@@ -603,26 +603,26 @@ MUTATIONS = [
          "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
     # i21b: tf_cnn_benchmarks' eval, loss and input flags (README: Flags, Input, Checkpoints).
     Mutation(
-        "eval_every_n_epochs_ignored", "towertrain/engine/evaluation/eval_schedule.py",
+        "eval_every_n_epochs_ignored", "towertrain/plan/eval_schedule.py",
         "        epochs = [value * k for k in range(1, math.ceil(run_epochs / value) + 1)\n"
         "                  if value * k < run_epochs]",
         "        epochs = []",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
-        "eval_at_specified_steps_ignored", "towertrain/engine/evaluation/eval_schedule.py",
+        "eval_at_specified_steps_ignored", "towertrain/plan/eval_schedule.py",
         "        return EvalSchedule(total_steps, steps=eval_checks.parse_steps(value))",
         "        return EvalSchedule(total_steps)",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
-        "eval_at_specified_epochs_rounded_down", "towertrain/engine/evaluation/eval_schedule.py",
+        "eval_at_specified_epochs_rounded_down", "towertrain/plan/eval_schedule.py",
         "    return max(1, math.ceil(round(epoch * steps_per_epoch, 9)))",
         "    return max(1, int(epoch * steps_per_epoch) - 1)",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
-        "no_final_eval_at_the_run_end", "towertrain/engine/evaluation/eval_schedule.py",
+        "no_final_eval_at_the_run_end", "towertrain/plan/eval_schedule.py",
         "        if step == self.total_steps:\n            return True\n", "",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
@@ -919,7 +919,7 @@ MUTATIONS = [
          "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
     Mutation(
         "sync_on_finish_ignored", "towertrain/engine/process/runtime.py",
-        "    if not params.sync_on_finish:\n        return None\n",
+        "    if not runtime.sync_on_finish:\n        return None\n",
         "    if True:\n        return None\n",
         [T + "engine/test_runtime_flags.py::"
          "test_sync_on_finish_waits_for_the_devices_after_every_step"]),
@@ -1182,7 +1182,7 @@ MUTATIONS = [
         [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated"]),
     # An epoch's last update does not stop at the epoch's end (always K batches).
     Mutation(
-        "accumulation_spans_epochs", "towertrain/recipe/accumulation.py",
+        "accumulation_spans_epochs", "towertrain/plan/accumulation.py",
         "        if self.batches_per_epoch is None:\n            return self.steps\n"
         "        first = (step",
         "        if True:\n            return self.steps\n        first = (step",
@@ -1336,12 +1336,12 @@ MUTATIONS = [
          "test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run"]),
     # --distortions on synthetic data accepted and silently ignored.
     Mutation(
-        "distortions_on_synthetic_ignored", "towertrain/engine/feed/input_factory.py",
-        "        _refuse_preprocessing_flags(params)\n", "",
+        "distortions_on_synthetic_ignored", "towertrain/plan/input_checks.py",
+        "        _refuse_preprocessing_flags(params)\n", "        pass\n",
         [T + "input/test_distortions_resize.py::test_preprocessing_flags_on_synthetic_data_are_errors"]),
     # --resize_method on cifar10 files accepted and silently ignored.
     Mutation(
-        "resize_method_on_cifar10_ignored", "towertrain/engine/feed/input_factory.py",
+        "resize_method_on_cifar10_ignored", "towertrain/plan/input_checks.py",
         "        if params.resize_method is not None:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
         "        if False:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
         [T + "input/test_distortions_resize.py::"

@@ -22,19 +22,6 @@ DatasetOptions.__doc__ = "A file reader's pipeline options (the --datasets_* fla
 DEFAULT = DatasetOptions()
 
 
-def from_params(params):
-    """The DatasetOptions of a Params' --datasets_* fields."""
-    return DatasetOptions(
-        use_prefetch=params.datasets_use_prefetch,
-        prefetch_buffer_size=params.datasets_prefetch_buffer_size,
-        num_private_threads=params.datasets_num_private_threads,
-        use_caching=params.datasets_use_caching,
-        interleave_cycle_length=params.datasets_parallel_interleave_cycle_length,
-        sloppy_interleave=params.datasets_sloppy_parallel_interleave,
-        interleave_prefetch=params.datasets_parallel_interleave_prefetch,
-        repeat_cached_sample=params.datasets_repeat_cached_sample)
-
-
 def on_records(records, options, num_examples):
     """The record-level options. `records` is a dataset, or a function of the
     epoch (shards ordered per epoch); caching needs one dataset, so there the

@@ -17,6 +17,8 @@ import keras
 import tensorflow as tf
 
 from towertrain import models
+from towertrain import plan as plan_lib
+from towertrain.plan import cluster as plan_cluster
 from towertrain.engine.step import accumulate
 from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
@@ -28,6 +30,7 @@ from towertrain.engine import variable_mgr
 from towertrain.engine.run import loop as loop_lib
 from towertrain.recipe import native_precision
 from towertrain.recipe import precision
+from towertrain.engine.feed import position
 from towertrain.engine.feed import staging
 from towertrain.engine.step import train_step as step_lib
 from towertrain.engine.step import step_outputs
@@ -35,12 +38,18 @@ from towertrain.errors import TrainingDivergedError  # noqa: F401 - re-exported
 from towertrain.engine.feed import input_factory
 from towertrain.input_pipeline.base import Input
 from towertrain.engine.run.loop import TrainResult  # noqa: F401 - re-exported
-from towertrain.recipe import accumulation
 from towertrain.recipe import lr_schedule
 from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.errors import ParamsError
+
+
+def join_cluster(params):
+    """Joins the cluster `params` describe (multi-worker; nothing for one
+    process) before TensorFlow runs any op: the library's door, as the CLI
+    does it. Returns the cluster."""
+    return cluster_lib.setup(plan_lib.lay_out(params))
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
@@ -68,38 +77,71 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
-        runtime.configure(params)  # threads, XLA, GPU memory: before TensorFlow initializes
-        if check_devices:
-            devices_lib.check_implicit_cpu_towers(params.device, params.num_gpus)
-        self.devices = devices_lib.tower_devices(
-            params.resolved_device, params.num_gpus, check=check_devices,
-            indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))
+        # The plan's first half: devices, layout, runtime, exchange, what to read.
+        layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
+            plan_cluster.resolve(params), params.worker_hosts))
+        runtime.configure(layout.runtime)  # threads, XLA, GPU memory: before TensorFlow starts
+        self.devices = devices_lib.prepare(layout.topology, check=check_devices)
         # An emulated half precision is refused before anything is built.
-        self.precision_support = (native_precision.check(params, params.resolved_device)
+        self.precision_support = (native_precision.check(layout.precision, layout.topology.device)
                                   if check_devices else None)
-        spec = models.get_spec(params.model)
-        self.data_format = params.resolved_data_format
         if check_devices:
-            devices_lib.check_data_format(params.resolved_device, self.data_format)
-        self.batch_size = params.batch_size or spec.default_batch_size
-        self.dataset_name = params.data_name or spec.default_dataset
-        keras.utils.set_random_seed(params.tf_random_seed)
-        self.model = model or self._build_model(spec)
+            devices_lib.check_data_format(layout.topology.device, layout.topology.data_format)
+        keras.utils.set_random_seed(layout.input.seed)
+        self.model = model or self._build_model(layout)
         if model is not None:  # before anything reads its inputs or outputs
             model_checks.check_built(model, input_source)
-        precision.check_model(self.model, params)
+        self._prepare_model(layout, user_model=model is not None, loss_fn=loss_fn)
+        self.input = self._make_input(layout, input_source)
+        # The whole plan: batches, steps, epochs, schedules (towertrain.plan).
+        self.plan = plan_lib.build(params, layout, plan_lib.InputFacts.of(self.input))
+        self.stop_request = None  # 1: this worker was asked to stop (callbacks/cluster_stop.py)
+        if self.num_workers > 1:
+            with tf.device("/cpu:0"):
+                self.stop_request = tf.Variable(0, trainable=False, name="stop_request")
+        # The model and the input fit each other, or an error in the user's terms.
+        model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
+        epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
+                               self.plan.batches.per_update)
+        # The learning rate by global step (a keras LearningRateSchedule): the
+        # optimizers call it with their iterations, which checkpoints restore.
+        self.learning_rate = lr_schedule.build(self.plan.recipe.schedule)
+        self._make_feed()
+        self.variables = variable_mgr.create(self.plan.exchange, self.devices,
+                                             self.plan.recipe.clipping)
+        self.variables.create(self.model, optimizers.make_optimizer_factory(
+            self.plan.recipe.optimizer, self.learning_rate))
+        self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
+                             if self.accumulation.accumulating else None)
+        self.loss_scale = precision.LossScale.from_plan(self.plan.recipe.precision)
+        # The step function (towers, exchange, finite check, update): engine/step/train_step.py.
+        self._step_fn = step_lib.TrainStep(self, self._staging).fn
+        self._sync_devices = runtime.sync_after_step(self.plan.runtime)
+
+    def _build_model(self, layout):
+        """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""
+        with tf.device("/cpu:0"), precision.policy_scope(layout.precision):
+            return models.build(layout.model, num_classes=models.DATASET_CLASSES[layout.dataset],
+                                data_format=layout.topology.data_format)
+
+    def _prepare_model(self, layout, user_model, loss_fn):
+        """The model's precision, loss, decay mask and synchronized batch norms."""
+        precision.check_model(self.model, layout.precision)
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
         # Which variables get L2 decay: the registered model's rule, or the
         # default rule (kernels only) for a model passed in.
         self.decay_mask = models.weight_decay_mask(self.model,
-                                                   None if model is not None else params.model)
+                                                   None if user_model else layout.model)
         self._synced_batch_norms = 0
-        if params.sync_batch_norm:
+        if layout.exchange.sync_batch_norm:
             self._synced_batch_norms = sync_batch_norm.attach(self.model)
             if not self._synced_batch_norms:
                 raise ParamsError(f"--sync_batch_norm: model {self.model.name!r} has no "
                                   "batch-norm layers to synchronize; drop the flag")
 
+    def _make_input(self, layout, input_source):
+        """The user's input (its epochs agreed with the Params'), or the plan's;
+        multi-worker, this worker's share of each batch."""
         # The header's Dataset line: where a user's own input comes from.
         self.input_origin = None if input_source is None else (
             getattr(input_source, "origin", None) or f"{type(input_source).__name__} "
@@ -109,104 +151,47 @@ class Trainer:
                             "towertrain.input_pipeline.base.Input; subclass it (create, "
                             "tower_batches; optionally steps_per_epoch, eval_data, ...)")
         # One place decides the epochs: Params(num_epochs) against the input's.
-        input_source = epochs_lib.agree(params, input_source)
-        self.input = input_source or input_factory.make_input(
-            params, image_shape=self.model.input_shape[1:],
+        input_source = epochs_lib.agree(self.params.num_epochs, input_source)
+        made = input_source or input_factory.make_input(
+            layout.input, layout.topology, image_shape=self.model.input_shape[1:],
             num_classes=self.model.output_shape[-1],
-            global_batch=self.batch_size * len(self.devices), data_format=self.data_format,
-            dataset_name=self.dataset_name)
-        # --- multi-worker (engine/distributed/cluster.py): this worker's share of each batch
-        self.cluster = cluster_lib.for_params(params)
-        self.num_workers = self.cluster.num_workers
-        self.input = input_factory.shard_for_worker(self.input, self.cluster)
-        self.stop_request = None  # 1: this worker was asked to stop (callbacks/cluster_stop.py)
-        if self.num_workers > 1:
-            with tf.device("/cpu:0"):
-                self.stop_request = tf.Variable(0, trainable=False, name="stop_request")
-        # --- end multi-worker
-        # The model and the input fit each other, or an error in the user's terms.
-        model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
-        # Global batches per update (--gradient_accumulation_steps): the global
-        # step counts updates, the input position batches (recipe/accumulation.py).
-        self.accumulation = accumulation.Plan(
-            params.gradient_accumulation_steps,
-            lr_schedule.epoch_steps(params, self.input.steps_per_epoch, self.global_batch_size))
-        self.num_warmup_batches, self.num_batches = self._plan_steps()
-        epochs_lib.check_lasts(params, self.input, self.total_steps,
-                               self.global_batch_size * self.accumulation.steps)
-        # The learning rate by global step (a keras LearningRateSchedule): the
-        # optimizers call it with their iterations, which checkpoints restore.
-        self.learning_rate = lr_schedule.build(
-            params, params.init_learning_rate or spec.default_learning_rate,
-            global_batch=self.global_batch_size * self.accumulation.steps,
-            total_steps=self.total_steps, steps_per_epoch=self.accumulation.updates_per_epoch)
-        # The staging wrapper when staging is on, else None: the one place that decides.
-        self._staging = None
-        if params.staging_depth > 0 and self.input.stage:
-            self.input = self._staging = staging.StagedInput(self.input, params.staging_depth,
-                                                             group=params.batch_group_size)
+            per_process_batch=layout.batch_per_device * len(self.devices))
+        return input_factory.shard_for_worker(made, layout.topology.cluster)
+
+    def _make_feed(self):
+        """Staging (when on) and the input position (engine/feed/position.py)."""
+        self._staging = None  # the staging wrapper when staging is on: the one place that decides
+        if self.plan.input.staging_depth > 0 and self.input.stage:
+            self.input = self._staging = staging.StagedInput(
+                self.input, self.plan.input.staging_depth, group=self.plan.input.batch_group_size)
         self.input.create(self.devices)
-        self._input_started = False
-        # The plan's index of the next update (recipe/accumulation.py): it
-        # follows the input, so an update skipped as non-finite (the global
-        # step stays) has still used up its batches, and the next one takes
-        # the batches after them, as far as the epoch's end.
-        self._next_update = 0
-        if self._staging is not None:
-            self._staging.start_at(0, self._position(self.total_steps))
+        self.feed = position.Feed(self.input, self._staging, self.accumulation,
+                                  self.total_steps, self.accumulation.accumulating)
 
-        self.variables = variable_mgr.create(params.variable_update, self.devices, params)
-        self.variables.create(self.model, optimizers.make_optimizer_factory(
-            params, self.learning_rate))
-        self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
-                             if self.accumulation.accumulating else None)
-        self.loss_scale = precision.LossScale.from_params(params)
-        # The step function (towers, exchange, finite check, update): engine/step/train_step.py.
-        self._step_fn = step_lib.TrainStep(self, self._staging).fn
-        self._sync_devices = runtime.sync_after_step(params)
-
-    def _build_model(self, spec):
-        """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""
-        del spec
-        with tf.device("/cpu:0"), precision.policy_scope(self.params):
-            return models.build(self.params.model,
-                                num_classes=models.DATASET_CLASSES[self.dataset_name],
-                                data_format=self.data_format)
-
-    @property
-    def global_batch_size(self):
-        return self.input.global_batch or self.batch_size * len(self.devices)
-
-    @property
-    def total_steps(self):
-        """The global step the run ends at: warmup + timed steps, or the epochs."""
-        return self.num_warmup_batches + self.num_batches
-
-    def _plan_steps(self):
-        """(warmup, timed) step counts. With --num_epochs the warmup steps are
-        part of the epochs, so every example is trained on once per epoch."""
-        p = self.params
-        if p.num_epochs is None:
-            return p.num_warmup_batches, p.resolved_num_batches
-        per_epoch = self.accumulation.updates_per_epoch
-        if not per_epoch:
-            raise ParamsError(f"--num_epochs={p.num_epochs}: needs the epoch length "
-                              "(--data_dir, --num_examples_per_epoch, or an input with "
-                              "num_examples); this input has none")
-        total = p.num_epochs * per_epoch
-        warmup = min(p.num_warmup_batches, total - 1)
-        return warmup, total - warmup
+    # The plan's facts under the names callbacks, tests and users read.
+    cluster = property(lambda self: self.plan.topology.cluster if hasattr(self, "plan")
+                       else cluster_lib.active())
+    num_workers = property(lambda self: self.cluster.num_workers)
+    data_format = property(lambda self: self.plan.topology.data_format)
+    batch_size = property(lambda self: self.plan.batches.per_device)
+    dataset_name = property(lambda self: self.plan.dataset)
+    global_batch_size = property(lambda self: self.plan.batches.global_batch)
+    accumulation = property(lambda self: self.plan.steps.accumulation)
+    num_warmup_batches = property(lambda self: self.plan.steps.warmup)
+    num_batches = property(lambda self: self.plan.steps.timed)
+    total_steps = property(lambda self: self.plan.steps.total,
+                           doc="The global step the run ends at: warmup + timed steps, or the epochs.")
 
     def step(self, outputs=0):
         """Runs one training step; returns a StepResult (float() of it is the loss).
 
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
-        self._start_input(self.global_step())  # stepping without train() / begin()
+        self.feed.start(self.global_step())  # stepping without train() / begin()
         with step_lib.input_errors(self.input, self._staging,
-                                   lambda: self._position(self.global_step())):
+                                   lambda: self.feed.position(self.global_step())):
             waited = 0.0
-            for phase in self._phases():
+            for phase in self.feed.phases():
                 started = time.perf_counter()
                 put = self._staging.before_step() if self._staging is not None else True
                 waited += time.perf_counter() - started  # priming after a fence is input wait
@@ -225,7 +210,7 @@ class Trainer:
                 extras = step_outputs.to_python(extras)
                 if phase == accumulate.ACCUMULATE:
                     waited += extras.get("input_wait_seconds", 0.0)
-            self._next_update += 1
+            self.feed.next_update += 1
             if "input_wait_seconds" in extras:
                 extras["input_wait_seconds"] += waited
             examples = int(examples)
@@ -238,52 +223,17 @@ class Trainer:
         """Updates applied so far (restored from checkpoints, drives schedules)."""
         return int(self.variables.iterations().numpy())
 
-    def _phases(self):
-        """The step function calls of the next update: one, or one per micro-batch."""
-        if self.accumulators is None:
-            return [accumulate.WHOLE]
-        count = self.accumulation.micro_batches(self._next_update)
-        return [accumulate.ACCUMULATE] * (count - 1) + [accumulate.APPLY]
-
-    def _position(self, step):
-        """The input's position (global batches handed out) after global step `step`."""
-        return self.accumulation.batches_before(step)
-
     def begin(self, start_step):
         """The loop starts after global step `start_step` (0, or a resumed step)."""
-        if self._staging is not None:
-            self._staging.start_at(self._position(start_step), self._position(self.total_steps))
-        self._start_input(start_step)
-
-    def _start_input(self, start_step):
-        """Tells the input where the run starts (a queue input starts feeding
-        there); once, before the first step."""
-        if not self._input_started:
-            self._input_started = True
-            self._next_update = start_step
-            self.input.resume_after(self._position(start_step))
+        self.feed.begin(start_step)
 
     def add_fence(self, step):
-        """Nothing will be staged past global step `step`: a checkpoint taken
-        right after it holds the input's exact position."""
-        if self._staging is not None:
-            self._staging.add_fence(self._position(step))
+        """Nothing will be staged past global step `step` (engine/feed/position.py)."""
+        self.feed.add_fence(step)
 
     def drain(self):
-        """Stops staging; returns how many steps remain to train on what is staged.
-        With accumulation the areas empty at the end of an update: staging goes
-        on until that update's last micro-batch, never stopping mid-update."""
-        if self._staging is None:
-            return 0
-        if self.accumulators is None:
-            return self._staging.drain()
-        if not self._staging.staged:
-            return 0
-        step = self._next_update
-        end = self.accumulation.first_update_at_or_after(
-            self._position(step) + self._staging.staged)
-        self._staging.add_fence(self._position(end))
-        return end - step
+        """Stops staging; returns how many steps remain to train on what is staged."""
+        return self.feed.drain()
 
     def engine_variables(self):
         """Engine state that checkpoints carry besides the model: the loss scale,
@@ -295,7 +245,7 @@ class Trainer:
         return found
 
     def staged_batches(self):
-        return self._staging.staged if self._staging is not None else 0
+        return self.feed.staged_batches()
 
     def trace_step(self, phase=None):
         """The step's concrete function, traced but not run (graph inspection).
@@ -378,7 +328,4 @@ class Trainer:
         ckpt_lib.restore_portable(self.model, self.variables, path,
                                   engine_variables=self.engine_variables())
         self.sync_model()
-        self._next_update = self.global_step()
-        if self._staging is not None:  # staged batches belong to the old position
-            self._staging.start_at(self._position(self.global_step()),
-                                   self._position(self.total_steps))
+        self.feed.restart_at(self.global_step())

@@ -10,7 +10,7 @@ from helpers import cluster_runs as runs
 
 from towertrain.config.params import Params, ParamsError
 from towertrain.engine.process import runtime
-from towertrain.engine.distributed import resolvers
+from towertrain.plan import cluster as resolvers
 
 SLURM_TWO_TASKS = {"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2",
                    "SLURM_STEP_NODELIST": "127.0.0.1", "SLURM_STEP_TASKS_PER_NODE": "2"}
@@ -23,24 +23,24 @@ def _params(**changes):
 
 
 def test_slurm_environment_gives_the_cluster_through_the_resolver():
-    cluster = resolvers.from_params(_params(slurm_port_base=7000), SLURM_TWO_TASKS)
+    cluster = resolvers.resolve(_params(slurm_port_base=7000), SLURM_TWO_TASKS)
     assert cluster.workers == ("127.0.0.1:7000", "127.0.0.1:7001")
     assert (cluster.task_index, cluster.source) == (1, "slurm")
     assert resolvers.describe(cluster) == "task 1 of 2 at 127.0.0.1:7001, from Slurm"
     # Two nodes of two tasks each, in Slurm's compressed notations.
     four = dict(SLURM_TWO_TASKS, SLURM_PROCID="2", SLURM_STEP_NUM_TASKS="4",
                 SLURM_STEP_NODELIST="node[07-08]", SLURM_STEP_TASKS_PER_NODE="2(x2)")
-    cluster = resolvers.from_params(_params(), four)
+    cluster = resolvers.resolve(_params(), four)
     assert cluster.workers == ("node07:8888", "node07:8889", "node08:8888", "node08:8889")
     assert cluster.address == "node08:8888" and not cluster.is_chief
     # One task is one process; without collective_all_reduce Slurm is not a cluster.
-    assert resolvers.from_params(_params(), dict(SLURM_TWO_TASKS, SLURM_STEP_NUM_TASKS="1",
+    assert resolvers.resolve(_params(), dict(SLURM_TWO_TASKS, SLURM_STEP_NUM_TASKS="1",
                                                  SLURM_STEP_TASKS_PER_NODE="1",
                                                  SLURM_PROCID="0")).num_workers == 1
-    assert resolvers.from_params(_params(variable_update="replicated"),
+    assert resolvers.resolve(_params(variable_update="replicated"),
                                  SLURM_TWO_TASKS).num_workers == 1
     with pytest.raises(ParamsError, match="--cluster_source=slurm: SLURM_PROCID not found"):
-        resolvers.from_params(_params(cluster_source="slurm"), {})
+        resolvers.resolve(_params(cluster_source="slurm"), {})
 
 
 def test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node(monkeypatch):
@@ -55,36 +55,36 @@ def test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node(monkeypatch)
         monkeypatch.setenv(name, value)
     for num_gpus, expected in [(2, "2,3"), (1, "1")]:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
-        cluster = resolvers.from_params(_params(device="gpu", num_gpus=num_gpus))
+        cluster = resolvers.resolve(_params(device="gpu", num_gpus=num_gpus))
         assert (cluster.task_index, cluster.num_workers, cluster.source) == (1, 2, "slurm")
         assert os.environ["CUDA_VISIBLE_DEVICES"] == expected, num_gpus
     # On a CPU no GPU is handed out: the variable stays as it was.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
-    assert resolvers.from_params(_params(device="cpu")).task_index == 1
+    assert resolvers.resolve(_params(device="cpu")).task_index == 1
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
 
 
 def test_tf_config_with_a_chief_job_and_source_conflicts():
     config = {"cluster": {"chief": ["c:1"], "worker": ["a:1", "b:2"]},
               "task": {"type": "worker", "index": 1}}
-    cluster = resolvers.from_params(_params(), {"TF_CONFIG": json.dumps(config)})
+    cluster = resolvers.resolve(_params(), {"TF_CONFIG": json.dumps(config)})
     assert (cluster.workers, cluster.task_index, cluster.source) == (
         ("c:1", "a:1", "b:2"), 2, "tf_config")
     config["task"] = {"type": "chief", "index": 0}
-    assert resolvers.from_params(_params(), {"TF_CONFIG": json.dumps(config)}).is_chief
+    assert resolvers.resolve(_params(), {"TF_CONFIG": json.dumps(config)}).is_chief
     both = dict(SLURM_TWO_TASKS, TF_CONFIG=json.dumps(config))
     with pytest.raises(ParamsError, match=r"given more than once \(TF_CONFIG, Slurm\); "
                                           r"choose one with --cluster_source=tf_config\|slurm"):
-        resolvers.from_params(_params(), both)
-    assert resolvers.from_params(_params(cluster_source="slurm"), both).source == "slurm"
-    assert resolvers.from_params(_params(cluster_source="tf_config"), both).source == "tf_config"
+        resolvers.resolve(_params(), both)
+    assert resolvers.resolve(_params(cluster_source="slurm"), both).source == "slurm"
+    assert resolvers.resolve(_params(cluster_source="tf_config"), both).source == "tf_config"
     flags = _params(worker_hosts="h:1,h:2", task_index=1)
     with pytest.raises(ParamsError, match=r"\(--worker_hosts/--task_index, Slurm\)"):
-        resolvers.from_params(flags, SLURM_TWO_TASKS)
-    assert resolvers.from_params(_params(worker_hosts="h:1,h:2", task_index=1,
+        resolvers.resolve(flags, SLURM_TWO_TASKS)
+    assert resolvers.resolve(_params(worker_hosts="h:1,h:2", task_index=1,
                                          cluster_source="flags"), both).address == "h:2"
     with pytest.raises(ParamsError, match="--cluster_source=tf_config: the TF_CONFIG"):
-        resolvers.from_params(_params(cluster_source="tf_config"), {})
+        resolvers.resolve(_params(cluster_source="tf_config"), {})
 
 
 def test_cluster_source_flag_checks():

@@ -91,7 +91,6 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
     saves every copy of its weights and the gradient collectives of its step
     in out_path's `.<index>.npz`. One process per worker for several configs:
     its start costs far more than their steps."""
-    from towertrain.engine.distributed import cluster
     from towertrain import trainer as trainer_lib
     from towertrain.input_pipeline import from_arrays
     images, labels = _data()
@@ -104,7 +103,7 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
                          all_reduce_spec=spec, gradient_repacking=int(pack),
                          num_epochs=epochs, gradient_accumulation_steps=accumulation)
         if index == 0:
-            cluster.setup(cluster.from_params(params), params)
+            trainer_lib.join_cluster(params)
         trainer = trainer_lib.Trainer(params, input_source=from_arrays(
             images, labels, GLOBAL_BATCH, num_epochs=epochs))
         assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
@@ -339,19 +338,19 @@ def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
 def test_cluster_from_flags_and_tf_config():
     import json
     import pytest
-    from towertrain.engine.distributed import cluster
+    from towertrain.plan import cluster
     from towertrain.config.params import ParamsError
     p = _params(variable_update="collective_all_reduce", worker_hosts="10.0.0.1:2222,"
                 "10.0.0.2:2222", task_index=1)
-    c = cluster.from_params(p)
+    c = cluster.resolve(p)
     assert (c.workers, c.task_index, c.is_chief) == (("10.0.0.1:2222", "10.0.0.2:2222"), 1,
                                                      False)
     config = json.dumps({"cluster": {"worker": ["a:1", "b:2", "c:3"]},
                          "task": {"type": "worker", "index": 2}})
-    c = cluster.from_params(_params(variable_update="collective_all_reduce"),
+    c = cluster.resolve(_params(variable_update="collective_all_reduce"),
                             environ={"TF_CONFIG": config})
     assert (c.num_workers, c.task_index, c.address) == (3, 2, "c:3")
-    assert cluster.from_params(_params(), environ={"TF_CONFIG": config}) is cluster.SINGLE
+    assert cluster.resolve(_params(), environ={"TF_CONFIG": config}) is cluster.SINGLE
     with pytest.raises(ParamsError, match="--task_index=2: must be in 0..1"):
         _params(variable_update="collective_all_reduce", worker_hosts="a:1,b:2", task_index=2)
     with pytest.raises(ParamsError, match="--worker_hosts=a:1,b:2: needs --variable_update"):

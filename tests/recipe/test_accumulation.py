@@ -9,7 +9,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.callbacks import Callback
 from towertrain.input_pipeline import from_arrays
-from towertrain.recipe.accumulation import Plan
+from towertrain.plan.accumulation import Plan
 
 from helpers import graph_walks
 from helpers.cli import quiet

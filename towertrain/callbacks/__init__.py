@@ -26,7 +26,7 @@ def default_callbacks(trainer, write=print, eval_data=None):
     restores the latest checkpoint (so the loop starts at its step) and only then
     records the run, so a failed resume leaves the train_dir's record as it was."""
     from towertrain.state import checkpoint as ckpt_lib
-    from towertrain.engine.evaluation import eval_schedule
+    from towertrain.plan import eval_schedule
     from towertrain.engine.evaluation import evaluator as evaluation
     from towertrain.recipe import lr_schedule
     from towertrain.state import run_record
@@ -42,8 +42,7 @@ def default_callbacks(trainer, write=print, eval_data=None):
     logdir = p.summary_dir or p.train_dir
     summaries = (Summaries(trainer, logdir, p.summary_verbosity, p.save_summaries_steps)
                  if p.summary_verbosity else None)
-    schedule = eval_schedule.for_params(p, trainer.total_steps, lr_schedule.epoch_steps(
-        p, trainer.input.steps_per_epoch, trainer.global_batch_size))
+    schedule = trainer.plan.steps.eval_schedule
     if schedule is not None:
         data = evaluation.eval_data_for(trainer, eval_data)
         callbacks.append(PeriodicEval(trainer, schedule, data, write,
@@ -92,7 +91,7 @@ def _observers(trainer, summaries, logdir, write):
 def _worker_callbacks(trainer, write):
     """A non-chief worker of a multi-worker run: resumes from the chief's latest
     checkpoint in the shared --train_dir, never saves and prints one line."""
-    from towertrain.engine.distributed import resolvers
+    from towertrain.plan import cluster as resolvers
     p = trainer.params
     write(f"worker {resolvers.describe(trainer.cluster)}: training; the chief "
           "(task 0) writes the output and checkpoints")

@@ -1,6 +1,6 @@
 """Eval during training: top-1/top-5 on the eval split on a schedule
-(towertrain.engine.evaluation.eval_schedule), and --stop_at_top_1_accuracy."""
-from towertrain.engine.evaluation import eval_schedule
+(towertrain.plan.eval_schedule), and --stop_at_top_1_accuracy."""
+from towertrain.plan import eval_schedule
 from towertrain.engine.evaluation import evaluator as evaluation
 from .base import Callback
 

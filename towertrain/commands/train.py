@@ -15,7 +15,10 @@ def main(argv):
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     from absl import flags
     from towertrain.engine.process import runtime
-    runtime.set_environment(flags.FLAGS)  # --mkl: OpenMP reads it as TensorFlow loads
+    from towertrain.plan import runtime as plan_runtime
+    # --mkl, --xla: OpenMP and XLA read the environment as TensorFlow loads.
+    runtime.set_environment(plan_runtime.environment(**{
+        name: flags.FLAGS[name].value for name in plan_runtime.ENVIRONMENT_SETTINGS}))
     common.import_tensorflow_quietly()
     # Deferred until flags are parsed and logging is set: these import TensorFlow.
     from towertrain import errors, trainer as trainer_lib
@@ -28,7 +31,7 @@ def main(argv):
         params = flags_lib.params_from_flags()
         # Before TensorFlow runs any op: threads, XLA, GPU memory (setup calls
         # runtime.configure with the cluster), then multi-worker joins it.
-        cluster = cluster_lib.setup(cluster_lib.from_params(params), params)
+        cluster = trainer_lib.join_cluster(params)
         if params.eval:
             # --model/--data_name default to the run's own; given ones must agree.
             where = run_record.directory(params)

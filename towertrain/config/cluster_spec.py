@@ -1,7 +1,7 @@
 """A cluster's description, and the one --worker_hosts/--task_index give.
 
 Pure Python and no TensorFlow: Params checks the flags with it before anything
-is built. towertrain.engine.distributed.resolvers finds the cluster of a run
+is built. towertrain.plan.cluster finds the cluster of a run
 (flags, TF_CONFIG or Slurm) and towertrain.engine.distributed.cluster joins
 it. Worker 0 is the chief.
 """
@@ -17,7 +17,7 @@ JOB = "worker"
 class Cluster:
     workers: Tuple[str, ...]  # "host:port" per task, task 0 is the chief
     task_index: int = 0
-    # Where it came from (towertrain.engine.distributed.resolvers.SOURCES): the
+    # Where it came from (towertrain.plan.cluster.SOURCES): the
     # header says; two resolutions of one cluster are equal whatever the source.
     source: str = dataclasses.field(default="flags", compare=False)
 

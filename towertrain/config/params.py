@@ -49,8 +49,8 @@ class Params:
     def resolved_device(self) -> str:
         if self.device is not None:
             return self.device
-        import tensorflow as tf  # deferred: settings are checked before TensorFlow loads
-        return "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
+        from towertrain.config import machine  # deferred: it lists the GPUs once, lazily
+        return machine.probe().default_device
 
     @property
     def resolved_data_format(self) -> str:

@@ -58,20 +58,20 @@ def clip(grads, gradient_clip=None, global_norm_clip=None):
     return grads
 
 
-def clip_for(params, grads):
+def clip_for(clipping, grads):
     """clip() with the run's --gradient_clip and --global_norm_clip."""
-    if params.gradient_clip is None and params.global_norm_clip is None:
+    if not clipping:  # None, or nothing to clip
         return list(grads)
-    return clip(grads, params.gradient_clip, params.global_norm_clip)
+    return clip(grads, clipping.gradient_clip, clipping.global_norm_clip)
 
 
-def describe(params):
+def describe(clipping):
     """The header's 'Gradient clip' value, or None when nothing is clipped."""
     parts = []
-    if params.gradient_clip is not None:
-        parts.append(f"each element to [-{params.gradient_clip:g}, "
-                     f"{params.gradient_clip:g}]")
-    if params.global_norm_clip is not None:
-        parts.append(f"global norm {params.global_norm_clip:g} (of the summed gradient, "
+    if clipping.gradient_clip is not None:
+        parts.append(f"each element to [-{clipping.gradient_clip:g}, "
+                     f"{clipping.gradient_clip:g}]")
+    if clipping.global_norm_clip is not None:
+        parts.append(f"global norm {clipping.global_norm_clip:g} (of the summed gradient, "
                      "once over all variables)")
     return "; ".join(parts) or None

@@ -12,9 +12,9 @@ LossOptions = collections.namedtuple("LossOptions", "single_op report_base",
                                      defaults=(False, False))
 
 
-def from_params(params):
-    return LossOptions(single_op=params.single_l2_loss_op,
-                       report_base=params.loss_type_to_report == "base_loss")
+def from_plan(loss):
+    return LossOptions(single_op=loss.single_l2_loss_op,
+                       report_base=loss.loss_type_to_report == "base_loss")
 
 
 def l2_loss(variables, single_op=False):

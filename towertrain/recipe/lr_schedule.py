@@ -42,19 +42,6 @@ _NEEDS_EPOCH = ("needs the epoch length: --data_dir, or --num_examples_per_epoch
                 "synthetic data")
 
 
-def epoch_steps(params, input_steps_per_epoch, global_batch):
-    """Steps per epoch for the schedule: the input's, or --num_examples_per_epoch's;
-    None when neither says."""
-    given = params.num_examples_per_epoch
-    if given is None:
-        return input_steps_per_epoch
-    steps = math.ceil(given / global_batch)
-    if input_steps_per_epoch is not None and input_steps_per_epoch != steps:
-        raise ParamsError(f"--num_examples_per_epoch={given}: conflicts with the input's "
-                          f"epoch of {input_steps_per_epoch} steps of {global_batch}; drop it")
-    return steps
-
-
 def _epochs(count):
     return f"{count:g} epoch" + ("" if count == 1 else "s")
 
@@ -64,13 +51,16 @@ def _epochs_to_steps(epochs, steps_per_epoch):
     return int(math.floor(epochs * steps_per_epoch + 1e-9))
 
 
-def build(params, base_learning_rate, global_batch, steps_per_epoch, total_steps=None):
-    """The run's Schedule. base_learning_rate: --init_learning_rate or the model's
-    default (a piecewise schedule brings its own rates). global_batch: examples
-    per update. steps_per_epoch: None when the data has no epoch length (then
-    an epoch-based flag is an error naming it). total_steps: the run's last
-    global step (cosine decays over it)."""
-    p = params
+def build(schedule):
+    """The run's Schedule from the plan's Schedule section (towertrain.plan):
+    the learning-rate flags, base_learning_rate (--init_learning_rate or the
+    model's default; a piecewise schedule brings its own rates), global_batch
+    (examples per update), steps_per_epoch (updates per epoch; None when the
+    data has no epoch length: then an epoch-based flag is an error naming it)
+    and total_steps (the run's last global step: cosine decays over it)."""
+    p = schedule
+    base_learning_rate, global_batch = p.base_learning_rate, p.global_batch
+    steps_per_epoch, total_steps = p.steps_per_epoch, p.total_steps
     scale = 1.0
     if p.scale_learning_rate == "linear":
         scale = global_batch / p.base_batch_size

@@ -54,8 +54,9 @@ def _probe_machine(device, dtype):
             return Support(True, f"CPU has {', '.join(found)}")
         return Support(False, "CPU has neither avx512_bf16 nor amx_bf16")
     import tensorflow as tf  # deferred: only a GPU run asks
+    from towertrain.config import machine
     wanted = GPU_MINIMUM[dtype]
-    for gpu in tf.config.list_physical_devices("GPU"):
+    for gpu in machine.physical_gpus():
         capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
         if capability is None or tuple(capability) < wanted:
             have = "unknown" if capability is None else f"{capability[0]}.{capability[1]}"
@@ -67,23 +68,23 @@ def _probe_machine(device, dtype):
 probe = _probe_machine
 
 
-def dtype_of(params):
-    if params.use_fp16:
+def dtype_of(precision):
+    if precision.use_fp16:
         return "float16"
-    if params.use_bf16:
+    if precision.use_bf16:
         return "bfloat16"
     return None
 
 
-def check(params, device):
+def check(precision, device):
     """Support of the run's half precision on `device`, or None (float32);
     raises ParamsError when it is emulated and not allowed."""
-    dtype = dtype_of(params)
+    dtype = dtype_of(precision)
     if dtype is None:
         return None
     support = probe(device, dtype)
-    if not support.native and not params.allow_emulated_precision:
-        flag = "use_fp16" if params.use_fp16 else "use_bf16"
+    if not support.native and not precision.allow_emulated_precision:
+        flag = "use_fp16" if precision.use_fp16 else "use_bf16"
         raise ParamsError(
             f"--{flag}: {dtype} is emulated on {device} here ({support.why}): "
             f"{SLOWDOWN[(device, dtype)]}; drop --{flag}, or add "

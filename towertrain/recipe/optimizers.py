@@ -7,13 +7,13 @@ so towertrain.recipe.gradients clips the whole gradient before any optimizer see
 import keras
 
 
-def make_optimizer_factory(params, learning_rate):
+def make_optimizer_factory(optimizer, learning_rate):
     """A zero-argument factory; managers call it once per variable group.
 
     learning_rate: a float or a keras LearningRateSchedule (towertrain.recipe.lr_schedule),
     which each optimizer calls with its own `iterations`, the global step.
     """
-    p = params
+    p = optimizer
     builders = {
         "sgd": lambda: keras.optimizers.SGD(learning_rate),
         "momentum": lambda: keras.optimizers.SGD(learning_rate, momentum=p.momentum,
@@ -31,9 +31,9 @@ def make_optimizer_factory(params, learning_rate):
                          f"{', '.join(builders)}") from None
 
 
-def describe(params):
+def describe(optimizer):
     """The optimizer and its options, for the run's header."""
-    p = params
+    p = optimizer
     if p.optimizer == "momentum":
         return f"momentum {p.momentum:g}" + (" (nesterov)" if p.nesterov else "")
     if p.optimizer == "rmsprop":

@@ -22,11 +22,11 @@ DEFAULT_AUTO_INITIAL_LOSS_SCALE = 2.0 ** 15  # Keras' LossScaleOptimizer's start
 MINIMUM_LOSS_SCALE = 1.0
 
 
-def policy_name(params):
-    if params.use_fp16:
+def policy_name(precision):
+    if precision.use_fp16:
         # --fp16_vars: float16 variables as well (Keras' plain float16 policy).
-        return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"
-    if params.use_bf16:
+        return "float16" if getattr(precision, "fp16_vars", False) else "mixed_float16"
+    if precision.use_bf16:
         return "mixed_bfloat16"
     return None
 
@@ -46,15 +46,15 @@ def policy_scope(params):
         keras.mixed_precision.set_dtype_policy(previous)
 
 
-def check_model(model, params):
+def check_model(model, precision):
     """A model passed in must already compute in the requested precision."""
-    name = policy_name(params)
+    name = policy_name(precision)
     if name is None:
         return
-    wanted = "float16" if params.use_fp16 else "bfloat16"
+    wanted = "float16" if precision.use_fp16 else "bfloat16"
     computes = {layer.dtype_policy.compute_dtype for layer in model.layers if layer.weights}
     if wanted not in computes:
-        flag = "use_fp16" if params.use_fp16 else "use_bf16"
+        flag = "use_fp16" if precision.use_fp16 else "use_bf16"
         raise ParamsError(f"--{flag}: the model passed in computes in "
                           f"{', '.join(sorted(computes)) or 'float32'}; build it under "
                           f"keras.mixed_precision.set_dtype_policy('{name}')")
@@ -74,14 +74,14 @@ class LossScale:
                                           name="loss_scale_good_steps")
 
     @classmethod
-    def from_params(cls, params):
+    def from_plan(cls, precision):
         """The run's loss scale, or None (no --use_fp16)."""
-        if not params.use_fp16:
+        if not precision.use_fp16:
             return None
-        auto = params.fp16_enable_auto_loss_scale
-        initial = params.fp16_loss_scale or (DEFAULT_AUTO_INITIAL_LOSS_SCALE if auto
+        auto = precision.fp16_enable_auto_loss_scale
+        initial = precision.fp16_loss_scale or (DEFAULT_AUTO_INITIAL_LOSS_SCALE if auto
                                              else DEFAULT_FIXED_LOSS_SCALE)
-        return cls(initial, auto, params.fp16_inc_loss_scale_every_n)
+        return cls(initial, auto, precision.fp16_inc_loss_scale_every_n)
 
     def value(self):
         return tf.identity(self.scale)
@@ -115,9 +115,9 @@ class LossScale:
         return f"{self.scale.numpy():g} (fixed)"
 
 
-def header_info(params, loss_scale, native=None):
+def header_info(precision, loss_scale, native=None):
     """native: what towertrain.recipe.native_precision.describe says of the devices."""
-    name = policy_name(params)
+    name = policy_name(precision)
     if name is None:
         return []
     policy = f"{name} (float32 variables and batch-norm statistics)"

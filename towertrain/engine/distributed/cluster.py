@@ -1,11 +1,13 @@
 """Multi-worker training on TensorFlow's distributed runtime (gRPC + collectives).
 
 The cluster comes from --worker_hosts=h1:p1,h2:p2 --task_index=K, the
-TF_CONFIG environment variable or a Slurm step (resolvers.py,
+TF_CONFIG environment variable or a Slurm step (towertrain/plan/cluster.py,
 --cluster_source). Worker 0 is the chief.
 
-    cluster = cluster.from_params(params)      # no TensorFlow op
-    cluster.setup(cluster, params)             # BEFORE any TensorFlow op runs
+    layout = plan.lay_out(params)              # no TensorFlow op (towertrain.plan)
+    cluster.setup(layout)                      # BEFORE any TensorFlow op runs
+
+(towertrain.trainer.join_cluster(params) does both.)
 
 setup() makes the local logical CPU devices (--device=cpu), then configures
 the collective runtime and starts this task's gRPC server with
@@ -21,8 +23,6 @@ import socket
 import time
 
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster  # noqa: F401
-from towertrain.engine.distributed.resolvers import (  # noqa: F401 - where a cluster comes from
-    from_params, from_tf_config)
 from towertrain.errors import ClusterError  # noqa: F401 - a ParamsError: one-line flag error
 
 DEFAULT_COLLECTIVE_TIMEOUT_SECS = 60.0
@@ -39,21 +39,24 @@ def collective_timeout() -> float:
     return _ACTIVE["timeout"]
 
 
-def setup(cluster: Cluster, params=None, num_local_devices=None, device="cpu",
+def setup(layout=None, cluster=None, num_local_devices=None, device="cpu",
           timeout_secs=None) -> Cluster:
     """Joins the cluster: logical CPUs, collective runtime, this task's server.
 
+    layout: the run plan's first half (towertrain.plan.lay_out): its cluster,
+    runtime, towers and collective timeout; or give `cluster` and the rest.
     Must run before TensorFlow runs any op. A single-process cluster only
     records itself. Returns the cluster.
     """
-    if params is not None:
+    if layout is not None:
         from towertrain.engine.process import runtime
         # Before the server starts the runtime: its thread pools are fixed then
         # (workers sharing this host split its cores).
-        runtime.configure(params, cluster=cluster)
-        num_local_devices = num_local_devices or params.num_gpus
-        device = params.resolved_device
-        timeout_secs = timeout_secs or params.collective_timeout_secs
+        runtime.configure(layout.runtime)
+        cluster = layout.topology.cluster
+        num_local_devices = num_local_devices or layout.topology.num_towers
+        device = layout.topology.device
+        timeout_secs = timeout_secs or layout.exchange.collective_timeout_secs
     if timeout_secs:
         _ACTIVE["timeout"] = float(timeout_secs)
     if cluster.num_workers == 1 and cluster is SINGLE:
@@ -132,14 +135,13 @@ def failure_message(cluster: Cluster, err) -> str:
             f"peer still accepts connections ({what}: {detail})")
 
 
-def for_params(params) -> Cluster:
-    """The cluster a Trainer for `params` runs in: the one setup() joined.
-    A multi-worker Params in a process that did not join raises ClusterError."""
+def joined(wanted: Cluster, worker_hosts=None) -> Cluster:
+    """The cluster a Trainer whose plan asks for `wanted` runs in: the one
+    setup() joined. A multi-worker run in a process that did not join raises
+    ClusterError (worker_hosts: the flag's text, for the message)."""
     current = active()
-    wanted = from_params(params)
     if wanted.num_workers > 1 and wanted != current:
-        raise ClusterError(f"--worker_hosts={params.worker_hosts}: this process has not "
-                           "joined the cluster; call towertrain.engine.distributed.cluster.setup("
-                           "towertrain.engine.distributed.cluster.from_params(params), params) before "
-                           "TensorFlow runs any op")
+        raise ClusterError(f"--worker_hosts={worker_hosts}: this process has not "
+                           "joined the cluster; call towertrain.trainer.join_cluster(params) "
+                           "before TensorFlow runs any op")
     return current if wanted.num_workers > 1 else SINGLE

@@ -1,4 +1,4 @@
-"""Where a run's epochs are decided: Params(num_epochs) against the input's own.
+"""Where a run's epochs are decided: --num_epochs against the input's own.
 
 An input may bring its epochs (from_arrays(num_epochs=K) ends after K passes)
 and Params may ask for them (num_epochs=P); when both speak they must agree,
@@ -17,10 +17,10 @@ def _door(input_source):
         input_source, "origin", None) or type(input_source).__name__
 
 
-def agree(params, input_source):
-    """The input to train on, its epochs agreed with params'; raises ParamsError
-    naming both settings when they differ."""
-    wanted = params.num_epochs
+def agree(num_epochs, input_source):
+    """The input to train on, its epochs agreed with --num_epochs (`num_epochs`);
+    raises ParamsError naming both settings when they differ."""
+    wanted = num_epochs
     given = getattr(input_source, "num_epochs", None)
     if wanted is None or input_source is None:
         return input_source
@@ -36,10 +36,10 @@ def agree(params, input_source):
     return input_source
 
 
-def check_lasts(params, input_source, total_steps, global_batch):
-    """Params without num_epochs on a finite input: the input must last the run."""
+def check_lasts(num_epochs, input_source, total_steps, global_batch):
+    """No --num_epochs (`num_epochs`) on a finite input: the input must last the run."""
     given = getattr(input_source, "num_epochs", None)
-    if params.num_epochs is not None or given is None:
+    if num_epochs is not None or given is None:
         return
     examples = getattr(input_source, "num_examples", None)
     if not examples or not global_batch:

@@ -1,5 +1,4 @@
 """The input a run's Params ask for: synthetic, or a dataset under --data_dir."""
-from towertrain.errors import ParamsError
 from towertrain.input_pipeline import dataset_options
 from towertrain.input_pipeline.base import WrappedInput
 from towertrain.input_pipeline.synthetic import SyntheticInput
@@ -10,70 +9,57 @@ def image_size_of(image_shape, data_format):
     return image_shape[1] if data_format == "NCHW" else image_shape[0]
 
 
-def make_input(params, image_shape, num_classes, global_batch, data_format, dataset_name):
+def make_input(input_plan, topology, image_shape, num_classes, per_process_batch):
     """Synthetic data without --data_dir; else the --data_name reader, fed by
     tf.data (--input=dataset) or by threads through a FIFOQueue (--input=queue).
 
-    global_batch: this process's examples per step. Multi-worker
+    input_plan, topology: the run plan's sections (towertrain.plan).
+    per_process_batch: this process's examples per step. Multi-worker
     (towertrain.engine.distributed.cluster), a reader yields the cluster's global batch and each
     worker trains on its contiguous share (WorkerShard); synthetic data is
     made per worker with the seed shifted by the task index."""
-    from towertrain.engine.distributed import cluster as cluster_lib
-    cluster = cluster_lib.for_params(params)
-    if params.data_dir is None:
-        _refuse_preprocessing_flags(params)
+    cluster = topology.cluster
+    if input_plan.synthetic:
         synthetic = SyntheticInput(image_shape=image_shape, num_classes=num_classes,
-                                   global_batch=global_batch,
-                                   seed=params.tf_random_seed + 7919 * cluster.task_index)
+                                   global_batch=per_process_batch,
+                                   seed=input_plan.seed + 7919 * cluster.task_index)
         return shard_for_worker(synthetic, cluster, local=True)
-    return shard_for_worker(_reader(params, image_shape, num_classes,
-                                    global_batch * cluster.num_workers, data_format,
-                                    dataset_name), cluster)
+    return shard_for_worker(_reader(input_plan, image_shape, num_classes,
+                                    per_process_batch * cluster.num_workers,
+                                    topology.data_format), cluster)
 
 
-def _reader(params, image_shape, num_classes, global_batch, data_format, dataset_name):
+def dataset_options_of(input_plan):
+    """The DatasetOptions of the plan's --datasets_* values."""
+    return dataset_options.DatasetOptions(
+        use_prefetch=input_plan.datasets_use_prefetch,
+        prefetch_buffer_size=input_plan.datasets_prefetch_buffer_size,
+        num_private_threads=input_plan.datasets_num_private_threads,
+        use_caching=input_plan.datasets_use_caching,
+        interleave_cycle_length=input_plan.datasets_parallel_interleave_cycle_length,
+        sloppy_interleave=input_plan.datasets_sloppy_parallel_interleave,
+        interleave_prefetch=input_plan.datasets_parallel_interleave_prefetch,
+        repeat_cached_sample=input_plan.datasets_repeat_cached_sample)
+
+
+def _reader(input_plan, image_shape, num_classes, global_batch, data_format):
     # The data repeats without end: the loop stops at the planned step, so a
     # finished --num_epochs run resumed with more epochs simply continues.
     common = dict(global_batch=global_batch, num_epochs=None,
-                  seed=params.tf_random_seed, data_format=data_format,
-                  distortions=params.distortions)
-    name = dataset_name
-    options = dataset_options.from_params(params)
-    if name == "cifar10":
-        _refuse_interleave_flags(params)
-        if params.resize_method is not None:
-            raise ParamsError(f"--resize_method={params.resize_method}: only applies to "
-                              "imagenet (cifar10 images are used as stored, 32x32); drop it")
-    if params.input == "queue":
+                  seed=input_plan.seed, data_format=data_format,
+                  distortions=input_plan.distortions)
+    name, data_dir = input_plan.data_name, input_plan.data_dir
+    options = dataset_options_of(input_plan)
+    if input_plan.input == "queue":
         from towertrain.input_pipeline import queue_input
-        return queue_input.from_data_dir(name, params.data_dir, image_shape, **common)
+        return queue_input.from_data_dir(name, data_dir, image_shape, **common)
     if name == "cifar10":
         from towertrain.input_pipeline import cifar10
-        return cifar10.dataset_input(params.data_dir, options=options, **common)
+        return cifar10.dataset_input(data_dir, options=options, **common)
     from towertrain.input_pipeline import imagenet
-    return imagenet.dataset_input(params.data_dir, image_size=image_size_of(
+    return imagenet.dataset_input(data_dir, image_size=image_size_of(
         image_shape, data_format), num_classes=num_classes,
-        resize_method=params.resize_method or "bilinear", options=options, **common)
-
-
-def _refuse_preprocessing_flags(params):
-    """Synthetic data is made at the model's input size on the devices: asking
-    it to be resized or distorted would change nothing, so it is an error."""
-    why = ("synthetic data is generated at the model's input size and never resized or "
-           "distorted; drop it, or train on files with --data_dir")
-    if params.resize_method is not None:
-        raise ParamsError(f"--resize_method={params.resize_method}: {why}")
-    if params.distortions:
-        raise ParamsError(f"--distortions: {why}")
-
-
-def _refuse_interleave_flags(params):
-    from towertrain.config.runtime_checks import INTERLEAVE_FLAGS
-    for flag in INTERLEAVE_FLAGS:
-        value = getattr(params, flag)
-        if value not in (None, False):
-            raise ParamsError(f"--{flag}={value}: only applies to imagenet's TFRecord shards "
-                              "(cifar10 reads its binary files in order); drop it")
+        resize_method=input_plan.resize_method or "bilinear", options=options, **common)
 
 
 class WorkerShard(WrappedInput):

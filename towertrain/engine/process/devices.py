@@ -6,6 +6,7 @@ runtime; a process that already configured more than it needs uses a prefix.
 import os
 
 import tensorflow as tf
+from towertrain.config import machine
 from towertrain.errors import DeviceError  # noqa: F401 - raised here
 
 # Device nodes that exist when a GPU driver is loaded, whatever TensorFlow sees.
@@ -13,7 +14,7 @@ GPU_DEVICE_NODES = ("/dev/nvidia0", "/dev/kfd")
 
 
 def num_physical_gpus() -> int:
-    return len(tf.config.list_physical_devices("GPU"))
+    return len(machine.physical_gpus())
 
 
 def gpu_hardware_present() -> bool:
@@ -102,6 +103,16 @@ def tower_devices(device: str, count: int, check: bool = True, indices=None) -> 
                               f"{max(indices)} does not exist ({present} present: 0.."
                               f"{present - 1})")
     return [f"/{device}:{i}" for i in indices]
+
+
+def prepare(topology, check: bool = True) -> list:
+    """The plan's tower devices, checked and made to exist (logical CPUs); with
+    check=False only named, to trace a GPU graph anywhere (tower_devices)."""
+    if check:
+        check_implicit_cpu_towers(topology.device if topology.device_given else None,
+                                  topology.num_towers)
+    return tower_devices(topology.device, topology.num_towers, check=check,
+                         indices=topology.gpu_indices)
 
 
 def check_data_format(device: str, data_format: str) -> None:

@@ -2,13 +2,14 @@
 MKL/OpenMP environment, GPU memory growth and the sync after each step.
 
 tf_cnn_benchmarks put these in its session's ConfigProto and in os.environ;
-on TF 2 they are tf.config calls and the same environment variables. Two
-moments matter:
+on TF 2 they are tf.config calls and the same environment variables. The run
+plan's Runtime section (towertrain.plan.runtime) decides them; two moments
+matter when applying them:
 
-- set_environment(values) before TensorFlow is imported: an OpenMP runtime
+- set_environment(env) before TensorFlow is imported: an OpenMP runtime
   (Intel's oneDNN/MKL builds) reads KMP_* and OMP_NUM_THREADS when it loads.
-  The CLI calls it with the parsed flags first thing.
-- configure(params) before TensorFlow initializes its runtime (the first op):
+  The CLI calls it with the flags' environment first thing.
+- configure(runtime) before TensorFlow initializes its runtime (the first op):
   thread pools and memory growth cannot change after that. Trainer calls it
   first; a setting TensorFlow already holds with another value is an error
   naming the flag, never ignored.
@@ -16,109 +17,65 @@ moments matter:
 import os
 import sys
 
-from towertrain.config.runtime_checks import parse_gpu_indices  # noqa: F401 - used by devices
+from towertrain.config import machine
 from towertrain.errors import ParamsError
-
-XLA_CPU_FLAG = "--tf_xla_cpu_global_jit"  # auto-clustering on CPU needs it too
-
-
-def environment(values):
-    """The environment variables `values` (Params or parsed flags) set: with
-    --mkl, tf_cnn_benchmarks' KMP_BLOCKTIME, KMP_SETTINGS, KMP_AFFINITY and
-    OMP_NUM_THREADS (from --num_intra_threads, when given); with --xla on CPU
-    devices, TF_XLA_FLAGS gains --tf_xla_cpu_global_jit (TensorFlow reads it
-    when it first lists its devices: measured, TF 2.21)."""
-    env = {}
-    if values.mkl:
-        env.update(KMP_BLOCKTIME=str(values.kmp_blocktime),
-                   KMP_SETTINGS=str(values.kmp_settings), KMP_AFFINITY=values.kmp_affinity)
-        if values.num_intra_threads:
-            env["OMP_NUM_THREADS"] = str(values.num_intra_threads)
-    if values.xla and values.device != "gpu":
-        # Unset --device may still be a GPU machine: there CPU ops cluster too.
-        flags = os.environ.get("TF_XLA_FLAGS", "")
-        if XLA_CPU_FLAG not in flags.split():
-            env["TF_XLA_FLAGS"] = f"{flags} {XLA_CPU_FLAG}".strip()
-    return env
+from towertrain.plan.runtime import XLA_CPU_FLAG  # noqa: F401 - tests read it here
 
 
-def set_environment(values):
-    """Sets environment(values). After TensorFlow is imported a changed value
-    would reach nothing: ParamsError naming --mkl or --xla."""
-    changed = {k: v for k, v in environment(values).items() if os.environ.get(k) != v}
+def set_environment(env):
+    """Sets the variables `env` ({name: value}, the plan's Runtime.environment).
+    After TensorFlow is imported a changed value would reach nothing:
+    ParamsError naming --mkl or --xla."""
+    env = dict(env)
+    changed = {k: v for k, v in env.items() if os.environ.get(k) != v}
     if changed and "tensorflow" in sys.modules:
-        flag = "mkl" if values.mkl and "TF_XLA_FLAGS" not in changed else "xla"
+        flag = "xla" if "TF_XLA_FLAGS" in changed else "mkl"
         raise ParamsError(f"--{flag}: {', '.join(f'{k}={v}' for k, v in changed.items())} must "
                           "be in the environment before TensorFlow is imported; export "
                           "them, or use the command line (python -m towertrain)")
     os.environ.update(changed)
 
 
-def available_cores():
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def intra_op_threads(params, cluster=None, cores=None):
-    """--num_intra_threads; unset, 1 on GPUs (tf_cnn_benchmarks: GPU kernels
-    need no intra-op pool); on CPUs shared by K > 1 workers of `cluster` on
-    this host, each worker's share of the cores (each pool would otherwise
-    take every core: measured, 2 workers x 1 device on 2 cores ran at 0.91x
-    of one process with both devices, and at 1.01x with 1 thread each);
-    else TensorFlow's choice (None)."""
-    if params.num_intra_threads is not None:
-        return params.num_intra_threads
-    if params.resolved_device == "gpu":
-        return 1
-    sharing = cluster.workers_on_this_host() if cluster is not None else 1
-    if sharing > 1:
-        return max(1, (cores or available_cores()) // sharing)
-    return None
-
-
-def describe_threads(params, cluster):
+def describe_threads(runtime):
     """The header's Threads line of a run whose workers share this host's CPU
     cores (None otherwise): the intra-op pool TensorFlow holds, and why."""
-    sharing = cluster.workers_on_this_host()
-    if params.resolved_device == "gpu" or sharing < 2:
+    if runtime.intra_threads_why is None:
         return None
     import tensorflow as tf
     held = tf.config.threading.get_intra_op_parallelism_threads()
-    why = ("--num_intra_threads" if params.num_intra_threads is not None else
-           f"{available_cores()} cores / {sharing} workers on this host; "
-           "--num_intra_threads sets it")
-    return f"intra-op {held} per worker ({why})"
+    return f"intra-op {held} per worker ({runtime.intra_threads_why})"
 
 
-def configure(params, gpus=None, cluster=None):
+def configure(runtime, gpus=None):
     """Applies the thread pools, XLA auto-clustering and GPU memory growth of
-    `params`. gpus: the physical GPUs (default: TensorFlow's list; tests pass
-    stand-ins). cluster: the run's (default: the one `params` describe)."""
+    the plan's `runtime` section. gpus: the physical GPUs (default: the
+    machine's list; tests pass stand-ins). A section already applied in this
+    process (the CLI's cluster setup did) is not applied again."""
     import tensorflow as tf
-    set_environment(params)
-    if cluster is None:
-        from towertrain.engine.distributed import resolvers
-        cluster = resolvers.from_params(params)
+    if gpus is None and _APPLIED.get("runtime") == runtime:
+        return
+    set_environment(runtime.environment)
     threading = tf.config.threading
-    _apply("num_intra_threads", intra_op_threads(params, cluster),
+    _apply("num_intra_threads", runtime.num_intra_threads,
            threading.get_intra_op_parallelism_threads,
            threading.set_intra_op_parallelism_threads,
-           explicit=params.num_intra_threads is not None)
-    _apply("num_inter_threads", params.num_inter_threads,
+           explicit=runtime.intra_threads_explicit)
+    _apply("num_inter_threads", runtime.num_inter_threads,
            threading.get_inter_op_parallelism_threads,
            threading.set_inter_op_parallelism_threads, explicit=True)
-    if params.xla:
+    if runtime.xla:
         tf.config.optimizer.set_jit("autoclustering")
-    if params.allow_growth is not None:
-        gpus = tf.config.list_physical_devices("GPU") if gpus is None else gpus
+    if runtime.allow_growth is not None:
+        gpus = machine.physical_gpus() if gpus is None else gpus
         for gpu in gpus:
-            _apply("allow_growth", params.allow_growth,
+            _apply("allow_growth", runtime.allow_growth,
                    lambda gpu=gpu: tf.config.experimental.get_memory_growth(gpu),
                    lambda value, gpu=gpu: tf.config.experimental.set_memory_growth(gpu, value),
                    explicit=True)
+    _APPLIED["runtime"] = runtime
+
+
+_APPLIED = {}  # the Runtime section this process applied last
 
 
 def _apply(flag, value, get, set_, explicit):
@@ -135,11 +92,11 @@ def _apply(flag, value, get, set_, explicit):
                           "runs (build the Trainer first)") from err
 
 
-def sync_after_step(params):
+def sync_after_step(runtime):
     """--sync_on_finish: a function that waits until every device has finished
     the step's work (GPU kernels run after the step's call returns), called
     inside the timed step; None when off."""
-    if not params.sync_on_finish:
+    if not runtime.sync_on_finish:
         return None
     import tensorflow as tf
     return tf.test.experimental.sync_devices

@@ -34,10 +34,10 @@ def training_info(trainer, synced_batch_norms=0):
     ]
     if workers > 1:  # multi-worker
         cluster = trainer.cluster
-        from towertrain.engine.distributed import resolvers
+        from towertrain.plan import cluster as resolvers
         info.append(("Cluster", f"{workers} workers x {len(devices)} "
                                 f"devices, {resolvers.describe(cluster)}"))
-        threads = runtime.describe_threads(p, cluster)
+        threads = runtime.describe_threads(trainer.plan.runtime)
         if threads:
             info.append(("Threads", threads))
     if trainer.accumulation.accumulating:

@@ -1,5 +1,5 @@
 """What a step keeps between the micro-batches of one update
-(--gradient_accumulation_steps=K, planned by towertrain.recipe.accumulation).
+(--gradient_accumulation_steps=K, planned by towertrain.plan.accumulation).
 
 Each device sums its towers' gradients into its own accumulators, so the
 micro-batches before the last exchange nothing; the last one adds its own

@@ -74,7 +74,7 @@ class TrainStep:
         # A half-precision transfer carries the loss-scaled gradients, unscaled
         # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
         self.scaled_transfer = bool(self.loss_scale) and self.params.compact_gradient_transfer
-        self.loss_options = l2_loss.from_params(self.params)  # decay op, reported loss
+        self.loss_options = l2_loss.from_plan(trainer.plan.recipe.loss)  # decay op, reported loss
         self.compute_tower = tower.compute_tower
         if self.params.xla_compile:
             # Each tower's forward and backward as one XLA cluster on its device;

@@ -10,14 +10,17 @@ import keras
 import tensorflow as tf
 
 from towertrain.engine.registry import Registry
+from towertrain.recipe import gradients
 
 _MODES = Registry("variable_update")
 register = _MODES.register
 registered_names = _MODES.names
 
 
-def create(name, devices, params):
-    return _MODES.get(name)(devices, params)
+def create(exchange, devices, clipping=None):
+    """The manager of the plan's `exchange` section (its variable_update) for
+    `devices`; clipping: the recipe's (towertrain.plan.sections.Clipping)."""
+    return _MODES.get(exchange.variable_update)(devices, exchange, clipping)
 
 
 def _variable_name(template_variable):
@@ -50,10 +53,15 @@ class VariableManager(abc.ABC):
     # loss is divided by the global batch. False: towers train on their own.
     synchronous = True
 
-    def __init__(self, devices, params):
+    def __init__(self, devices, exchange, clipping=None):
         self.devices = list(devices)
-        self.params = params
+        self.options = exchange  # the plan's Exchange section (the exchange() method is the sum)
+        self.clipping = clipping  # the recipe's Clipping, or None: none
         self.model = None
+
+    def clip(self, grads):
+        """The gradients clipped as --gradient_clip / --global_norm_clip ask."""
+        return gradients.clip_for(self.clipping, grads)
 
     @abc.abstractmethod
     def create(self, model, make_optimizer):

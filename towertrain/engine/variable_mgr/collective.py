@@ -43,7 +43,6 @@ from towertrain import private_api
 from towertrain.config import exchange_checks
 from towertrain.engine.allreduce import packing
 from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
-from towertrain.recipe import gradients
 
 from .base import Exchanged, register, stats_tower
 from .replicated import ReplicatedManager
@@ -100,8 +99,8 @@ def local_sum(flats, devices, local):
 @register("collective_all_reduce")
 class CollectiveManager(ReplicatedManager):
 
-    def __init__(self, devices, params):
-        super().__init__(devices, params)
+    def __init__(self, devices, exchange, clipping=None):
+        super().__init__(devices, exchange, clipping)
         self.cluster = cluster_lib.active()
         self.num_workers = self.cluster.num_workers
         self.task = self.cluster.task_index
@@ -111,9 +110,9 @@ class CollectiveManager(ReplicatedManager):
         # benchmark's 1..N) need their own keys; every worker computes the same.
         self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
         self.timeout = cluster_lib.collective_timeout()
-        self.local = exchange_checks.split_spec(params.resolved_all_reduce_spec)[0]
+        self.local = exchange_checks.split_spec(exchange.all_reduce_spec)[0]
 
-    def _all_reduce(self, params):
+    def _all_reduce(self, exchange):
         return None  # the exchange is the collectives below
 
     def create(self, model, make_optimizer):
@@ -203,7 +202,7 @@ class CollectiveManager(ReplicatedManager):
 
     def _gradient_sum(self, per_device_lists):
         """Each pack summed over the cluster on its own (flat or hierarchical)."""
-        packs = packing.plan(per_device_lists[0], self.params.gradient_repacking)
+        packs = packing.plan(per_device_lists[0], self.options.gradient_repacking)
         summed = [[] for _ in self.devices]
         for k, p in enumerate(packs):
             with tf.name_scope(f"pack{k}"):
@@ -292,7 +291,7 @@ class CollectiveManager(ReplicatedManager):
                 grads_i = summed[i]
                 if grad_scale is not None:
                     grads_i = [g / grad_scale for g in grads_i]
-                self._update(i, gradients.clip_for(self.params, grads_i), stats[i])
+                self._update(i, self.clip(grads_i), stats[i])
         return None
 
 

@@ -5,7 +5,6 @@ communication at all. Copies start equal and then drift apart.
 """
 import tensorflow as tf
 
-from towertrain.recipe import gradients
 
 from .base import VariableManager, assign_all, register
 from .replicated import ReplicatedManager
@@ -15,8 +14,8 @@ from .replicated import ReplicatedManager
 class IndependentManager(ReplicatedManager):
     synchronous = False
 
-    def __init__(self, devices, params):  # no all-reduce to choose
-        super(ReplicatedManager, self).__init__(devices, params)
+    def __init__(self, devices, exchange, clipping=None):  # no all-reduce to choose
+        super(ReplicatedManager, self).__init__(devices, exchange, clipping)
 
     exchange = VariableManager.exchange  # nothing to exchange: each tower keeps its own
 
@@ -26,6 +25,6 @@ class IndependentManager(ReplicatedManager):
             if tower_grads[i] is None:  # no examples, nothing to learn from
                 continue
             with tf.device(device):
-                clipped = gradients.clip_for(self.params, tower_grads[i])
+                clipped = self.clip(tower_grads[i])
                 self._optimizers[i].apply(clipped, self._trainable[i])
                 assign_all(self._non_trainable[i], tower_non_trainable[i])

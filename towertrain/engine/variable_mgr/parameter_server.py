@@ -9,7 +9,6 @@ import math
 
 import tensorflow as tf
 
-from towertrain.recipe import gradients
 
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
                    register, stats_tower)
@@ -30,7 +29,7 @@ def spread_greedy(sizes, devices):
 class ParameterServerManager(VariableManager):
     def create(self, model, make_optimizer):
         self.model = model
-        if self.params.resolved_parameter_device == "cpu":
+        if self.options.parameter_device == "cpu":
             self.parameter_devices = ["/cpu:0"]
         else:
             self.parameter_devices = list(self.devices)
@@ -71,7 +70,7 @@ class ParameterServerManager(VariableManager):
         # Clipping sees the whole gradient: one global norm over every
         # variable, whichever parameter device holds it.
         with tf.device(self.parameter_devices[0]):
-            summed = gradients.clip_for(self.params, summed)
+            summed = self.clip(summed)
         for device, indices, optimizer in self._groups:
             with tf.device(device):
                 optimizer.apply([summed[i] for i in indices],

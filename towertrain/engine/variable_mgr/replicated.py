@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from towertrain.engine import allreduce
 from towertrain.engine.allreduce import packing
-from towertrain.recipe import gradients
 
 from .deferred import DeferredGradients
 from .base import (Exchanged, VariableManager, assign_all, new_variables,
@@ -19,16 +18,15 @@ class ReplicatedManager(VariableManager):
     its own copy. Batch-norm statistics come from tower 0 and are written to
     every copy, so the copies stay bit-identical."""
 
-    def __init__(self, devices, params):
-        super().__init__(devices, params)
-        self.all_reduce = self._all_reduce(params)
+    def __init__(self, devices, exchange, clipping=None):
+        super().__init__(devices, exchange, clipping)
+        self.all_reduce = self._all_reduce(exchange)
 
-    def _all_reduce(self, params):
+    def _all_reduce(self, exchange):
         return allreduce.create(
-            params.resolved_all_reduce_spec or "pscpu",
-            compact_dtype=(None if not params.compact_gradient_transfer
-                           else tf.bfloat16 if params.use_bf16 else tf.float16),
-            num_packs=params.gradient_repacking)
+            exchange.all_reduce_spec or "pscpu",
+            compact_dtype=exchange.compact_dtype and tf.as_dtype(exchange.compact_dtype),
+            num_packs=exchange.gradient_repacking)
 
     def create(self, model, make_optimizer):
         self.model = model
@@ -49,7 +47,7 @@ class ReplicatedManager(VariableManager):
             self._non_trainable.append(non_trainable)
             self._optimizers.append(optimizer)
         self._deferred = (DeferredGradients(self._trainable, self.devices)
-                          if self.params.variable_consistency == "relaxed" else None)
+                          if self.options.variable_consistency == "relaxed" else None)
 
     def engine_variables(self):
         if self._deferred is None:
@@ -73,7 +71,7 @@ class ReplicatedManager(VariableManager):
         returned boolean says whether the update was applied."""
         summed = self._summed(tower_grads)
         source = tower_non_trainable[stats_tower(tower_non_trainable)]
-        checked = self.params.compact_gradient_transfer
+        checked = self.options.compact_gradient_transfer
         applied = None
         for i, device in enumerate(self.devices):
             with tf.device(device):
@@ -83,7 +81,7 @@ class ReplicatedManager(VariableManager):
                 if self._deferred is not None:  # --variable_consistency=relaxed
                     grads_i = self._deferred.swap(i, grads_i)
                 # Identical sums in, identical clipped gradients out, on every copy.
-                clipped = gradients.clip_for(self.params, grads_i)
+                clipped = self.clip(grads_i)
                 update = functools.partial(self._update, i, clipped, source)
                 if checked:
                     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))

@@ -16,7 +16,10 @@
              --variable_update=collective_all_reduce). More than one present
              is an error that asks for --cluster_source.
 
-Runs no TensorFlow op: it must run before the cluster is joined.
+Runs no TensorFlow op: it must run before the cluster is joined. `resolve`
+is the one door: a process works its cluster out once (the resolvers read the
+environment, and Slurm's sets CUDA_VISIBLE_DEVICES), every later call with
+the same settings and environment gets that same answer.
 """
 import contextlib
 import json
@@ -30,9 +33,26 @@ SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
 CHIEF = "chief"
 
 
-def from_params(params, environ=None) -> Cluster:
-    """The cluster of a run (SINGLE for one local process)."""
+# The settings a cluster is resolved from, and the environment it reads.
+_SETTINGS = ("cluster_source", "worker_hosts", "task_index", "variable_update",
+             "slurm_port_base", "num_gpus")
+_ENVIRONMENT_PREFIXES = ("TF_CONFIG", "SLURM_")
+_RESOLVED = {}
+
+
+def resolve(params, environ=None) -> Cluster:
+    """The cluster of a run (SINGLE for one local process), worked out once per
+    process for the same settings and environment."""
     environ = os.environ if environ is None else environ
+    key = (tuple(getattr(params, name) for name in _SETTINGS), params.resolved_device,
+           tuple(sorted((name, value) for name, value in environ.items()
+                        if name.startswith(_ENVIRONMENT_PREFIXES))))
+    if key not in _RESOLVED:
+        _RESOLVED[key] = _resolve(params, environ)
+    return _RESOLVED[key]
+
+
+def _resolve(params, environ) -> Cluster:
     source = params.cluster_source
     if source == "auto":
         present = _present(params, environ)

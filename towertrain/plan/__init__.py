@@ -1,0 +1,173 @@
+"""The run plan: what a run will do, worked out once from Params and the facts
+of the machine, the model and the input, before any graph is built.
+
+    layout = plan.lay_out(params, machine, cluster, model_spec)   # no input yet
+    run_plan = plan.build(params, layout, input_facts)            # frozen, complete
+
+`lay_out` gives what the model and the input are built from (devices, data
+format, batch per device, runtime, exchange, what to read); `build` adds what
+needs the input's length (batches, steps, epochs, the eval and learning-rate
+schedules). Every part of the engine receives a section of the plan, or a few
+of its values, never the Params: a fact is derived here, once, so two parts
+cannot count it differently (an epoch under accumulation is its updates, for
+the eval schedule and the learning rate alike).
+
+Pure Python: no TensorFlow or Keras here, so the plan and its checks run and
+are tested without them.
+"""
+import dataclasses
+from typing import Optional
+
+from towertrain.config import machine as machine_lib
+from towertrain.config.exchange_checks import default_spec
+from towertrain.config.runtime_checks import parse_gpu_indices
+from towertrain.plan import input_checks
+from towertrain.plan import steps as steps_lib
+from towertrain.plan import runtime as runtime_lib
+from towertrain.plan.sections import (Batches, Clipping, Exchange, InputPlan, Loss,
+                                      Optimizer, Outputs, Precision, Recipe, Runtime,
+                                      Schedule, Steps, Topology)
+
+__all__ = ["InputFacts", "Layout", "RunPlan", "build", "lay_out", "Batches", "Exchange",
+           "InputPlan", "Outputs", "Recipe", "Runtime", "Steps", "Topology"]
+
+
+def _take(section, params, **given):
+    """A section whose fields not in `given` are the Params fields of the same name."""
+    names = {f.name for f in dataclasses.fields(section)} - set(given)
+    return section(**given, **{name: getattr(params, name) for name in names})
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFacts:
+    """What the plan needs to know of the input it will train on."""
+    steps_per_epoch: Optional[int] = None  # global batches per epoch
+    global_batch: Optional[int] = None  # the input's own global batch, if it sets one
+
+    @classmethod
+    def of(cls, input_source):
+        return cls(getattr(input_source, "steps_per_epoch", None),
+                   getattr(input_source, "global_batch", None))
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """The first half of the plan: what the model and the input are built from."""
+    model: str
+    dataset: str
+    topology: Topology
+    runtime: Runtime
+    exchange: Exchange
+    input: InputPlan
+    outputs: Outputs
+    precision: Precision
+    batch_per_device: int
+    eval_batch_per_device: int
+    base_learning_rate: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """The whole plan of a run (sections in towertrain.plan.sections)."""
+    model: str
+    dataset: str
+    topology: Topology
+    batches: Batches
+    steps: Steps
+    recipe: Recipe
+    exchange: Exchange
+    runtime: Runtime
+    input: InputPlan
+    outputs: Outputs
+
+    def describe(self):
+        """The header's static lines, by label (towertrain.plan.describe)."""
+        from towertrain.plan import describe
+        return describe.static_lines(self)
+
+
+def topology_of(params, machine, cluster) -> Topology:
+    device = params.device or machine.default_device
+    indices = (tuple(parse_gpu_indices(params.gpu_indices)) if params.gpu_indices
+               else tuple(range(params.num_gpus)))
+    return Topology(
+        device=device, tower_devices=tuple(f"/{device}:{i}" for i in indices),
+        parameter_device=params.local_parameter_device or device,
+        data_format=params.data_format or ("NCHW" if device == "gpu" else "NHWC"),
+        device_given=params.device is not None,
+        gpu_indices=indices if params.gpu_indices else None, cluster=cluster)
+
+
+def runtime_of(params, topology, machine) -> Runtime:
+    env = runtime_lib.environment(**{name: getattr(params, name)
+                                     for name in runtime_lib.ENVIRONMENT_SETTINGS})
+    sharing = topology.cluster.workers_on_this_host()
+    return Runtime(
+        environment=tuple(sorted(env.items())),
+        num_intra_threads=runtime_lib.intra_op_threads(
+            params.num_intra_threads, topology.device, sharing, machine.cores),
+        intra_threads_explicit=params.num_intra_threads is not None,
+        num_inter_threads=params.num_inter_threads,
+        intra_threads_why=runtime_lib.threads_reason(
+            params.num_intra_threads, topology.device, sharing, machine.cores),
+        xla=params.xla, xla_compile=params.xla_compile, allow_growth=params.allow_growth,
+        sync_on_finish=params.sync_on_finish)
+
+
+def exchange_of(params, topology) -> Exchange:
+    half = "bfloat16" if params.use_bf16 else "float16"
+    return _take(Exchange, params,
+                 all_reduce_spec=params.all_reduce_spec or default_spec(
+                     params.variable_update, topology.device),
+                 compact_dtype=half if params.compact_gradient_transfer else None,
+                 parameter_device=topology.parameter_device)
+
+
+def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
+    """The first half of the plan. machine: the machine's facts (default: probed
+    once per process); cluster: the run's (default: resolved once per process);
+    model_spec: the registered model's defaults (batch size, learning rate,
+    dataset; default: --model's entry in the registry)."""
+    machine = machine or machine_lib.probe()
+    if cluster is None:
+        from towertrain.plan import cluster as cluster_lib
+        cluster = cluster_lib.resolve(params)
+    if model_spec is None:
+        from towertrain import models
+        model_spec = models.get_spec(params.model)
+    topology = topology_of(params, machine, cluster)
+    input_checks.check(params, params.data_name or model_spec.default_dataset)
+    per_device = params.batch_size or model_spec.default_batch_size
+    dataset = params.data_name or model_spec.default_dataset
+    return Layout(
+        model=params.model, dataset=dataset, topology=topology,
+        runtime=runtime_of(params, topology, machine),
+        exchange=exchange_of(params, topology),
+        input=_take(InputPlan, params, data_name=dataset, seed=params.tf_random_seed),
+        outputs=_take(Outputs, params), precision=_take(Precision, params),
+        batch_per_device=per_device,
+        eval_batch_per_device=params.eval_batch_size or per_device,
+        base_learning_rate=params.init_learning_rate or model_spec.default_learning_rate)
+
+
+def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> RunPlan:
+    """The whole plan: the layout plus what needs the input's length."""
+    topology = layout.topology
+    per_process = layout.batch_per_device * topology.num_towers
+    global_batch = input_facts.global_batch or per_process
+    accumulation_steps = params.gradient_accumulation_steps
+    batches = Batches(per_device=layout.batch_per_device, per_process=per_process,
+                      global_batch=global_batch,
+                      eval_per_device=layout.eval_batch_per_device,
+                      accumulation_steps=accumulation_steps)
+    steps = steps_lib.plan_steps(params, input_facts.steps_per_epoch, global_batch)
+    recipe = Recipe(
+        optimizer=_take(Optimizer, params),
+        schedule=_take(Schedule, params, base_learning_rate=layout.base_learning_rate,
+                       global_batch=batches.per_update,
+                       steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),
+        precision=layout.precision, loss=_take(Loss, params),
+        clipping=_take(Clipping, params), seed=params.tf_random_seed)
+    return RunPlan(model=layout.model, dataset=layout.dataset, topology=topology,
+                   batches=batches, steps=steps, recipe=recipe, exchange=layout.exchange,
+                   runtime=layout.runtime, input=layout.input, outputs=layout.outputs)

@@ -1,0 +1,38 @@
+"""The header lines a run plan alone decides (towertrain.engine.run.header
+lays them out between the lines that need the built model and TensorFlow)."""
+
+
+def batch_size(plan):
+    batches, topology = plan.batches, plan.topology
+    return [f"{batches.global_batch} global",
+            f"{batches.global_batch / topology.num_towers / topology.num_workers:g} per device"]
+
+
+def num_batches(plan):
+    """The timed steps; in an epoch run also what they are part of, since the
+    warmup steps come out of the epochs."""
+    steps = plan.steps
+    if steps.num_epochs is None:
+        return steps.timed
+    return [f"{steps.timed} timed",
+            f"of {steps.total} steps ({steps.num_epochs} epochs; the first "
+            f"{steps.warmup} are warmup, untimed)"]
+
+
+def static_lines(plan):
+    """{label: value} of the header lines the plan decides; a line that does
+    not apply to this run is absent."""
+    lines = {"Batch size": batch_size(plan), "Num batches": num_batches(plan),
+             "Devices": str(list(plan.topology.tower_devices)),
+             "Data format": plan.topology.data_format,
+             "Variables": plan.exchange.variable_update}
+    if plan.topology.num_workers > 1:
+        lines["Cluster"] = (f"{plan.topology.num_workers} workers x "
+                            f"{plan.topology.num_towers} devices")
+    if plan.steps.accumulation.accumulating:
+        lines["Accumulation"] = plan.steps.accumulation.describe(plan.batches.global_batch)
+    if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):
+        lines["AllReduce"] = plan.exchange.all_reduce_spec
+    if plan.steps.eval_schedule is not None:
+        lines["Eval"] = plan.steps.eval_schedule.describe()
+    return lines

@@ -1,0 +1,60 @@
+"""The process settings of a run, worked out before TensorFlow starts: the
+environment an OpenMP runtime and XLA read as they load, and the intra-op
+thread pool (towertrain.engine.process.runtime applies them)."""
+import os
+
+XLA_CPU_FLAG = "--tf_xla_cpu_global_jit"  # auto-clustering on CPU needs it too
+
+
+def environment(mkl=False, kmp_blocktime=0, kmp_settings=1, kmp_affinity="",
+                num_intra_threads=None, xla=False, device=None, environ=None):
+    """The environment variables these settings set: with --mkl,
+    tf_cnn_benchmarks' KMP_BLOCKTIME, KMP_SETTINGS, KMP_AFFINITY and
+    OMP_NUM_THREADS (from --num_intra_threads, when given); with --xla on CPU
+    devices, TF_XLA_FLAGS gains --tf_xla_cpu_global_jit (TensorFlow reads it
+    when it first lists its devices: measured, TF 2.21). device: --device as
+    given (None: unset, which may still be a GPU machine: there CPU ops
+    cluster too)."""
+    environ = os.environ if environ is None else environ
+    env = {}
+    if mkl:
+        env.update(KMP_BLOCKTIME=str(kmp_blocktime), KMP_SETTINGS=str(kmp_settings),
+                   KMP_AFFINITY=kmp_affinity)
+        if num_intra_threads:
+            env["OMP_NUM_THREADS"] = str(num_intra_threads)
+    if xla and device != "gpu":
+        flags = environ.get("TF_XLA_FLAGS", "")
+        if XLA_CPU_FLAG not in flags.split():
+            env["TF_XLA_FLAGS"] = f"{flags} {XLA_CPU_FLAG}".strip()
+    return env
+
+
+ENVIRONMENT_SETTINGS = ("mkl", "kmp_blocktime", "kmp_settings", "kmp_affinity",
+                        "num_intra_threads", "xla", "device")
+
+
+def intra_op_threads(num_intra_threads, device, workers_on_host, cores):
+    """--num_intra_threads; unset, 1 on GPUs (tf_cnn_benchmarks: GPU kernels
+    need no intra-op pool); on CPUs shared by K > 1 workers on this host, each
+    worker's share of the cores (each pool would otherwise take every core:
+    measured, 2 workers x 1 device on 2 cores ran at 0.91x of one process with
+    both devices, and at 1.01x with 1 thread each); else TensorFlow's choice
+    (None)."""
+    if num_intra_threads is not None:
+        return num_intra_threads
+    if device == "gpu":
+        return 1
+    if workers_on_host > 1:
+        return max(1, cores // workers_on_host)
+    return None
+
+
+def threads_reason(num_intra_threads, device, workers_on_host, cores):
+    """Why the intra-op pool has its size, for the header's Threads line of a
+    run whose workers share this host's CPU cores (None otherwise)."""
+    if device == "gpu" or workers_on_host < 2:
+        return None
+    if num_intra_threads is not None:
+        return "--num_intra_threads"
+    return (f"{cores} cores / {workers_on_host} workers on this host; "
+            "--num_intra_threads sets it")

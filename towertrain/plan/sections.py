@@ -1,0 +1,239 @@
+"""The run plan's sections: frozen values each part of the engine receives.
+
+Each section holds what one concern needs, worked out once (towertrain.plan
+builds them): a part takes its section, or a few values of it, never the
+Params. Field names follow the flags they come from, so a value is found by
+its flag's name.
+"""
+import dataclasses
+from typing import Optional, Tuple
+
+from towertrain.config.cluster_spec import SINGLE, Cluster
+
+frozen = dataclasses.dataclass(frozen=True)
+
+
+@frozen
+class Topology:
+    """Where the towers run: the cluster, this process's devices, the layout."""
+    device: str  # "cpu" or "gpu": the tower device type
+    tower_devices: Tuple[str, ...]  # this process's towers, e.g. ("/cpu:0", "/cpu:1")
+    parameter_device: str  # parameter_server: "cpu" or "gpu"
+    data_format: str  # "NCHW" or "NHWC"
+    device_given: bool = True  # --device was given (else the machine's default)
+    gpu_indices: Optional[Tuple[int, ...]] = None  # --gpu_indices, parsed
+    cluster: Cluster = SINGLE
+
+    @property
+    def num_towers(self) -> int:
+        """Towers in this process."""
+        return len(self.tower_devices)
+
+    @property
+    def num_workers(self) -> int:
+        return self.cluster.num_workers
+
+    @property
+    def is_chief(self) -> bool:
+        return self.cluster.is_chief
+
+    @property
+    def global_tower_indices(self) -> Tuple[int, ...]:
+        """Each local tower's index among all the cluster's towers."""
+        first = self.cluster.task_index * self.num_towers
+        return tuple(range(first, first + self.num_towers))
+
+
+@frozen
+class Batches:
+    """Examples per step, at each level."""
+    per_device: int
+    per_process: int  # this process's towers together
+    global_batch: int  # one step of the whole cluster (one micro-batch)
+    eval_per_device: int
+    accumulation_steps: int = 1
+
+    @property
+    def per_update(self) -> int:
+        """Examples of one update: the global batch times the accumulation."""
+        return self.global_batch * self.accumulation_steps
+
+
+@frozen
+class Steps:
+    """How long the run is, in global steps (updates), and when it evaluates."""
+    warmup: int
+    timed: int
+    num_epochs: Optional[int]  # --num_epochs (None: warmup + timed steps)
+    batches_per_epoch: Optional[int]  # global batches (None: no epoch length)
+    accumulation: "object"  # towertrain.plan.accumulation.Plan
+    eval_schedule: Optional["object"] = None  # towertrain.plan.eval_schedule.EvalSchedule
+
+    @property
+    def total(self) -> int:
+        """The global step the run ends at."""
+        return self.warmup + self.timed
+
+    @property
+    def updates_per_epoch(self) -> Optional[int]:
+        return self.accumulation.updates_per_epoch
+
+
+@frozen
+class Optimizer:
+    optimizer: str
+    momentum: float
+    nesterov: bool
+    rmsprop_decay: float
+    rmsprop_momentum: float
+    rmsprop_epsilon: float
+    adam_beta1: float
+    adam_beta2: float
+    adam_epsilon: float
+
+
+@frozen
+class Schedule:
+    """The learning-rate flags and the run facts the schedule is built from
+    (towertrain.recipe.lr_schedule.build)."""
+    base_learning_rate: float  # --init_learning_rate or the model's default
+    global_batch: int  # examples per update
+    steps_per_epoch: Optional[int]  # updates per epoch (None: no epoch length)
+    total_steps: int
+    piecewise_learning_rate_schedule: Optional[str] = None
+    num_epochs_per_decay: Optional[float] = None
+    learning_rate_decay_factor: Optional[float] = None
+    minimum_learning_rate: float = 0.0
+    learning_rate_schedule: Optional[str] = None
+    num_learning_rate_warmup_epochs: Optional[float] = None
+    scale_learning_rate: Optional[str] = None
+    base_batch_size: Optional[int] = None
+
+
+@frozen
+class Precision:
+    use_fp16: bool = False
+    use_bf16: bool = False
+    fp16_vars: bool = False
+    fp16_loss_scale: Optional[float] = None
+    fp16_enable_auto_loss_scale: bool = False
+    fp16_inc_loss_scale_every_n: int = 1000
+    allow_emulated_precision: bool = False
+
+    @property
+    def half(self) -> Optional[str]:
+        """The half-precision dtype's name, or None in float32."""
+        return "float16" if self.use_fp16 else "bfloat16" if self.use_bf16 else None
+
+
+@frozen
+class Loss:
+    weight_decay: float = 0.0
+    single_l2_loss_op: bool = False
+    loss_type_to_report: str = "total_loss"
+
+
+@frozen
+class Clipping:
+    gradient_clip: Optional[float] = None
+    global_norm_clip: Optional[float] = None
+
+    def __bool__(self):
+        return self.gradient_clip is not None or self.global_norm_clip is not None
+
+
+@frozen
+class Recipe:
+    """What one update does: optimizer, learning rate, precision, loss, clipping."""
+    optimizer: Optimizer
+    schedule: Schedule
+    precision: Precision
+    loss: Loss
+    clipping: Clipping
+    seed: int  # --tf_random_seed
+
+
+@frozen
+class Exchange:
+    """How gradients and variables move between towers and workers."""
+    variable_update: str
+    all_reduce_spec: Optional[str]  # resolved (None for modes without an exchange)
+    gradient_repacking: int = 0
+    compact_gradient_transfer: bool = False
+    compact_dtype: Optional[str] = None  # "float16"/"bfloat16" when compacting
+    variable_consistency: str = "strong"
+    parameter_device: str = "cpu"
+    sync_batch_norm: bool = False
+    collective_timeout_secs: Optional[float] = None
+
+
+@frozen
+class Runtime:
+    """Process settings: environment, thread pools, XLA, GPU memory."""
+    environment: Tuple[Tuple[str, str], ...]  # variables to set before TensorFlow loads
+    num_intra_threads: Optional[int]  # resolved (None: TensorFlow's choice)
+    intra_threads_explicit: bool
+    num_inter_threads: Optional[int]
+    intra_threads_why: Optional[str]  # the header's Threads line (None: no line)
+    xla: bool = False
+    xla_compile: bool = False
+    allow_growth: Optional[bool] = None
+    sync_on_finish: bool = False
+
+
+@frozen
+class InputPlan:
+    """What the run reads and how."""
+    data_dir: Optional[str]
+    data_name: str  # the dataset (the model's default when not given)
+    input: str  # "dataset" or "queue"
+    seed: int
+    staging_depth: int = 0
+    batch_group_size: Optional[int] = None
+    distortions: bool = False
+    resize_method: Optional[str] = None
+    num_examples_per_epoch: Optional[int] = None
+    datasets_use_prefetch: bool = True
+    datasets_prefetch_buffer_size: Optional[int] = None
+    datasets_num_private_threads: Optional[int] = None
+    datasets_use_caching: bool = False
+    datasets_parallel_interleave_cycle_length: Optional[int] = None
+    datasets_sloppy_parallel_interleave: bool = False
+    datasets_parallel_interleave_prefetch: Optional[int] = None
+    datasets_repeat_cached_sample: bool = False
+
+    @property
+    def synthetic(self) -> bool:
+        return self.data_dir is None
+
+
+@frozen
+class Outputs:
+    """What the run shows and writes: display, summaries, checkpoints, traces, logs."""
+    display_every: int = 10
+    display_perf_ewma: Optional[float] = None
+    print_training_accuracy: bool = False
+    loss_type_to_report: str = "total_loss"
+    summary_dir: Optional[str] = None
+    summary_verbosity: int = 0
+    save_summaries_steps: Optional[int] = None
+    train_dir: Optional[str] = None
+    save_model_steps: Optional[int] = None
+    save_model_secs: Optional[float] = None
+    max_ckpts_to_keep: int = 5
+    trace_file: Optional[str] = None
+    trace_step: Optional[int] = None
+    use_chrome_trace_format: bool = False
+    graph_file: Optional[str] = None
+    benchmark_log_dir: Optional[str] = None
+    profile_steps: Optional[str] = None
+    stop_at_top_1_accuracy: Optional[float] = None
+    num_eval_batches: Optional[int] = None
+    num_eval_epochs: Optional[float] = None
+    eval_dir: Optional[str] = None
+    eval_interval_secs: float = 0
+
+    @property
+    def logdir(self) -> Optional[str]:
+        """Where summaries and profiles go."""
+        return self.summary_dir or self.train_dir

@@ -1,0 +1,58 @@
+"""How long a run is and when it evaluates, in global steps (updates).
+
+One epoch is counted one way everywhere: its global batches (the input's, or
+--num_examples_per_epoch's), and, with --gradient_accumulation_steps=K, its
+updates (ceil(batches / K): an epoch's last update takes the batches left).
+The step counter, --num_epochs, the eval schedule and the learning-rate
+schedule's epoch boundaries all count updates.
+"""
+import math
+
+from towertrain.errors import ParamsError
+from towertrain.plan import accumulation as accumulation_lib
+from towertrain.plan import eval_schedule
+from towertrain.plan.sections import Steps
+
+DEFAULT_NUM_BATCHES = 100
+
+
+def epoch_batches(num_examples_per_epoch, input_steps_per_epoch, global_batch):
+    """Global batches per epoch: the input's, or --num_examples_per_epoch's;
+    None when neither says."""
+    given = num_examples_per_epoch
+    if given is None:
+        return input_steps_per_epoch
+    batches = math.ceil(given / global_batch)
+    if input_steps_per_epoch is not None and input_steps_per_epoch != batches:
+        raise ParamsError(f"--num_examples_per_epoch={given}: conflicts with the input's "
+                          f"epoch of {input_steps_per_epoch} steps of {global_batch}; drop it")
+    return batches
+
+
+def warmup_and_timed(params, updates_per_epoch):
+    """(warmup, timed) step counts. With --num_epochs the warmup steps are
+    part of the epochs, so every example is trained on once per epoch."""
+    if params.num_epochs is None:
+        timed = DEFAULT_NUM_BATCHES if params.num_batches is None else params.num_batches
+        return params.num_warmup_batches, timed
+    if not updates_per_epoch:
+        raise ParamsError(f"--num_epochs={params.num_epochs}: needs the epoch length "
+                          "(--data_dir, --num_examples_per_epoch, or an input with "
+                          "num_examples); this input has none")
+    total = params.num_epochs * updates_per_epoch
+    warmup = min(params.num_warmup_batches, total - 1)
+    return warmup, total - warmup
+
+
+def plan_steps(params, input_steps_per_epoch, global_batch) -> Steps:
+    """The Steps section: length, epochs, accumulation and the eval schedule."""
+    batches_per_epoch = epoch_batches(params.num_examples_per_epoch, input_steps_per_epoch,
+                                      global_batch)
+    accumulation = accumulation_lib.Plan(params.gradient_accumulation_steps,
+                                         batches_per_epoch)
+    warmup, timed = warmup_and_timed(params, accumulation.updates_per_epoch)
+    schedule = eval_schedule.for_params(params, warmup + timed,
+                                        accumulation.updates_per_epoch)
+    return Steps(warmup=warmup, timed=timed, num_epochs=params.num_epochs,
+                 batches_per_epoch=batches_per_epoch, accumulation=accumulation,
+                 eval_schedule=schedule)
