@@ -100,7 +100,8 @@ class Trainer:
             with tf.device("/cpu:0"):
                 self.stop_request = tf.Variable(0, trainable=False, name="stop_request")
         # The model and the input fit each other, or an error in the user's terms.
-        model_checks.check(self, user_model=model is not None, default_loss=loss_fn is None)
+        model_checks.check(self.model, self.input, self.data_format, user_model=model is not None,
+                           default_loss=loss_fn is None)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
@@ -114,8 +115,7 @@ class Trainer:
         self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
                              if self.accumulation.accumulating else None)
         self.loss_scale = precision.LossScale.from_plan(self.plan.recipe.precision)
-        # The step function (towers, exchange, finite check, update): engine/step/train_step.py.
-        self._step_fn = step_lib.TrainStep(self, self._staging).fn
+        self._step_fn = self._make_step()
         self._sync_devices = runtime.sync_after_step(self.plan.runtime)
 
     def _build_model(self, layout):
@@ -167,6 +167,19 @@ class Trainer:
         self.input.create(self.devices)
         self.feed = position.Feed(self.input, self._staging, self.accumulation,
                                   self.total_steps, self.accumulation.accumulating)
+
+    def _make_step(self):
+        """The step function (towers, exchange, finite check, update):
+        engine/step/train_step.py, given the parts it runs and the plan's values."""
+        plan = self.plan
+        return step_lib.TrainStep(
+            self.model, self.devices, self.variables, self.feed, loss_fn=self.loss_fn,
+            decay_mask=self.decay_mask, loss=plan.recipe.loss, exchange=plan.exchange,
+            nominal_batch=plan.batches.global_batch, xla_compile=plan.runtime.xla_compile,
+            loss_scale=self.loss_scale, accumulators=self.accumulators,
+            num_workers=plan.topology.num_workers,
+            tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
+            output_levels=step_outputs.levels(plan.outputs.summary_verbosity)).fn
 
     # The plan's facts under the names callbacks, tests and users read.
     cluster = property(lambda self: self.plan.topology.cluster if hasattr(self, "plan")
@@ -272,7 +285,9 @@ class Trainer:
 
     def header_info(self):
         """The header's (label, value) pairs (towertrain.engine.run.header)."""
-        return header.training_info(self, self._synced_batch_norms)
+        return header.training_info(
+            self.plan, self.model, self.input, self.learning_rate, self.loss_scale,
+            self.precision_support, self._synced_batch_norms, self.input_origin)
 
     def train(self, write=print, eval_data=None, callbacks=()):
         """Trains to the planned total step with tf_cnn_benchmarks output; with
@@ -294,8 +309,9 @@ class Trainer:
         """Top-1/top-5 of the current variables over `eval_data` (default: the
         input's eval split); prints the result line when `write` is given."""
         from towertrain.engine.evaluation import evaluator as evaluation
-        data = evaluation.eval_data_for(self, eval_data)
-        result = evaluation.Evaluator(self).evaluate(data)
+        data = evaluation.eval_data_for(self.input, self.plan.batches.eval_per_process,
+                                        self.plan.outputs, eval_data)
+        result = evaluation.Evaluator(self.model, self.variables, self.devices).evaluate(data)
         if write is not None:
             write(evaluation.format_result(result, self.global_step()))
         return result

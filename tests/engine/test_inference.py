@@ -21,7 +21,8 @@ def test_forward_only_runs_inference_mode_and_changes_nothing(mode):
     before = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
     stats_before = [v.numpy() for v in trainer.variables.primary_variables()[1]]
     lines = []
-    result = inference.run(trainer, write=lines.append)
+    result = inference.run(trainer.plan, trainer.model, trainer.devices, trainer.variables,
+                           trainer.feed, trainer.loss_fn, write=lines.append)
     # Nothing trained: no update applied, every copy and the BN statistics unchanged.
     assert trainer.global_step() == 0
     after = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]

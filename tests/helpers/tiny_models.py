@@ -63,5 +63,5 @@ def eval_data(fmt):
 
 
 def evaluate(trainer):
-    return evaluation.Evaluator(trainer).evaluate(eval_data(trainer.data_format),
-                                                  keep_logits=True)
+    evaluator = evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices)
+    return evaluator.evaluate(eval_data(trainer.data_format), keep_logits=True)

@@ -118,7 +118,8 @@ def test_eval_batch_size_sets_the_eval_batches_and_counts_stay_exact(tmp_path):
     params = Params(model="trivial", device="cpu", num_gpus=2, data_dir=data_dir,
                     batch_size=4, eval_batch_size=5, num_batches=1)
     trainer = Trainer(params)
-    data = evaluation.eval_data_for(trainer)
+    data = evaluation.eval_data_for(trainer.input, trainer.plan.batches.eval_per_process,
+                                    trainer.plan.outputs)
     sizes = [int(labels.shape[0]) for _, labels in data.dataset]
     assert sizes == [10, 10, 3] and data.num_examples == 23
     assert trainer.evaluate(data).num_examples == 23
@@ -167,7 +168,7 @@ def test_independent_mode_evaluates_tower_0s_copy_and_says_so():
     copies = trainer.variables.trainable_copies()
     assert not np.allclose(copies[0][0].numpy(), copies[1][0].numpy())  # they drifted apart
     data = trainer.input.eval_data(6)
-    evaluator = evaluation.Evaluator(trainer)
+    evaluator = evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices)
     got = evaluator.evaluate(data, keep_logits=True).logits
     trainer.sync_model()  # the Keras model now holds tower 0's copy
     for kept, tower_0 in zip(trainer.model.trainable_variables, copies[0]):

@@ -44,7 +44,8 @@ def default_callbacks(trainer, write=print, eval_data=None):
                  if p.summary_verbosity else None)
     schedule = trainer.plan.steps.eval_schedule
     if schedule is not None:
-        data = evaluation.eval_data_for(trainer, eval_data)
+        data = evaluation.eval_data_for(trainer.input, trainer.plan.batches.eval_per_process,
+                                        trainer.plan.outputs, eval_data)
         callbacks.append(PeriodicEval(trainer, schedule, data, write,
                                       on_result=summaries and summaries.eval_result,
                                       stop_at_top_1=p.stop_at_top_1_accuracy))

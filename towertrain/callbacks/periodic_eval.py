@@ -26,7 +26,7 @@ class PeriodicEval(Callback):
         self.write = write
         self.on_result = on_result
         self.stop_at_top_1 = stop_at_top_1
-        self.evaluator = evaluation.Evaluator(trainer)
+        self.evaluator = evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices)
 
     def header_info(self):
         info = [("Eval data", evaluation.describe(self.eval_data, self.evaluator))]

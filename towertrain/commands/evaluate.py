@@ -22,8 +22,10 @@ def run_eval(trainer, write=print, eval_data=None):
     --summary_dir (else --train_dir), at the checkpoint's global step; with
     --eval_dir, into --eval_dir itself. Returns the last result."""
     p = trainer.params
-    data = evaluation.eval_data_for(trainer, eval_data)  # before the restore: fail fast
-    evaluator = evaluation.Evaluator(trainer)
+    # Before the restore: fail fast.
+    data = evaluation.eval_data_for(trainer.input, trainer.plan.batches.eval_per_process,
+                                    trainer.plan.outputs, eval_data)
+    evaluator = evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices)
     following = p.eval_interval_secs > 0
     if not following:
         path = ckpt_lib.resolve(p.train_dir, p.checkpoint)

@@ -58,7 +58,8 @@ def main(argv):
             evaluate.run_eval(trainer)
         elif forward_only:
             from towertrain.engine.evaluation import inference
-            inference.run(trainer)
+            inference.run(trainer.plan, trainer.model, trainer.devices, trainer.variables,
+                          trainer.feed, trainer.loss_fn)
         else:
             trainer.train()
     except (errors.TrainingDivergedError, errors.CheckpointError,

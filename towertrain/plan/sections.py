@@ -58,6 +58,11 @@ class Batches:
         """Examples of one update: the global batch times the accumulation."""
         return self.global_batch * self.accumulation_steps
 
+    @property
+    def eval_per_process(self) -> int:
+        """Examples per eval batch: the eval batch per device on each local tower."""
+        return self.eval_per_device * (self.per_process // self.per_device)
+
 
 @frozen
 class Steps:

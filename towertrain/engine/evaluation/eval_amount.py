@@ -10,23 +10,24 @@ from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import EvalData
 
 
-def num_batches(params, num_examples, batch_size):
-    """The batches the flags ask for, or None (the split once)."""
-    if params.num_eval_batches is not None:
-        return params.num_eval_batches
-    if params.num_eval_epochs is None:
+def num_batches(num_examples, batch_size, num_eval_batches=None, num_eval_epochs=None):
+    """The batches --num_eval_batches / --num_eval_epochs ask for, or None
+    (the split once)."""
+    if num_eval_batches is not None:
+        return num_eval_batches
+    if num_eval_epochs is None:
         return None
     if not num_examples:
-        raise InputError(f"--num_eval_epochs={params.num_eval_epochs:g}: the eval set's "
+        raise InputError(f"--num_eval_epochs={num_eval_epochs:g}: the eval set's "
                          "size is unknown; use --num_eval_batches")
-    return int(params.num_eval_epochs * num_examples + batch_size - 1) // batch_size
+    return int(num_eval_epochs * num_examples + batch_size - 1) // batch_size
 
 
-def limit(eval_data, params, default_batch_size):
+def limit(eval_data, default_batch_size, num_eval_batches=None, num_eval_epochs=None):
     """eval_data as the flags ask: unchanged, or that many full batches of its
     batch size (default_batch_size if it has none) from the split repeated."""
     batch = eval_data.batch_size or default_batch_size
-    count = num_batches(params, eval_data.num_examples, batch)
+    count = num_batches(eval_data.num_examples, batch, num_eval_batches, num_eval_epochs)
     if count is None:
         return eval_data
     # Re-batched from single examples: full batches across the split's end.

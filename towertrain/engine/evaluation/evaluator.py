@@ -22,16 +22,16 @@ EvalResult = collections.namedtuple(
 
 
 class Evaluator:
-    """Evaluates a trainer's variables with its model on its devices.
+    """Evaluates a variable manager's variables with `model` on `devices`.
 
     Synchronous modes evaluate every tower's (identical) copy where it lives;
     `independent` copies differ, so every tower reads tower 0's copy.
     """
 
-    def __init__(self, trainer):
-        self.model = trainer.model
-        self.manager = trainer.variables
-        self.devices = list(trainer.devices)
+    def __init__(self, model, variables, devices):
+        self.model = model
+        self.manager = variables
+        self.devices = list(devices)
         self.tower0_only = not self.manager.synchronous
         self._batch_fn = tf.function(self._eval_batch)
 
@@ -99,24 +99,19 @@ class Evaluator:
                           np.concatenate(kept) if keep_logits else None)
 
 
-def eval_batch_size(trainer):
-    """Examples per eval batch: --eval_batch_size (default: the training batch
-    per device) times the number of devices."""
-    per_device = trainer.params.eval_batch_size or trainer.batch_size
-    return per_device * len(trainer.devices)
-
-
-def eval_data_for(trainer, eval_data=None):
-    """`eval_data`, else the trainer input's eval split (an error naming what is
-    missing if it has none); cut or repeated to --num_eval_batches or
+def eval_data_for(input_source, batch_size, outputs, eval_data=None):
+    """`eval_data`, else `input_source`'s eval split in batches of `batch_size`
+    (the plan's eval batch per process; an error naming what is missing if it
+    has none); cut or repeated to the `outputs` section's --num_eval_batches or
     --num_eval_epochs when given (towertrain.engine.evaluation.eval_amount)."""
     from towertrain.engine.evaluation import eval_amount
     if eval_data is None:
         try:
-            eval_data = trainer.input.eval_data(eval_batch_size(trainer))
+            eval_data = input_source.eval_data(batch_size)
         except NoEvalSplitError as err:
             raise InputError(f"cannot evaluate: {err}") from err
-    return eval_amount.limit(eval_data, trainer.params, eval_batch_size(trainer))
+    return eval_amount.limit(eval_data, batch_size, outputs.num_eval_batches,
+                             outputs.num_eval_epochs)
 
 
 def describe(eval_data, evaluator=None):

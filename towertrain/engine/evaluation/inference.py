@@ -9,7 +9,8 @@ tf_cnn_benchmarks' lines: the header, warm-up, a step line per
 and `total images/sec`.
 
     trainer = Trainer(params)            # builds model, devices, variables, input
-    result = inference.run(trainer)      # InferenceResult
+    result = inference.run(trainer.plan, trainer.model, trainer.devices,
+                           trainer.variables, trainer.feed, trainer.loss_fn)
 """
 import collections
 import time
@@ -23,27 +24,27 @@ InferenceResult = collections.namedtuple("InferenceResult", "images_per_sec step
 
 
 class ForwardStep:
-    """One batch through every tower in inference mode, as one tf.function.
-    fn() returns (mean loss, top-1 count, top-5 count, examples)."""
+    """One batch of `input_source` through every tower in inference mode, as
+    one tf.function. fn() returns (mean loss, top-1 count, top-5 count, examples)."""
 
-    def __init__(self, trainer):
-        self.trainer = trainer
+    def __init__(self, model, devices, variables, input_source, loss_fn):
+        self.model, self.devices, self.variables = model, list(devices), variables
+        self.input, self.loss_fn = input_source, loss_fn
         self.fn = tf.function(self._step)
 
     def _step(self):
-        trainer = self.trainer
         losses, top1, top5, counts = [], [], [], []
-        batches = trainer.input.tower_batches(trainer.devices)
-        for i, (device, (images, labels)) in enumerate(zip(trainer.devices, batches)):
+        batches = self.input.tower_batches(self.devices)
+        for i, (device, (images, labels)) in enumerate(zip(self.devices, batches)):
             if images.shape[0] == 0:  # statically empty slice: fewer examples than towers
                 continue
             with tf.device(device), tf.name_scope(f"forward_tower_{i}"):
-                trainable, non_trainable = trainer.variables.tower_inputs(i)
-                logits, _ = trainer.model.stateless_call(trainable, non_trainable, images,
-                                                         training=False)
+                trainable, non_trainable = self.variables.tower_inputs(i)
+                logits, _ = self.model.stateless_call(trainable, non_trainable, images,
+                                                      training=False)
                 logits = tf.cast(logits, tf.float32)
                 labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-                losses.append(tf.reduce_sum(trainer.loss_fn(labels, logits)))
+                losses.append(tf.reduce_sum(self.loss_fn(labels, logits)))
                 k5 = min(5, logits.shape[-1])
                 top1.append(tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1),
                                                   tf.int64)))
@@ -56,28 +57,30 @@ class ForwardStep:
             return loss, tf.add_n(top1), tf.add_n(top5), count
 
 
-def header_info(trainer):
-    """The header of a forward-only run: training's facts without the recipe."""
-    p = trainer.params
-    devices = trainer.devices
-    info = [("TensorFlow", tf.__version__), ("Model", trainer.model.name),
-            ("Dataset", f"{trainer.dataset_name} ({trainer.input.name})"),
+def header_info(plan, model, input_source):
+    """The header of a forward-only run of `plan`: training's facts without
+    the recipe."""
+    static = plan.describe()
+    global_batch = plan.batches.global_batch
+    info = [("TensorFlow", tf.__version__), ("Model", model.name),
+            ("Dataset", f"{plan.dataset} ({input_source.name})"),
             ("Mode", "forward-only (inference; nothing is trained or written)"),
-            ("Batch size", [f"{trainer.global_batch_size} global",
-                            f"{trainer.global_batch_size / len(devices):g} per device"]),
-            ("Num batches", trainer.num_batches), ("Devices", str(devices)),
-            ("Data format", trainer.data_format), ("Variables", p.variable_update)]
-    return info + precision.header_info(p, None)
+            ("Batch size", [f"{global_batch} global",
+                            f"{global_batch / plan.topology.num_towers:g} per device"]),
+            ("Num batches", plan.steps.timed), ("Devices", static["Devices"]),
+            ("Data format", static["Data format"]), ("Variables", static["Variables"])]
+    return info + precision.header_info(plan.recipe.precision, None)
 
 
-def run(trainer, write=print):
-    """Times trainer.num_batches forward passes after trainer.num_warmup_batches
-    untimed ones; returns an InferenceResult."""
-    step = ForwardStep(trainer)
-    for line in benchmark_log.header_lines(header_info(trainer)):
+def run(plan, model, devices, variables, feed, loss_fn, write=print):
+    """Times the plan's timed steps of forward passes after its warmup steps
+    (untimed), on `feed`'s input (engine.feed.position.Feed); returns an
+    InferenceResult."""
+    step = ForwardStep(model, devices, variables, feed.input, loss_fn)
+    for line in benchmark_log.header_lines(header_info(plan, model, feed.input)):
         write(line)
-    trainer.begin(0)
-    warmup, timed = trainer.num_warmup_batches, trainer.num_batches
+    feed.begin(0)
+    warmup, timed = plan.steps.warmup, plan.steps.timed
     if warmup:
         write("Running warm up")
         for _ in range(warmup):
@@ -85,7 +88,7 @@ def run(trainer, write=print):
         write("Done warm up")
     write("Step\tImg/sec\ttotal_loss\ttop_1_accuracy\ttop_5_accuracy")
     times = benchmark_log.StepTimes()
-    display_every = trainer.params.display_every
+    display_every = plan.outputs.display_every
     for number in range(1, timed + 1):
         started = time.perf_counter()
         loss, correct1, correct5, count = _results(step.fn())

@@ -1,68 +1,63 @@
 """The training header's facts: (label, value) pairs the step printer lays out
-(towertrain.engine.run.benchmark_log.header_lines), in tf_cnn_benchmarks' order."""
+(towertrain.engine.run.benchmark_log.header_lines), in tf_cnn_benchmarks' order.
+
+The run plan decides most lines (towertrain.plan.describe); the others need
+what only exists once the run is built: the model, the input, the learning
+rate schedule, the loss scale, TensorFlow's thread pool and the devices'
+precision support."""
 import tensorflow as tf
 
 from towertrain.engine.process import runtime
 from towertrain.engine.allreduce import packing
+from towertrain.plan import cluster as resolvers
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
 from towertrain.recipe import native_precision
 from towertrain.recipe import precision
 
 
-def training_info(trainer, synced_batch_norms=0):
-    """The header of a training run by `trainer`; synced_batch_norms: how many
-    batch-norm layers --sync_batch_norm synchronizes."""
-    p = trainer.params
-    devices, workers = trainer.devices, trainer.num_workers
+def training_info(plan, model, input_source, learning_rate, loss_scale=None,
+                  precision_support=None, synced_batch_norms=0, input_origin=None):
+    """The header of a training run of `plan`. model: the Keras model trained;
+    input_source: its Input (named in the Dataset line); learning_rate: the
+    recipe's schedule; loss_scale: the LossScale or None; precision_support:
+    what native_precision.check found of the devices (None: not checked);
+    synced_batch_norms: how many batch-norm layers --sync_batch_norm
+    synchronizes; input_origin: where a user's own input comes from."""
+    static = plan.describe()
+    recipe = plan.recipe
     info = [
         ("TensorFlow", tf.__version__),
-        ("Model", trainer.model.name),
+        ("Model", model.name),
         # A user's own input is named as such, not as the model's default dataset.
-        ("Dataset", f"{getattr(trainer, 'input_origin', None) or trainer.dataset_name} "
-                    f"({trainer.input.name})"),
+        ("Dataset", f"{input_origin or plan.dataset} ({input_source.name})"),
         ("Mode", "training"),
-        ("Batch size", [f"{trainer.global_batch_size} global",
-                        f"{trainer.global_batch_size / len(devices) / workers:g}"
-                        " per device"]),
-        ("Num batches", _num_batches(trainer)),
-        ("Devices", str(devices)),
-        ("Data format", trainer.data_format),
-        ("Optimizer", optimizers.describe(p)),
-        ("Learning rate", trainer.learning_rate.describe()),
-        ("Variables", p.variable_update),
+        ("Batch size", static["Batch size"]),
+        ("Num batches", static["Num batches"]),
+        ("Devices", static["Devices"]),
+        ("Data format", static["Data format"]),
+        ("Optimizer", optimizers.describe(recipe.optimizer)),
+        ("Learning rate", learning_rate.describe()),
+        ("Variables", static["Variables"]),
     ]
-    if workers > 1:  # multi-worker
-        cluster = trainer.cluster
-        from towertrain.plan import cluster as resolvers
-        info.append(("Cluster", f"{workers} workers x {len(devices)} "
-                                f"devices, {resolvers.describe(cluster)}"))
-        threads = runtime.describe_threads(trainer.plan.runtime)
+    if "Cluster" in static:  # multi-worker
+        info.append(("Cluster", f"{static['Cluster']}, "
+                                f"{resolvers.describe(plan.topology.cluster)}"))
+        threads = runtime.describe_threads(plan.runtime)
         if threads:
             info.append(("Threads", threads))
-    if trainer.accumulation.accumulating:
-        info.append(("Accumulation", trainer.accumulation.describe(trainer.global_batch_size)))
-    if p.variable_update in ("replicated", "collective_all_reduce"):
-        info.append(("AllReduce", p.resolved_all_reduce_spec))
-        info.append(("Gradient packs", packing.describe(trainer.model.trainable_variables,
-                                                         p.gradient_repacking)))
-    if gradients.describe(p):
-        info.append(("Gradient clip", gradients.describe(p)))
+    if "Accumulation" in static:
+        info.append(("Accumulation", static["Accumulation"]))
+    if "AllReduce" in static:
+        info.append(("AllReduce", static["AllReduce"]))
+        info.append(("Gradient packs", packing.describe(model.trainable_variables,
+                                                         plan.exchange.gradient_repacking)))
+    if gradients.describe(recipe.clipping):
+        info.append(("Gradient clip", gradients.describe(recipe.clipping)))
     if synced_batch_norms:
         info.append(("Batch norm", f"synchronized over the global batch "
                                    f"({synced_batch_norms} layers)"))
-    support = getattr(trainer, "precision_support", None)
-    info.extend(precision.header_info(p, trainer.loss_scale, support and native_precision.describe(
-        support, p.resolved_device)))
+    native = precision_support and native_precision.describe(precision_support,
+                                                             plan.topology.device)
+    info.extend(precision.header_info(recipe.precision, loss_scale, native))
     return info
-
-
-def _num_batches(trainer):
-    """The timed steps; in an epoch run also what they are part of, since the
-    warmup steps come out of the epochs."""
-    p = trainer.params
-    if p.num_epochs is None:
-        return trainer.num_batches
-    return [f"{trainer.num_batches} timed",
-            f"of {trainer.total_steps} steps ({p.num_epochs} epochs; the first "
-            f"{trainer.num_warmup_batches} are warmup, untimed)"]

@@ -26,13 +26,13 @@ from towertrain.errors import ModelError  # noqa: F401 - raised here
 
 
 
-def check(trainer, user_model=True, default_loss=True):
-    """Checks trainer.model against trainer.input (before staging wraps it)."""
-    model = trainer.model
-    check_built(model, trainer.input)
-    spec = element_spec(trainer.input)
+def check(model, input_source, data_format, user_model=True, default_loss=True):
+    """Checks `model` against `input_source` (before staging wraps it), whose
+    images are in `data_format`."""
+    check_built(model, input_source)
+    spec = element_spec(input_source)
     if spec is not None:
-        check_images(model, spec[0], trainer.data_format)
+        check_images(model, spec[0], data_format)
     traced = None
     if user_model:
         traced = check_no_variables_on_call(model, spec[0] if spec is not None else None)
@@ -40,10 +40,10 @@ def check(trainer, user_model=True, default_loss=True):
         num_classes = check_logits(model, traced)
         if spec is not None:
             check_label_shape(spec[1], num_classes)
-        label_range = getattr(trainer.input, "label_range", None)
+        label_range = getattr(input_source, "label_range", None)
         check_label_range(label_range, num_classes)
         if label_range is None:
-            watch_labels(trainer.input, num_classes)
+            watch_labels(input_source, num_classes)
 
 
 def element_spec(input_source):

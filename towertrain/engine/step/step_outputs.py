@@ -15,11 +15,11 @@ import tensorflow as tf
 SCALARS, GRAD_NORM, GRADIENTS = 0, 1, 2
 
 
-def levels(params):
+def levels(summary_verbosity):
     """The output levels a run's step is traced for (summaries ask for more)."""
-    if params.summary_verbosity >= 2:
+    if summary_verbosity >= 2:
         return (SCALARS, GRADIENTS)
-    if params.summary_verbosity == 1:
+    if summary_verbosity == 1:
         return (SCALARS, GRAD_NORM)
     return (SCALARS,)
 

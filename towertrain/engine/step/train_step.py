@@ -2,9 +2,9 @@
 
 Every tower runs under its device on its slice (in lockstep with the others
 for --sync_batch_norm); then, if every loss and gradient is finite, the
-variable manager exchanges gradients and applies one update. The step reads
-what it needs from the trainer (devices, variables, input, model, loss) when
-it is traced.
+variable manager exchanges gradients and applies one update. The step is
+built from the parts it runs (model, devices, variables, feed, loss) and the
+plan's values it needs, never from the trainer.
 """
 import contextlib
 import functools
@@ -57,36 +57,53 @@ def _after(op, device, tensors):
 
 
 class TrainStep:
-    """Builds the trainer's step function. `fn(put, outputs)` returns
-    (loss, global example count, applied, extras)."""
+    """Builds the step function from the parts it runs. `fn(put, outputs)`
+    returns (loss, global example count, applied, extras).
 
-    def __init__(self, trainer, staging=None):
-        self.trainer = trainer
-        self.params = trainer.params
-        self.devices = trainer.devices
-        self.variables = trainer.variables
-        self.model = trainer.model
-        self.loss_scale = trainer.loss_scale
-        self.staging = staging
-        self.num_workers = trainer.num_workers
+    feed: the run's engine.feed.position.Feed (its input, and its staging or
+    None); loss_fn(labels, logits) per example; decay_mask: which trainable
+    variables get weight decay; loss: the recipe's Loss section; exchange: the
+    plan's Exchange section; xla_compile: each tower as one XLA cluster;
+    loss_scale: a recipe.precision.LossScale or None; accumulators: the
+    per-device sums of --gradient_accumulation_steps, or None; nominal_batch:
+    the global batch a micro-batch's loss is divided by; tower_indices: each
+    tower's index among the cluster's (random streams); stop_request: this
+    worker's stop flag (multi-worker); output_levels: the extras' levels to
+    trace ahead of the first step (step_outputs.levels).
+    """
+
+    def __init__(self, model, devices, variables, feed, *, loss_fn, decay_mask, loss,
+                 exchange, nominal_batch, xla_compile=False, loss_scale=None,
+                 accumulators=None, num_workers=1, tower_indices=None, stop_request=None,
+                 output_levels=(step_outputs.SCALARS,)):
+        self.model, self.devices, self.variables = model, list(devices), variables
+        self.input, self.staging = feed.input, feed.staging
+        self.loss_fn, self.decay_mask = loss_fn, decay_mask
+        self.weight_decay = loss.weight_decay
+        self.sync_batch_norm = exchange.sync_batch_norm
+        self.loss_scale = loss_scale
+        self.num_workers = num_workers
+        self.tower_indices = (tuple(tower_indices) if tower_indices is not None
+                              else tuple(range(len(self.devices))))
+        self.stop_request = stop_request
         self.seed_states = tower.seed_state_indices(self.model)
         self.count_correct = tower.is_classifier(self.model)
         # A half-precision transfer carries the loss-scaled gradients, unscaled
         # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
-        self.scaled_transfer = bool(self.loss_scale) and self.params.compact_gradient_transfer
-        self.loss_options = l2_loss.from_plan(trainer.plan.recipe.loss)  # decay op, reported loss
+        self.scaled_transfer = bool(self.loss_scale) and exchange.compact_gradient_transfer
+        self.loss_options = l2_loss.from_plan(loss)  # decay op, reported loss
         self.compute_tower = tower.compute_tower
-        if self.params.xla_compile:
+        if xla_compile:
             # Each tower's forward and backward as one XLA cluster on its device;
             # the exchange and the update stay outside (they cross devices).
             self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
         # --gradient_accumulation_steps: the per-device sums between an
         # update's micro-batches, and the loss denominator of one micro-batch
         # (the global batch; the update's true count rescales at the end).
-        self.accumulators = trainer.accumulators
-        self.nominal = trainer.global_batch_size
+        self.accumulators = accumulators
+        self.nominal = nominal_batch
         self.fn = tf.function(self._train_step)
-        if staging is not None:
+        if self.staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
             # variant now: traced on first use it would stall a timed step
             # (measured: ~100 ms).
@@ -94,8 +111,7 @@ class TrainStep:
                       else [accumulate.ACCUMULATE, accumulate.APPLY])
             for put in (True, False):
                 for phase in phases:
-                    for outputs in (step_outputs.levels(self.params)
-                                    if phase != accumulate.ACCUMULATE else (0,)):
+                    for outputs in (output_levels if phase != accumulate.ACCUMULATE else (0,)):
                         self.fn.get_concrete_function(put, outputs, phase)
 
     def _train_step(self, put=True, outputs=0, phase=accumulate.WHOLE):
@@ -118,7 +134,7 @@ class TrainStep:
         if self.staging is not None:
             batches = self.staging.tower_batches(self.devices, put=put, after_get=got)
         else:
-            batches = self.trainer.input.tower_batches(self.devices)
+            batches = self.input.tower_batches(self.devices)
             got(batches)
         # The towers start after the "ready" timestamp, so it cannot run late
         # (seen: a compute-bound step reporting input wait).
@@ -140,7 +156,7 @@ class TrainStep:
             loss_scale = self.loss_scale.value() if self.loss_scale else None
         # A statically empty slice (fewer examples than towers) computes nothing.
         active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
-        if self.params.sync_batch_norm and len(active) > 1:
+        if self.sync_batch_norm and len(active) > 1:
             computed = self._towers_in_lockstep(active, batches, denominator, loss_scale)
         else:
             computed = {i: self._tower(i, *batches[i], denominator, loss_scale)
@@ -258,12 +274,12 @@ class TrainStep:
         in the step (with accumulation, the update) it arrived in
         (towertrain.callbacks.cluster_stop)."""
         both = self.variables.cluster_count(
-            tf.stack([count, self.trainer.stop_request.read_value()]))
+            tf.stack([count, self.stop_request.read_value()]))
         return both[0], both[1]
 
     def _seed_tower(self, i):
         """The tower's index for random streams: multi-worker, the global one."""
-        return i + self.trainer.cluster.task_index * len(self.devices)
+        return self.tower_indices[i]
 
     def _tower_values(self, i):
         """Tower i's (trainable, non-trainable) values, read on the current
@@ -274,14 +290,13 @@ class TrainStep:
 
     def _tower(self, i, images, labels, global_count, loss_scale):
         """Tower i's TowerResult, computed on its own."""
-        t = self.trainer
         with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
             trainable, non_trainable = self._tower_values(i)
             denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
             compute = functools.partial(
                 self.compute_tower, self.model, trainable, non_trainable, images,
-                labels, denominator, t.loss_fn, self.params.weight_decay,
-                t.decay_mask, loss_scale, self.count_correct, not self.scaled_transfer,
+                labels, denominator, self.loss_fn, self.weight_decay,
+                self.decay_mask, loss_scale, self.count_correct, not self.scaled_transfer,
                 loss_options=self.loss_options)
             if images.shape[0] is None:
                 # A dynamic slice (the last partial batch) may be empty at run
@@ -296,8 +311,6 @@ class TrainStep:
         layers normalize with the statistics of the whole global batch
         (--sync_batch_norm). No empty-slice guard is needed: the counts travel
         with the sums, and an empty slice adds zeros."""
-        t = self.trainer
-
         def forward(i):
             images, labels = batches[i]
 
@@ -306,7 +319,7 @@ class TrainStep:
                     trainable, non_trainable = self._tower_values(i)
                     return trainable, labels, tower.forward(
                         self.model, trainable, non_trainable, images, labels, global_count,
-                        t.loss_fn, self.params.weight_decay, t.decay_mask, loss_scale,
+                        self.loss_fn, self.weight_decay, self.decay_mask, loss_scale,
                         self.loss_options)
             return run
 
