@@ -2,8 +2,8 @@
 and every registered --variable_update mode provides it.
 
 The uses are read off the source: attribute accesses on the manager in
-towertrain/trainer.py and the step it builds (towertrain/engine/step/train_step.py, where
-the manager is `self.variables`), and in evaluation and checkpoints (where it
+towertrain/trainer.py and the step it builds (towertrain/engine/step/train_step.py and
+towers.py, where the manager is `self.variables`), and in evaluation and checkpoints (where it
 is `manager` / `self.manager`).
 """
 import ast
@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 USERS = {
     "towertrain/trainer.py": {"self.variables", "trainer.variables"},
     "towertrain/engine/step/train_step.py": {"self.variables", "trainer.variables"},
+    "towertrain/engine/step/towers.py": {"self.variables"},
     "towertrain/engine/evaluation/evaluator.py": {"self.manager", "trainer.variables"},
     "towertrain/state/checkpoint.py": {"self.manager", "manager"},
 }

@@ -7,7 +7,6 @@ built from the parts it runs (model, devices, variables, feed, loss) and the
 plan's values it needs, never from the trainer.
 """
 import contextlib
-import functools
 
 import tensorflow as tf
 
@@ -16,16 +15,8 @@ from towertrain.engine.step import accumulate
 from towertrain.engine.run import model_checks
 from towertrain.engine.step import step_outputs
 from towertrain.engine.step import tower
+from towertrain.engine.step import towers as towers_lib
 from towertrain.input_pipeline.arrays import InputError
-from towertrain.recipe import l2_loss
-
-
-def _empty_tower(trainable, non_trainable, count_correct):
-    """What a tower with no examples contributes: nothing (zero loss and
-    gradients, batch-norm statistics passed through unchanged)."""
-    return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
-                             [tf.identity(v) for v in non_trainable],
-                             tf.constant(0, tf.int64) if count_correct else None)
 
 
 @contextlib.contextmanager
@@ -60,14 +51,12 @@ class TrainStep:
     """Builds the step function from the parts it runs. `fn(put, outputs)`
     returns (loss, global example count, applied, extras).
 
-    feed: the run's engine.feed.position.Feed (its input, and its staging or
-    None); loss_fn(labels, logits) per example; decay_mask: which trainable
-    variables get weight decay; loss: the recipe's Loss section; exchange: the
-    plan's Exchange section; xla_compile: each tower as one XLA cluster;
+    feed: the run's engine.feed.position.Feed (its input and staging);
+    exchange: the plan's Exchange section; loss_fn, decay_mask, loss,
+    xla_compile, tower_indices: the towers' (engine/step/towers.py);
     loss_scale: a recipe.precision.LossScale or None; accumulators: the
     per-device sums of --gradient_accumulation_steps, or None; nominal_batch:
-    the global batch a micro-batch's loss is divided by; tower_indices: each
-    tower's index among the cluster's (random streams); stop_request: this
+    the global batch a micro-batch's loss is divided by; stop_request: this
     worker's stop flag (multi-worker); output_levels: the extras' levels to
     trace ahead of the first step (step_outputs.levels).
     """
@@ -76,27 +65,19 @@ class TrainStep:
                  exchange, nominal_batch, xla_compile=False, loss_scale=None,
                  accumulators=None, num_workers=1, tower_indices=None, stop_request=None,
                  output_levels=(step_outputs.SCALARS,)):
-        self.model, self.devices, self.variables = model, list(devices), variables
+        self.devices, self.variables = list(devices), variables
         self.input, self.staging = feed.input, feed.staging
-        self.loss_fn, self.decay_mask = loss_fn, decay_mask
-        self.weight_decay = loss.weight_decay
-        self.sync_batch_norm = exchange.sync_batch_norm
         self.loss_scale = loss_scale
         self.num_workers = num_workers
-        self.tower_indices = (tuple(tower_indices) if tower_indices is not None
-                              else tuple(range(len(self.devices))))
         self.stop_request = stop_request
-        self.seed_states = tower.seed_state_indices(self.model)
-        self.count_correct = tower.is_classifier(self.model)
         # A half-precision transfer carries the loss-scaled gradients, unscaled
         # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
         self.scaled_transfer = bool(self.loss_scale) and exchange.compact_gradient_transfer
-        self.loss_options = l2_loss.from_plan(loss)  # decay op, reported loss
-        self.compute_tower = tower.compute_tower
-        if xla_compile:
-            # Each tower's forward and backward as one XLA cluster on its device;
-            # the exchange and the update stay outside (they cross devices).
-            self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
+        self.towers = towers_lib.Towers(
+            model, self.devices, variables, loss_fn, decay_mask, loss,
+            lockstep=exchange.sync_batch_norm, xla_compile=xla_compile,
+            tower_indices=tower_indices, unscale=not self.scaled_transfer)
+        self.count_correct = self.towers.count_correct
         # --gradient_accumulation_steps: the per-device sums between an
         # update's micro-batches, and the loss denominator of one micro-batch
         # (the global batch; the update's true count rescales at the end).
@@ -154,23 +135,7 @@ class TrainStep:
             if phase == accumulate.WHOLE:
                 denominator = global_count
             loss_scale = self.loss_scale.value() if self.loss_scale else None
-        # A statically empty slice (fewer examples than towers) computes nothing.
-        active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
-        if self.sync_batch_norm and len(active) > 1:
-            computed = self._towers_in_lockstep(active, batches, denominator, loss_scale)
-        else:
-            computed = {i: self._tower(i, *batches[i], denominator, loss_scale)
-                        for i in active}
-        results, finite = [], []
-        for i, device in enumerate(self.devices):
-            result = computed.get(i)
-            if result is not None:
-                with tf.device(device):
-                    result = result._replace(non_trainable=tower.offset_seed_states(
-                        result.non_trainable, self.seed_states, self._seed_tower(i),
-                        undo=True))
-                    finite.append(tower.all_finite(result))
-            results.append(result)
+        results, finite = self.towers.compute(batches, denominator, loss_scale)
         if phase == accumulate.ACCUMULATE:
             return self._accumulate(results, finite, local_count, clock, timed, now)
         update_loss = update_correct = None
@@ -276,54 +241,3 @@ class TrainStep:
         both = self.variables.cluster_count(
             tf.stack([count, self.stop_request.read_value()]))
         return both[0], both[1]
-
-    def _seed_tower(self, i):
-        """The tower's index for random streams: multi-worker, the global one."""
-        return self.tower_indices[i]
-
-    def _tower_values(self, i):
-        """Tower i's (trainable, non-trainable) values, read on the current
-        device, with its random-stream offset applied."""
-        trainable, non_trainable = self.variables.tower_inputs(i)
-        return trainable, tower.offset_seed_states(non_trainable, self.seed_states,
-                                                   self._seed_tower(i))
-
-    def _tower(self, i, images, labels, global_count, loss_scale):
-        """Tower i's TowerResult, computed on its own."""
-        with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
-            trainable, non_trainable = self._tower_values(i)
-            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
-            compute = functools.partial(
-                self.compute_tower, self.model, trainable, non_trainable, images,
-                labels, denominator, self.loss_fn, self.weight_decay,
-                self.decay_mask, loss_scale, self.count_correct, not self.scaled_transfer,
-                loss_options=self.loss_options)
-            if images.shape[0] is None:
-                # A dynamic slice (the last partial batch) may be empty at run
-                # time: the guard gives zero gradients and unchanged batch-norm
-                # statistics instead of NaN stats from a 0-example batch.
-                return tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
-                    _empty_tower, trainable, non_trainable, self.count_correct))
-            return compute()
-
-    def _towers_in_lockstep(self, active, batches, global_count, loss_scale):
-        """{i: TowerResult} of the active towers traced together, so batch-norm
-        layers normalize with the statistics of the whole global batch
-        (--sync_batch_norm). No empty-slice guard is needed: the counts travel
-        with the sums, and an empty slice adds zeros."""
-        def forward(i):
-            images, labels = batches[i]
-
-            def run():
-                with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
-                    trainable, non_trainable = self._tower_values(i)
-                    return trainable, labels, tower.forward(
-                        self.model, trainable, non_trainable, images, labels, global_count,
-                        self.loss_fn, self.weight_decay, self.decay_mask, loss_scale,
-                        self.loss_options)
-            return run
-
-        results = tower.compute_towers_in_lockstep(
-            [forward(i) for i in active], self.devices[active[0]], loss_scale,
-            self.count_correct, not self.scaled_transfer)
-        return dict(zip(active, results))

@@ -1,0 +1,121 @@
+"""The step's first half: every tower's forward and backward pass on its
+slice, under its device (tensorpack's towers, before exchange-and-apply).
+
+Each tower reads its copy of the variables from the variable manager, with
+its random-stream offset applied (engine/step/tower.py), and hands back a
+TowerResult; with --sync_batch_norm the towers are traced in lockstep so
+batch norm sees the whole global batch (engine/step/lockstep.py).
+"""
+import functools
+
+import tensorflow as tf
+
+from towertrain.engine.step import tower
+from towertrain.recipe import l2_loss
+
+
+def _empty_tower(trainable, non_trainable, count_correct):
+    """What a tower with no examples contributes: nothing (zero loss and
+    gradients, batch-norm statistics passed through unchanged)."""
+    return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
+                             [tf.identity(v) for v in non_trainable],
+                             tf.constant(0, tf.int64) if count_correct else None)
+
+
+class Towers:
+    """model on `devices` with the copies `variables` (a variable manager)
+    hands out. loss_fn(labels, logits) per example; decay_mask: which
+    trainable variables get weight decay; loss: the recipe's Loss section;
+    lockstep: --sync_batch_norm; xla_compile: each tower as one XLA cluster;
+    tower_indices: each tower's index among the cluster's (random streams;
+    default 0..n-1); unscale: the towers divide their gradients by the loss
+    scale (not when a half-precision transfer carries them scaled)."""
+
+    def __init__(self, model, devices, variables, loss_fn, decay_mask, loss, lockstep=False,
+                 xla_compile=False, tower_indices=None, unscale=True):
+        self.model, self.devices, self.variables = model, list(devices), variables
+        self.loss_fn, self.decay_mask = loss_fn, decay_mask
+        self.weight_decay = loss.weight_decay
+        self.loss_options = l2_loss.from_plan(loss)  # decay op, reported loss
+        self.lockstep = lockstep
+        self.unscale = unscale
+        self.tower_indices = (tuple(tower_indices) if tower_indices is not None
+                              else tuple(range(len(self.devices))))
+        self.seed_states = tower.seed_state_indices(model)
+        self.count_correct = tower.is_classifier(model)
+        self.compute_tower = tower.compute_tower
+        if xla_compile:
+            # Each tower's forward and backward as one XLA cluster on its device;
+            # the exchange and the update stay outside (they cross devices).
+            self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
+
+    def compute(self, batches, denominator, loss_scale):
+        """(results, finite): each tower's TowerResult (None for a statically
+        empty slice) and, for each computed one, whether its loss and
+        gradients are finite."""
+        # A statically empty slice (fewer examples than towers) computes nothing.
+        active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
+        if self.lockstep and len(active) > 1:
+            computed = self._towers_in_lockstep(active, batches, denominator, loss_scale)
+        else:
+            computed = {i: self._tower(i, *batches[i], denominator, loss_scale)
+                        for i in active}
+        results, finite = [], []
+        for i, device in enumerate(self.devices):
+            result = computed.get(i)
+            if result is not None:
+                with tf.device(device):
+                    result = result._replace(non_trainable=tower.offset_seed_states(
+                        result.non_trainable, self.seed_states, self.tower_indices[i],
+                        undo=True))
+                    finite.append(tower.all_finite(result))
+            results.append(result)
+        return results, finite
+
+    def _tower_values(self, i):
+        """Tower i's (trainable, non-trainable) values, read on the current
+        device, with its random-stream offset applied (multi-worker: by its
+        global index)."""
+        trainable, non_trainable = self.variables.tower_inputs(i)
+        return trainable, tower.offset_seed_states(non_trainable, self.seed_states,
+                                                   self.tower_indices[i])
+
+    def _tower(self, i, images, labels, global_count, loss_scale):
+        """Tower i's TowerResult, computed on its own."""
+        with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+            trainable, non_trainable = self._tower_values(i)
+            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
+            compute = functools.partial(
+                self.compute_tower, self.model, trainable, non_trainable, images,
+                labels, denominator, self.loss_fn, self.weight_decay,
+                self.decay_mask, loss_scale, self.count_correct, self.unscale,
+                loss_options=self.loss_options)
+            if images.shape[0] is None:
+                # A dynamic slice (the last partial batch) may be empty at run
+                # time: the guard gives zero gradients and unchanged batch-norm
+                # statistics instead of NaN stats from a 0-example batch.
+                return tf.cond(tf.shape(images)[0] > 0, compute, functools.partial(
+                    _empty_tower, trainable, non_trainable, self.count_correct))
+            return compute()
+
+    def _towers_in_lockstep(self, active, batches, global_count, loss_scale):
+        """{i: TowerResult} of the active towers traced together, so batch-norm
+        layers normalize with the statistics of the whole global batch
+        (--sync_batch_norm). No empty-slice guard is needed: the counts travel
+        with the sums, and an empty slice adds zeros."""
+        def forward(i):
+            images, labels = batches[i]
+
+            def run():
+                with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+                    trainable, non_trainable = self._tower_values(i)
+                    return trainable, labels, tower.forward(
+                        self.model, trainable, non_trainable, images, labels, global_count,
+                        self.loss_fn, self.weight_decay, self.decay_mask, loss_scale,
+                        self.loss_options)
+            return run
+
+        results = tower.compute_towers_in_lockstep(
+            [forward(i) for i in active], self.devices[active[0]], loss_scale,
+            self.count_correct, self.unscale)
+        return dict(zip(active, results))
