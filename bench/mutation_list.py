@@ -339,7 +339,7 @@ MUTATIONS = [
         "            model_checks.check_built(model, input_source)", "            pass",
         [CHECKS + "test_a_model_that_is_not_built"]),
     Mutation(
-        "tower_loss_over_its_own_slice", "towertrain/engine/step/train_step.py",
+        "tower_loss_over_its_own_slice", "towertrain/engine/step/towers.py",
         "            denominator = global_count if self.variables.synchronous else tf.shape(images)[0]",
         "            denominator = tf.shape(images)[0]",
         [DOORS + "test_multi_output_custom_loss_on_two_devices_equals_serial_keras"]),
@@ -562,14 +562,14 @@ MUTATIONS = [
     # Clusters (tests/cluster/): Slurm through SlurmClusterResolver, on the
     # ports --slurm_port_base gives.
     Mutation(
-        "slurm_ignores_port_base", "towertrain/engine/distributed/resolvers.py",
+        "slurm_ignores_port_base", "towertrain/plan/cluster.py",
         "                port_base=params.slurm_port_base, **options)",
         "                port_base=8888, **options)",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_environment_gives_the_cluster_through_the_resolver"]),
     # TF_CONFIG with a 'chief' job: the chief must be task 0.
     Mutation(
-        "tf_config_chief_not_first", "towertrain/engine/distributed/resolvers.py",
+        "tf_config_chief_not_first", "towertrain/plan/cluster.py",
         '    hosts = parse_worker_hosts(",".join(chiefs + workers))',
         '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
         [T + "cluster/test_cluster_sources.py::"
@@ -578,8 +578,8 @@ MUTATIONS = [
     # count collective, so the other worker never hears of it.
     Mutation(
         "stop_request_not_exchanged", "towertrain/engine/step/train_step.py",
-        "tf.stack([count, self.trainer.stop_request.read_value()])",
-        "tf.stack([count, 0 * self.trainer.stop_request.read_value()])",
+        "tf.stack([count, self.stop_request.read_value()])",
+        "tf.stack([count, 0 * self.stop_request.read_value()])",
         [T + "cluster/test_coordinated_stop.py"]),
     # A resume does not read the topology the checkpoint recorded.
     Mutation(
@@ -640,14 +640,14 @@ MUTATIONS = [
          T + "commands/test_eval_follower.py::test_a_resumed_run_is_not_final_until_it_ends"]),
     Mutation(
         "num_eval_batches_ignored", "towertrain/engine/evaluation/eval_amount.py",
-        "    if params.num_eval_batches is not None:\n        return params.num_eval_batches\n",
+        "    if num_eval_batches is not None:\n        return num_eval_batches\n",
         "",
         [T + "callbacks/test_eval_flags.py::"
          "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
     Mutation(
         "num_eval_epochs_rounded_down", "towertrain/engine/evaluation/eval_amount.py",
-        "    return int(params.num_eval_epochs * num_examples + batch_size - 1) // batch_size",
-        "    return int(params.num_eval_epochs * num_examples) // batch_size",
+        "    return int(num_eval_epochs * num_examples + batch_size - 1) // batch_size",
+        "    return int(num_eval_epochs * num_examples) // batch_size",
         [T + "callbacks/test_eval_flags.py::"
          "test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored"]),
     Mutation(
@@ -801,7 +801,7 @@ MUTATIONS = [
     # An emulated half precision runs without the confirmation flag.
     Mutation(
         "emulated_precision_not_refused", "towertrain/recipe/native_precision.py",
-        "    if not support.native and not params.allow_emulated_precision:\n",
+        "    if not support.native and not precision.allow_emulated_precision:\n",
         "    if False:\n",
         [T + "recipe/test_native_precision.py::"
          "test_an_emulated_precision_is_refused_with_its_measured_slowdown"]),
@@ -854,8 +854,8 @@ MUTATIONS = [
     # A user's numpy input announced as the model's default dataset.
     Mutation(
         "header_names_the_default_dataset", "towertrain/engine/run/header.py",
-        "getattr(trainer, 'input_origin', None) or trainer.dataset_name",
-        "trainer.dataset_name",
+        "{input_origin or plan.dataset} (",
+        "{plan.dataset} (",
         [T + "callbacks/test_honest_output.py"]),
     # from_arrays(global_batch=0) reaches TensorFlow.
     Mutation(
@@ -925,32 +925,32 @@ MUTATIONS = [
          "test_sync_on_finish_waits_for_the_devices_after_every_step"]),
     Mutation(
         "gradient_repacking_ignored_replicated", "towertrain/engine/variable_mgr/replicated.py",
-        "            num_packs=params.gradient_repacking)",
+        "            num_packs=exchange.gradient_repacking)",
         "            num_packs=0)",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     Mutation(
         "gradient_repacking_ignored_collective", "towertrain/engine/variable_mgr/collective.py",
-        "packing.plan(per_device_lists[0], self.params.gradient_repacking)",
+        "packing.plan(per_device_lists[0], self.options.gradient_repacking)",
         "packing.plan(per_device_lists[0], 0)",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     Mutation(
         "loss_type_to_report_ignored", "towertrain/recipe/l2_loss.py",
-        '                       report_base=params.loss_type_to_report == "base_loss")',
+        '                       report_base=loss.loss_type_to_report == "base_loss")',
         "                       report_base=False)",
         [T + "engine/test_loss_report.py::"
          "test_base_loss_leaves_the_weight_decay_out_and_total_loss_has_it"]),
     Mutation(
         "allow_emulated_precision_ignored", "towertrain/recipe/native_precision.py",
-        "    if not support.native and not params.allow_emulated_precision:",
+        "    if not support.native and not precision.allow_emulated_precision:",
         "    if not support.native:",
         [T + "recipe/test_native_precision.py::"
          "test_an_emulated_precision_runs_when_allowed_and_the_header_says_so"]),
     Mutation(
-        "kmp_settings_ignored", "towertrain/engine/process/runtime.py",
-        "                   KMP_SETTINGS=str(values.kmp_settings), KMP_AFFINITY=",
-        "                   KMP_SETTINGS=\"1\", KMP_AFFINITY=",
+        "kmp_settings_ignored", "towertrain/plan/runtime.py",
+        "KMP_SETTINGS=str(kmp_settings),",
+        "KMP_SETTINGS=\"1\",",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
@@ -959,7 +959,7 @@ MUTATIONS = [
         [T + "engine/test_loss_report.py::test_display_perf_ewma_reaches_the_step_printer"]),
     Mutation(
         "variable_consistency_ignored", "towertrain/engine/variable_mgr/replicated.py",
-        '                          if self.params.variable_consistency == "relaxed" else None)',
+        '                          if self.options.variable_consistency == "relaxed" else None)',
         "                          if False else None)",
         [T + "engine/test_variable_consistency.py::test_relaxed_applies_each_sum_one_step_late"]),
     Mutation(
@@ -971,7 +971,7 @@ MUTATIONS = [
          "test_full_batches_equal_stock_keras_gradient_accumulation"]),
     Mutation(
         "allow_growth_ignored", "towertrain/engine/process/runtime.py",
-        '            _apply("allow_growth", params.allow_growth,',
+        '            _apply("allow_growth", runtime.allow_growth,',
         '            _apply("allow_growth", False,',
         [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
     Mutation(
@@ -981,7 +981,7 @@ MUTATIONS = [
         [T + "engine/test_inference.py::"
          "test_the_command_line_prints_images_per_sec_and_writes_nothing"]),
     Mutation(
-        "cluster_source_ignored", "towertrain/engine/distributed/resolvers.py",
+        "cluster_source_ignored", "towertrain/plan/cluster.py",
         "    source = params.cluster_source\n", '    source = "auto"\n',
         [T + "cluster/test_cluster_sources.py::"
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
@@ -997,34 +997,34 @@ MUTATIONS = [
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
         "xla_jit_not_set", "towertrain/engine/process/runtime.py",
-        "    if params.xla:\n", "    if False:\n",
+        "    if runtime.xla:\n", "    if False:\n",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
         "num_inter_threads_ignored", "towertrain/engine/process/runtime.py",
-        '    _apply("num_inter_threads", params.num_inter_threads,',
+        '    _apply("num_inter_threads", runtime.num_inter_threads,',
         '    _apply("num_inter_threads", None,',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "num_intra_threads_ignored", "towertrain/engine/process/runtime.py",
-        "    if params.num_intra_threads is not None:\n        return params.num_intra_threads\n",
+        "num_intra_threads_ignored", "towertrain/plan/runtime.py",
+        "    if num_intra_threads is not None:\n        return num_intra_threads\n",
         "",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "mkl_ignored", "towertrain/engine/process/runtime.py",
-        "    if values.mkl:\n        env.update(", "    if False:\n        env.update(",
+        "mkl_ignored", "towertrain/plan/runtime.py",
+        "    if mkl:\n        env.update(", "    if False:\n        env.update(",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "kmp_blocktime_ignored", "towertrain/engine/process/runtime.py",
-        "KMP_BLOCKTIME=str(values.kmp_blocktime),", 'KMP_BLOCKTIME="0",',
+        "kmp_blocktime_ignored", "towertrain/plan/runtime.py",
+        "KMP_BLOCKTIME=str(kmp_blocktime),", 'KMP_BLOCKTIME="0",',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "kmp_affinity_ignored", "towertrain/engine/process/runtime.py",
-        "KMP_AFFINITY=values.kmp_affinity)", 'KMP_AFFINITY="granularity=fine,verbose,compact,1,0")',
+        "kmp_affinity_ignored", "towertrain/plan/runtime.py",
+        "KMP_AFFINITY=kmp_affinity)", 'KMP_AFFINITY="granularity=fine,verbose,compact,1,0")',
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
@@ -1040,15 +1040,15 @@ MUTATIONS = [
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "xla_cpu_jit_flag_left_out", "towertrain/engine/process/runtime.py",
-        '    if values.xla and values.device != "gpu":',
+        "xla_cpu_jit_flag_left_out", "towertrain/plan/runtime.py",
+        '    if xla and device != "gpu":',
         "    if False:",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
-        "mkl_exports_the_wrong_value", "towertrain/engine/process/runtime.py",
-        "env.update(KMP_BLOCKTIME=str(values.kmp_blocktime),",
-        "env.update(KMP_BLOCKTIME=str(values.kmp_settings),",
+        "mkl_exports_the_wrong_value", "towertrain/plan/runtime.py",
+        "env.update(KMP_BLOCKTIME=str(kmp_blocktime),",
+        "env.update(KMP_BLOCKTIME=str(kmp_settings),",
         [T + "engine/test_runtime_flags.py::"
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts",
          T + "engine/test_runtime_flags.py::"
@@ -1060,7 +1060,7 @@ MUTATIONS = [
         [T + "engine/test_runtime_flags.py::test_bad_runtime_flags_name_the_flag"]),
     Mutation(
         "allow_growth_not_applied", "towertrain/engine/process/runtime.py",
-        "    if params.allow_growth is not None:",
+        "    if runtime.allow_growth is not None:",
         "    if False:",
         [T + "engine/test_runtime_flags.py::test_allow_growth_sets_memory_growth_on_every_gpu"]),
     Mutation(
@@ -1122,7 +1122,7 @@ MUTATIONS = [
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
         "fp16_vars_ignored", "towertrain/recipe/precision.py",
-        'return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
+        'return "float16" if getattr(precision, "fp16_vars", False) else "mixed_float16"',
         'return "mixed_float16"',
         [T + "recipe/test_fp16_vars.py"]),
     Mutation(
@@ -1149,8 +1149,8 @@ MUTATIONS = [
     # --forward_only runs the model in inference mode (batch norm's moving statistics).
     Mutation(
         "forward_only_runs_training_mode", "towertrain/engine/evaluation/inference.py",
-        "                                                         training=False)\n",
-        "                                                         training=True)\n",
+        "                                                      training=False)\n",
+        "                                                      training=True)\n",
         [T + "engine/test_inference.py::"
          "test_forward_only_runs_inference_mode_and_changes_nothing"]),
     # --forward_only writes nothing: --train_dir is refused with it.
@@ -1230,7 +1230,8 @@ MUTATIONS = [
         "        loss, correct, all_finite = self._local_sums(results, finite)\n"
         "        done = self.accumulators.add(",
         "        results = [r._replace(grads=__import__('towertrain.recipe.gradients', "
-        "fromlist=['clip_for']).clip_for(self.params, r.grads)) if r is not None else r "
+        "fromlist=['clip_for']).clip_for(self.variables.clipping, r.grads)) if r is not None "
+        "else r "
         "for r in results]\n"
         "        loss, correct, all_finite = self._local_sums(results, finite)\n"
         "        done = self.accumulators.add(",
@@ -1365,8 +1366,8 @@ MUTATIONS = [
     # Workers sharing a host's cores each take all of them (the pool default
     # of one process): the multi-worker run oversubscribes the cores.
     Mutation(
-        "colocated_workers_take_every_core", "towertrain/engine/process/runtime.py",
-        "    if sharing > 1:\n        return max(1, (cores or available_cores()) // sharing)\n",
+        "colocated_workers_take_every_core", "towertrain/plan/runtime.py",
+        "    if workers_on_host > 1:\n        return max(1, cores // workers_on_host)\n",
         "",
         [T + "engine/test_runtime_flags.py::test_workers_sharing_a_hosts_cores_split_them_unless_told",
          T + "cluster/test_cluster_sources.py::"
@@ -1382,7 +1383,7 @@ MUTATIONS = [
     # first, so the pools are fixed before the workers' share is set.
     Mutation(
         "cluster_setup_skips_runtime_threads", "towertrain/engine/distributed/cluster.py",
-        "        runtime.configure(params, cluster=cluster)\n", "",
+        "        runtime.configure(layout.runtime)\n", "",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # Compact transfer sends the full-precision sum (no cast): with
     # accumulation the update would be float32-exact, not half precision.
@@ -1474,15 +1475,15 @@ MUTATIONS = [
     # --use_fp16 builds the registry's models in float32 (the loss scale stays).
     Mutation(
         "fp16_policy_is_float32", "towertrain/recipe/precision.py",
-        'return "float16" if getattr(params, "fp16_vars", False) else "mixed_float16"',
-        'return "float16" if getattr(params, "fp16_vars", False) else None',
+        'return "float16" if getattr(precision, "fp16_vars", False) else "mixed_float16"',
+        'return "float16" if getattr(precision, "fp16_vars", False) else None',
         [T + "recipe/test_precision.py::test_registry_models_are_built_under_the_policy_and_"
          "the_global_policy_is_restored[use_fp16-mixed_float16]"]),
     # A fixed --fp16_loss_scale (no auto scaling) replaced by the default 128.
     Mutation(
         "fixed_loss_scale_ignored", "towertrain/recipe/precision.py",
-        "initial = params.fp16_loss_scale or (",
-        "initial = (params.fp16_loss_scale if auto else None) or (",
+        "initial = precision.fp16_loss_scale or (",
+        "initial = (precision.fp16_loss_scale if auto else None) or (",
         [T + "recipe/test_precision.py::"
          "test_a_fixed_loss_scale_is_the_one_given_and_reaches_the_gradients"]),
     # --resize_method honoured in eval only: training always resizes bilinearly.
@@ -1587,7 +1588,7 @@ MUTATIONS = [
         [T + "cluster/test_launch.py::"
          "test_ctrl_c_on_the_launcher_is_the_coordinated_stop_of_every_worker"]),
     Mutation(
-        "slurm_gpus_not_assigned", "towertrain/engine/distributed/resolvers.py",
+        "slurm_gpus_not_assigned", "towertrain/plan/cluster.py",
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=True)",
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
         [T + "cluster/test_cluster_sources.py::"
