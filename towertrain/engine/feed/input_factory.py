@@ -1,4 +1,4 @@
-"""The input a run's Params ask for: synthetic, or a dataset under --data_dir."""
+"""The input a run plan asks for: synthetic, or a dataset under --data_dir."""
 from towertrain.input_pipeline import dataset_options
 from towertrain.input_pipeline.base import WrappedInput
 from towertrain.input_pipeline.synthetic import SyntheticInput
