@@ -1263,13 +1263,13 @@ MUTATIONS = [
         [T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
     # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
     Mutation(
-        "accumulation_linear_scaling_per_batch", "towertrain/trainer.py",
-        "            global_batch=self.global_batch_size * self.accumulation.steps,\n",
-        "            global_batch=self.global_batch_size,\n",
+        "accumulation_linear_scaling_per_batch", "towertrain/plan/__init__.py",
+        "            params, layout.base_learning_rate, global_batch=batches.per_update,\n",
+        "            params, layout.base_learning_rate, global_batch=batches.global_batch,\n",
         [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
     # x warmup: the warmup epochs counted in batches instead of updates.
     Mutation(
-        "accumulation_warmup_in_batches", "towertrain/recipe/lr_schedule.py",
+        "accumulation_warmup_in_batches", "towertrain/plan/schedule.py",
         "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs, steps_per_epoch)",
         "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs,\n"
         "                                        steps_per_epoch * p.gradient_accumulation_steps)",
