@@ -142,14 +142,22 @@ def test_one_module_resolves_clusters(modules):
     assert set(resolvers) == {"towertrain.plan.cluster"}
 
 
-# A CLI run with a spy on the one resolution function: it must run once.
+# A CLI run with spies on the one cluster resolution and on applying the
+# runtime settings: each must run once.
 SPY = """
 import atexit, sys
 from towertrain.plan import cluster
-calls = []
-real = cluster._resolve
-cluster._resolve = lambda *args: calls.append(1) or real(*args)
-atexit.register(lambda: print("RESOLVED", len(calls)))
+from towertrain.engine.process import runtime
+calls = {"resolved": 0, "configured": 0}
+def spy(module, name, key):
+    real = getattr(module, name)
+    def counted(*args):
+        calls[key] += 1
+        return real(*args)
+    setattr(module, name, counted)
+spy(cluster, "_resolve", "resolved")
+spy(runtime, "_apply_runtime", "configured")
+atexit.register(lambda: print("CALLS", calls["resolved"], calls["configured"]))
 from towertrain.commands import train
 sys.argv = ["towertrain"] + sys.argv[1:]
 train.run()
@@ -157,14 +165,14 @@ train.run()
 
 
 @pytest.mark.slow
-def test_a_cli_run_resolves_its_cluster_once(tmp_path):
+def test_a_cli_run_resolves_its_cluster_and_configures_its_runtime_once(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", SPY, "--device=cpu", "--num_gpus=2", "--num_batches=2",
          "--num_warmup_batches=0", "--variable_update=replicated", "--batch_size=4",
          f"--train_dir={tmp_path / 'run'}"],
         capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines()[-1] == "RESOLVED 1", done.stdout[-2000:]
+    assert done.stdout.splitlines()[-1] == "CALLS 1 1", done.stdout[-2000:]
 
 
 def _module_level_imports(path):
