@@ -1363,6 +1363,25 @@ MUTATIONS = [
         "    blocks_per_stage = (depth - 2) // 6\n",
         "    blocks_per_stage = min((depth - 2) // 6, 3)\n",
         [T + "models/test_models.py::test_param_count_known"]),
+    # The model catalog imports Keras: checking --model (Params) costs seconds again.
+    Mutation(
+        "catalog_imports_keras", "models/catalog.py",
+        "import dataclasses\nimport importlib\n",
+        "import dataclasses\nimport importlib\n\nimport keras  # noqa: F401\n",
+        [T + "models/test_catalog.py::test_catalog_and_params_import_no_keras"]),
+    # A catalog row points at the wrong builder (resnet101 built as resnet50).
+    Mutation(
+        "catalog_row_wrong_builder_args", "models/catalog.py",
+        '_factory("resnet_imagenet", "resnet_imagenet", 101)',
+        '_factory("resnet_imagenet", "resnet_imagenet", 50)',
+        [T + "models/test_catalog.py::test_every_built_in_model_has_the_spec_it_had_before"]),
+    # Importing models/vgg.py (as building vgg11 does) rebinds towertrain.models.vgg
+    # to the module, no longer the factory.
+    Mutation(
+        "models_factory_name_becomes_its_module", "models/__init__.py",
+        "        if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:\n",
+        "        if False:\n",
+        [T + "models/test_catalog.py::test_catalog_and_params_import_no_keras"]),
     # Workers sharing a host's cores each take all of them (the pool default
     # of one process): the multi-worker run oversubscribes the cores.
     Mutation(
