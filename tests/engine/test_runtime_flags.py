@@ -16,8 +16,30 @@ import tensorflow as tf
 
 from helpers.cli import TESTS_DIR
 from towertrain import Params, Trainer
+from towertrain import plan
+from towertrain.config.machine import Machine
 from towertrain.engine.process import runtime
 from towertrain.errors import ParamsError
+from towertrain.plan import runtime as plan_runtime
+
+
+def runtime_of(params, cores=None):
+    """The run plan's Runtime section of `params` (towertrain.plan), on this
+    machine or on one with `cores` cores and no GPU."""
+    return plan.lay_out(params, machine=Machine(cores=cores) if cores else None).runtime
+
+
+def environment(params):
+    return dict(runtime_of(params).environment)
+
+
+def configure(params, gpus=None, cores=None):
+    runtime.configure(runtime_of(params, cores), gpus=gpus)
+
+
+def intra_op_threads(params, cluster, cores):
+    return plan_runtime.intra_op_threads(params.num_intra_threads, params.device,
+                                         cluster.workers_on_this_host(), cores)
 
 SPY = f"""
 import atexit, json, os, sys
@@ -88,9 +110,9 @@ def test_defaults_leave_tensorflow_alone(monkeypatch):
     monkeypatch.setattr(tf.config.optimizer, "set_jit", refuse)
     monkeypatch.setattr(tf.config.experimental, "set_memory_growth", refuse)
     params = Params(model="trivial", device="cpu")
-    assert runtime.environment(params) == {}
-    runtime.configure(params, gpus=["GPU:0"])
-    assert runtime.sync_after_step(params) is None
+    assert environment(params) == {}
+    configure(params, gpus=["GPU:0"])
+    assert runtime.sync_after_step(runtime_of(params)) is None
 
 
 def _cluster(*workers, task=0):
@@ -117,17 +139,16 @@ def test_workers_sharing_a_host_count_loopback_names_as_one_host():
 def test_workers_sharing_a_hosts_cores_split_them_unless_told(flags, workers, cores,
                                                               threads):
     params = Params(**{"model": "trivial", "device": "cpu", **flags})
-    assert runtime.intra_op_threads(params, _cluster(*workers), cores=cores) == threads
+    assert intra_op_threads(params, _cluster(*workers), cores=cores) == threads
 
 
 def test_cluster_of_colocated_workers_sets_the_pool_before_tensorflow_starts(monkeypatch):
     set_to = []
     monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads",
                         set_to.append)
-    monkeypatch.setattr(runtime, "available_cores", lambda: 8)
     params = Params(model="trivial", device="cpu", variable_update="collective_all_reduce",
                     worker_hosts="127.0.0.1:1,127.0.0.1:2", task_index=1)
-    runtime.configure(params)  # the cluster from the flags, as the CLI calls it
+    configure(params, cores=8)  # the cluster from the flags, as the CLI plans it
     assert set_to == [4]
 
 
@@ -135,7 +156,7 @@ def test_mkl_environment_after_tensorflow_import_is_an_error():
     # This process imported TensorFlow: the OpenMP runtime has read its environment.
     params = Params(model="trivial", device="cpu", mkl=True, kmp_blocktime=123456)
     with pytest.raises(ParamsError, match=r"^--mkl: KMP_BLOCKTIME=123456"):
-        runtime.set_environment(params)
+        runtime.set_environment(environment(params))
 
 
 def test_thread_counts_after_tensorflow_started_are_an_error():
@@ -182,9 +203,9 @@ def test_allow_growth_sets_memory_growth_on_every_gpu(monkeypatch):
     monkeypatch.setattr(tf.config.experimental, "get_memory_growth", recorder.get)
     monkeypatch.setattr(tf.config.experimental, "set_memory_growth", recorder.put)
     params = Params(model="trivial", device="gpu", num_gpus=2, allow_growth=True)
-    runtime.configure(params, gpus=["GPU:0", "GPU:1"])
+    configure(params, gpus=["GPU:0", "GPU:1"])
     assert recorder.set == {"GPU:0": True, "GPU:1": True}
-    runtime.configure(params.replace(allow_growth=None), gpus=["GPU:2"])
+    configure(params.replace(allow_growth=None), gpus=["GPU:2"])
     assert "GPU:2" not in recorder.set  # unset: TensorFlow's default stays
 
 

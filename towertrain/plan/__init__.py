@@ -104,7 +104,7 @@ def runtime_of(params, topology, machine) -> Runtime:
                                      for name in runtime_lib.ENVIRONMENT_SETTINGS})
     sharing = topology.cluster.workers_on_this_host()
     return Runtime(
-        environment=tuple(sorted(env.items())),
+        environment=tuple(env.items()),  # tf_cnn_benchmarks' order: messages name them so
         num_intra_threads=runtime_lib.intra_op_threads(
             params.num_intra_threads, topology.device, sharing, machine.cores),
         intra_threads_explicit=params.num_intra_threads is not None,
