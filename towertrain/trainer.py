@@ -309,12 +309,22 @@ class Trainer:
         """Top-1/top-5 of the current variables over `eval_data` (default: the
         input's eval split); prints the result line when `write` is given."""
         from towertrain.engine.evaluation import evaluator as evaluation
-        data = evaluation.eval_data_for(self.input, self.plan.batches.eval_per_process,
-                                        self.plan.outputs, eval_data)
-        result = evaluation.Evaluator(self.model, self.variables, self.devices).evaluate(data)
+        result = self._evaluator().evaluate(self._eval_data(eval_data))
         if write is not None:
             write(evaluation.format_result(result, self.global_step()))
         return result
+
+    def _eval_data(self, eval_data=None):
+        """`eval_data`, else the input's eval split, in the plan's eval batches and
+        amount (--num_eval_batches, --num_eval_epochs)."""
+        from towertrain.engine.evaluation import evaluator as evaluation
+        return evaluation.eval_data_for(self.input, self.plan.batches.eval_per_process,
+                                        self.plan.outputs, eval_data)
+
+    def _evaluator(self):
+        """An Evaluator of this trainer's variables, model and devices."""
+        from towertrain.engine.evaluation import evaluator as evaluation
+        return evaluation.Evaluator(self.model, self.variables, self.devices)
 
     # --- Library API (towertrain/__init__.py): export, save, restore. save()
     # and restore() are a portable checkpoint without the input position; an
