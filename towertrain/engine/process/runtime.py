@@ -19,7 +19,6 @@ import sys
 
 from towertrain.config import machine
 from towertrain.errors import ParamsError
-from towertrain.config.machine import available_cores  # noqa: F401 - tests read it here
 from towertrain.plan.runtime import XLA_CPU_FLAG  # noqa: F401 - tests read it here
 
 
