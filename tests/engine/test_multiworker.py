@@ -362,7 +362,8 @@ def test_cluster_from_flags_and_tf_config():
                                            "task": {"type": "ps", "index": 0}}))
     # A multi-worker Trainer in a process that never joined the cluster says so.
     with pytest.raises(ParamsError, match="has not joined the cluster"):
-        cluster.for_params(p)
+        from towertrain.engine.distributed import cluster as joining
+        joining.joined(cluster.resolve(p), p.worker_hosts)
 
 
 def test_worker_shard_takes_contiguous_global_towers():

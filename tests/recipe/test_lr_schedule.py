@@ -20,14 +20,15 @@ from helpers import cifar_files
 from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
 from towertrain import Callback, Params, Trainer
 from towertrain.recipe import lr_schedule
+from towertrain.plan import schedule as schedule_lib
 from towertrain.callbacks import default_callbacks
 from towertrain.input_pipeline import from_arrays
 from towertrain.config.params import ParamsError
 
 
 def build(global_batch=128, steps_per_epoch=10, total_steps=None, base=0.1, **flags):
-    return lr_schedule.build(Params(**flags), base, global_batch, steps_per_epoch,
-                             total_steps=total_steps)
+    return lr_schedule.build(schedule_lib.learning_rate(
+        Params(**flags), base, global_batch, steps_per_epoch, total_steps=total_steps))
 
 
 def assert_values(schedule, expected):

@@ -12,6 +12,8 @@ sum is checked in test_each_optimizer_...); pscpu runs with
 TOWERTRAIN_FULL_SWEEP=1.
 """
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -167,7 +169,10 @@ def test_global_norm_clip_parameter_server_spread_over_devices_is_one_norm(monke
     """Variables spread over 4 parameter devices (the GPU layout, on logical CPUs so
     it runs): one optimizer per device, yet ONE norm over every variable. A norm
     per device would clip each variable on its own (Keras clipnorm, not global)."""
-    monkeypatch.setattr(Params, "resolved_parameter_device", property(lambda self: "gpu"))
+    from towertrain import plan
+    planned = plan.topology_of  # the plan's parameter device, as on GPUs
+    monkeypatch.setattr(plan, "topology_of", lambda *args: dataclasses.replace(
+        planned(*args), parameter_device="gpu"))
     global_batch = 8
     images, labels = data(global_batch)
     trainer, initial = towers(4, "parameter_server", None, images, labels, global_batch,
