@@ -562,14 +562,14 @@ MUTATIONS = [
     # Clusters (tests/cluster/): Slurm through SlurmClusterResolver, on the
     # ports --slurm_port_base gives.
     Mutation(
-        "slurm_ignores_port_base", "towertrain/engine/distributed/resolvers.py",
+        "slurm_ignores_port_base", "towertrain/plan/cluster.py",
         "                port_base=params.slurm_port_base, **options)",
         "                port_base=8888, **options)",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_environment_gives_the_cluster_through_the_resolver"]),
     # TF_CONFIG with a 'chief' job: the chief must be task 0.
     Mutation(
-        "tf_config_chief_not_first", "towertrain/engine/distributed/resolvers.py",
+        "tf_config_chief_not_first", "towertrain/plan/cluster.py",
         '    hosts = parse_worker_hosts(",".join(chiefs + workers))',
         '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
         [T + "cluster/test_cluster_sources.py::"
@@ -981,7 +981,7 @@ MUTATIONS = [
         [T + "engine/test_inference.py::"
          "test_the_command_line_prints_images_per_sec_and_writes_nothing"]),
     Mutation(
-        "cluster_source_ignored", "towertrain/engine/distributed/resolvers.py",
+        "cluster_source_ignored", "towertrain/plan/cluster.py",
         "    source = params.cluster_source\n", '    source = "auto"\n',
         [T + "cluster/test_cluster_sources.py::"
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
@@ -1263,13 +1263,13 @@ MUTATIONS = [
         [T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
     # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
     Mutation(
-        "accumulation_linear_scaling_per_batch", "towertrain/trainer.py",
-        "            global_batch=self.global_batch_size * self.accumulation.steps,\n",
-        "            global_batch=self.global_batch_size,\n",
+        "accumulation_linear_scaling_per_batch", "towertrain/plan/__init__.py",
+        "            params, layout.base_learning_rate, global_batch=batches.per_update,\n",
+        "            params, layout.base_learning_rate, global_batch=batches.global_batch,\n",
         [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
     # x warmup: the warmup epochs counted in batches instead of updates.
     Mutation(
-        "accumulation_warmup_in_batches", "towertrain/recipe/lr_schedule.py",
+        "accumulation_warmup_in_batches", "towertrain/plan/schedule.py",
         "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs, steps_per_epoch)",
         "        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs,\n"
         "                                        steps_per_epoch * p.gradient_accumulation_steps)",
@@ -1587,7 +1587,7 @@ MUTATIONS = [
         [T + "cluster/test_launch.py::"
          "test_ctrl_c_on_the_launcher_is_the_coordinated_stop_of_every_worker"]),
     Mutation(
-        "slurm_gpus_not_assigned", "towertrain/engine/distributed/resolvers.py",
+        "slurm_gpus_not_assigned", "towertrain/plan/cluster.py",
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=True)",
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
         [T + "cluster/test_cluster_sources.py::"
@@ -1603,4 +1603,52 @@ MUTATIONS = [
         "StepPrinter(p.display_every, trainer.num_warmup_batches, write)",
         [T + "cluster/test_chief_writes.py::"
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
+    # The run plan (towertrain/plan): one fact derived once, for every part.
+    # The eval schedule counts an epoch's global batches, not its updates.
+    Mutation(
+        "eval_schedule_counts_batches_under_accumulation", "towertrain/plan/steps.py",
+        "    schedule = eval_schedule.for_params(params, warmup + timed,\n"
+        "                                        accumulation.updates_per_epoch)",
+        "    schedule = eval_schedule.for_params(params, warmup + timed, batches_per_epoch)",
+        [T + "plan/test_plan.py::"
+         "test_eval_every_epoch_under_accumulation_runs_after_each_epochs_last_update",
+         T + "plan/test_plan.py::test_eval_at_specified_epochs_under_accumulation_counts_updates"]),
+    # The learning rate's epochs count global batches, not updates.
+    Mutation(
+        "learning_rate_epochs_count_batches_under_accumulation", "towertrain/plan/__init__.py",
+        "            steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),",
+        "            steps_per_epoch=steps.batches_per_epoch, total_steps=steps.total),",
+        [T + "plan/test_plan.py::"
+         "test_learning_rate_epoch_boundaries_under_accumulation_count_updates"]),
+    # Every caller resolves the cluster again (the environment read 4 times a run).
+    Mutation(
+        "cluster_resolved_at_every_call", "towertrain/plan/cluster.py",
+        "    if key not in _RESOLVED:\n", "    if True:\n",
+        [T + "package/test_run_plan_structure.py::"
+         "test_a_cli_run_resolves_its_cluster_and_configures_its_runtime_once"]),
+    # The Trainer applies the runtime settings again after the CLI's setup did.
+    Mutation(
+        "runtime_configured_twice", "towertrain/engine/process/runtime.py",
+        '    if gpus is None and _APPLIED.get("runtime") == runtime:\n        return\n', "",
+        [T + "package/test_run_plan_structure.py::"
+         "test_a_cli_run_resolves_its_cluster_and_configures_its_runtime_once"]),
+    # A second place lists the GPUs.
+    Mutation(
+        "gpu_list_read_in_devices", "towertrain/engine/process/devices.py",
+        "    return len(machine.physical_gpus())",
+        '    return len(tf.config.list_physical_devices("GPU"))',
+        [T + "package/test_run_plan_structure.py::test_the_gpu_list_is_read_in_one_place"]),
+    # The plan imports TensorFlow when it loads.
+    Mutation(
+        "plan_imports_tensorflow", "towertrain/plan/steps.py",
+        "import math\n", "import math\n\nimport tensorflow  # noqa: F401\n",
+        [T + "package/test_run_plan_structure.py::"
+         "test_the_plan_and_config_import_no_tensorflow_at_module_level",
+         T + "plan/test_plan_without_tensorflow.py"]),
+    # An engine part holds the Params again.
+    Mutation(
+        "variable_manager_holds_params", "towertrain/engine/variable_mgr/base.py",
+        "        self.options = exchange  #", "        self.params = exchange  #",
+        [T + "package/test_run_plan_structure.py::"
+         "test_params_is_read_only_where_the_flags_are_decided"]),
 ]

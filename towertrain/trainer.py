@@ -107,7 +107,7 @@ class Trainer:
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
-        self.learning_rate = lr_schedule.build(self.plan.recipe.schedule)
+        self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)
         self._make_feed()
         self.variables = variable_mgr.create(self.plan.exchange, self.devices,
                                              self.plan.recipe.clipping)

@@ -10,22 +10,20 @@ import tensorflow as tf
 from helpers.cifar_files import write_dataset
 from helpers.data_files import imagenet_dir  # noqa: F401 - fixture
 from towertrain import Params
-from towertrain.engine.feed import input_factory
+from helpers import plans
 from towertrain.errors import ParamsError
 
 
 def cifar_input(data_dir, **flags):
     params = Params(model="trivial", device="cpu", data_dir=str(data_dir), **flags)
-    return input_factory.make_input(params, image_shape=(32, 32, 3), num_classes=10,
-                                    global_batch=4, data_format="NHWC",
-                                    dataset_name="cifar10")
+    return plans.make_input(params, image_shape=(32, 32, 3), num_classes=10,
+                            global_batch=4, dataset_name="cifar10")
 
 
 def imagenet_input(data_dir, **flags):
     params = Params(model="trivial", device="cpu", data_dir=str(data_dir), **flags)
-    return input_factory.make_input(params, image_shape=(24, 24, 3), num_classes=1000,
-                                    global_batch=4, data_format="NHWC",
-                                    dataset_name="imagenet")
+    return plans.make_input(params, image_shape=(24, 24, 3), num_classes=1000,
+                            global_batch=4, dataset_name="imagenet")
 
 
 def graph_nodes(dataset):

@@ -7,18 +7,16 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params
-from towertrain.engine.feed import input_factory
 
-from helpers import cifar_files
+from helpers import cifar_files, plans
 from helpers.data_files import example, imagenet_dir  # noqa: F401 - a fixture
 
 SIZE = 16
 
 
 def batches(params, image_shape, num_classes, global_batch, name, eval_split=False):
-    source = input_factory.make_input(params, image_shape=image_shape,
-                                      num_classes=num_classes, global_batch=global_batch,
-                                      data_format="NHWC", dataset_name=name)
+    source = plans.make_input(params, image_shape=image_shape, num_classes=num_classes,
+                              global_batch=global_batch, dataset_name=name)
     if eval_split:
         data = source.eval_data(global_batch)
         return [images.numpy() for images, _ in data.dataset]
@@ -165,9 +163,8 @@ SYNTHETIC_WHY = ("synthetic data is generated at the model's input size and neve
 def test_preprocessing_flags_on_synthetic_data_are_errors(given, flag):
     from towertrain import ParamsError
     with pytest.raises(ParamsError) as err:
-        input_factory.make_input(Params(model="trivial", **given), image_shape=(8, 8, 3),
-                                 num_classes=10, global_batch=4, data_format="NHWC",
-                                 dataset_name="cifar10")
+        plans.make_input(Params(model="trivial", **given), image_shape=(8, 8, 3),
+                         num_classes=10, global_batch=4, dataset_name="cifar10")
     assert str(err.value) == f"{flag}: {SYNTHETIC_WHY}"
 
 

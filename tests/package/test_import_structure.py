@@ -7,6 +7,7 @@ works" draws them):
     errors, private_api          import nothing of towertrain
     models, input_pipeline       define layers and input; never the engine
     config                       Params and flags
+    plan                         the run plan: Params + machine facts, once
     recipe                       what one update does
     engine                       devices, towers, the step, exchange, loop
     state                        checkpoints, the run record, export
@@ -27,7 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Where each source folder installs (setup.py's package_dir).
 SOURCES = {"towertrain": "towertrain", "models": "towertrain.models",
            "input_pipeline": "towertrain.input_pipeline"}
-LAYERS = [("errors", "private_api"), ("models", "input_pipeline"), ("config",), ("recipe",),
+LAYERS = [("errors", "private_api"), ("models", "input_pipeline"), ("config",), ("plan",),
+          ("recipe",),
           ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
 LAUNCHERS = ("towertrain.__main__", "towertrain.export", "towertrain.scaling", "towertrain.launch")
 DOOR = "towertrain"

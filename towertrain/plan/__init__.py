@@ -22,11 +22,12 @@ from towertrain.config import machine as machine_lib
 from towertrain.config.exchange_checks import default_spec
 from towertrain.config.runtime_checks import parse_gpu_indices
 from towertrain.plan import input_checks
+from towertrain.plan import schedule as schedule_lib
 from towertrain.plan import steps as steps_lib
 from towertrain.plan import runtime as runtime_lib
 from towertrain.plan.sections import (Batches, Clipping, Exchange, InputPlan, Loss,
                                       Optimizer, Outputs, Precision, Recipe, Runtime,
-                                      Schedule, Steps, Topology)
+                                      Steps, Topology)
 
 __all__ = ["InputFacts", "Layout", "RunPlan", "build", "lay_out", "Batches", "Exchange",
            "InputPlan", "Outputs", "Recipe", "Runtime", "Steps", "Topology"]
@@ -163,9 +164,9 @@ def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> Run
     steps = steps_lib.plan_steps(params, input_facts.steps_per_epoch, global_batch)
     recipe = Recipe(
         optimizer=_take(Optimizer, params),
-        schedule=_take(Schedule, params, base_learning_rate=layout.base_learning_rate,
-                       global_batch=batches.per_update,
-                       steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),
+        learning_rate=schedule_lib.learning_rate(
+            params, layout.base_learning_rate, global_batch=batches.per_update,
+            steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),
         precision=layout.precision, loss=_take(Loss, params),
         clipping=_take(Clipping, params), seed=params.tf_random_seed)
     return RunPlan(model=layout.model, dataset=layout.dataset, topology=topology,

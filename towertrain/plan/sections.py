@@ -93,24 +93,6 @@ class Optimizer:
 
 
 @frozen
-class Schedule:
-    """The learning-rate flags and the run facts the schedule is built from
-    (towertrain.recipe.lr_schedule.build)."""
-    base_learning_rate: float  # --init_learning_rate or the model's default
-    global_batch: int  # examples per update
-    steps_per_epoch: Optional[int]  # updates per epoch (None: no epoch length)
-    total_steps: int
-    piecewise_learning_rate_schedule: Optional[str] = None
-    num_epochs_per_decay: Optional[float] = None
-    learning_rate_decay_factor: Optional[float] = None
-    minimum_learning_rate: float = 0.0
-    learning_rate_schedule: Optional[str] = None
-    num_learning_rate_warmup_epochs: Optional[float] = None
-    scale_learning_rate: Optional[str] = None
-    base_batch_size: Optional[int] = None
-
-
-@frozen
 class Precision:
     use_fp16: bool = False
     use_bf16: bool = False
@@ -146,7 +128,7 @@ class Clipping:
 class Recipe:
     """What one update does: optimizer, learning rate, precision, loss, clipping."""
     optimizer: Optimizer
-    schedule: Schedule
+    learning_rate: "object"  # towertrain.plan.schedule.LearningRate
     precision: Precision
     loss: Loss
     clipping: Clipping

@@ -1,7 +1,6 @@
 """The learning rate as a function of the global step.
 
-    schedule = build(params, base_learning_rate=0.1, global_batch=256,
-                     steps_per_epoch=390, total_steps=39000)
+    schedule = build(run_plan.recipe.learning_rate)   # towertrain.plan.schedule
     keras.optimizers.SGD(schedule)      # Keras calls schedule(optimizer.iterations)
 
 Keras optimizers call a LearningRateSchedule with their `iterations`: the
@@ -30,81 +29,21 @@ global step from s to s + 1 (the loop's step s + 1).
   --num_examples_per_epoch for synthetic data.
 - --minimum_learning_rate is an absolute floor; it is not scaled.
 """
+import dataclasses
 import math
 
 import keras
 import tensorflow as tf
-
-from towertrain.config import recipe_checks as params_recipe
-from towertrain.errors import ParamsError
-
-_NEEDS_EPOCH = ("needs the epoch length: --data_dir, or --num_examples_per_epoch for "
-                "synthetic data")
 
 
 def _epochs(count):
     return f"{count:g} epoch" + ("" if count == 1 else "s")
 
 
-def _epochs_to_steps(epochs, steps_per_epoch):
-    # The epsilon keeps 0.29 epochs x 100 steps at 29, not 28.999999999999996 -> 28.
-    return int(math.floor(epochs * steps_per_epoch + 1e-9))
-
-
-def build(schedule):
-    """The run's Schedule from the plan's Schedule section (towertrain.plan):
-    the learning-rate flags, base_learning_rate (--init_learning_rate or the
-    model's default; a piecewise schedule brings its own rates), global_batch
-    (examples per update), steps_per_epoch (updates per epoch; None when the
-    data has no epoch length: then an epoch-based flag is an error naming it)
-    and total_steps (the run's last global step: cosine decays over it)."""
-    p = schedule
-    base_learning_rate, global_batch = p.base_learning_rate, p.global_batch
-    steps_per_epoch, total_steps = p.steps_per_epoch, p.total_steps
-    scale = 1.0
-    if p.scale_learning_rate == "linear":
-        scale = global_batch / p.base_batch_size
-
-    def need_epochs(flag):
-        if steps_per_epoch is None:
-            raise ParamsError(f"--{flag}={getattr(p, flag)}: {_NEEDS_EPOCH}")
-
-    kind, values, boundaries, boundary_epochs = "constant", [base_learning_rate], [], []
-    decay_steps = cosine_steps = None
-    if p.piecewise_learning_rate_schedule is not None:
-        values, boundary_epochs = params_recipe.parse_piecewise(
-            p.piecewise_learning_rate_schedule)
-        if boundary_epochs:
-            need_epochs("piecewise_learning_rate_schedule")
-            kind = "piecewise"
-            boundaries = [_epochs_to_steps(e, steps_per_epoch) for e in boundary_epochs]
-    elif p.num_epochs_per_decay is not None:
-        need_epochs("num_epochs_per_decay")
-        kind = "staircase"
-        decay_steps = _epochs_to_steps(p.num_epochs_per_decay, steps_per_epoch)
-        if decay_steps < 1:
-            raise ParamsError(f"--num_epochs_per_decay={p.num_epochs_per_decay}: less than "
-                              f"one step (an epoch is {steps_per_epoch} steps)")
-    elif p.learning_rate_schedule == "cosine":
-        if not total_steps:
-            raise ParamsError("--learning_rate_schedule=cosine: needs the run's length")
-        kind, cosine_steps = "cosine", int(total_steps)
-    warmup_steps = 0
-    if p.num_learning_rate_warmup_epochs:
-        need_epochs("num_learning_rate_warmup_epochs")
-        warmup_steps = _epochs_to_steps(p.num_learning_rate_warmup_epochs, steps_per_epoch)
-    schedule = Schedule(
-        kind=kind, base_values=values, scale=scale, boundaries=boundaries,
-        boundary_epochs=boundary_epochs, decay_steps=decay_steps,
-        decay_factor=p.learning_rate_decay_factor, decay_epochs=p.num_epochs_per_decay,
-        minimum=p.minimum_learning_rate, cosine_steps=cosine_steps,
-        warmup_steps=warmup_steps, warmup_epochs=p.num_learning_rate_warmup_epochs,
-        global_batch=global_batch, base_batch_size=p.base_batch_size,
-        steps_per_epoch=steps_per_epoch)
-    if kind in ("staircase", "cosine") and schedule.minimum > schedule.initial_value:
-        raise ParamsError(f"--minimum_learning_rate={p.minimum_learning_rate}: above the "
-                          f"learning rate it decays from ({schedule.initial_value:g})")
-    return schedule
+def build(learning_rate):
+    """The run's Schedule from the plan's LearningRate (towertrain.plan.schedule:
+    the flags already turned into steps and checked there)."""
+    return Schedule(**dataclasses.asdict(learning_rate))
 
 
 class Schedule(keras.optimizers.schedules.LearningRateSchedule):

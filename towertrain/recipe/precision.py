@@ -32,9 +32,9 @@ def policy_name(precision):
 
 
 @contextlib.contextmanager
-def policy_scope(params):
+def policy_scope(precision):
     """Builds models under the run's mixed policy, restoring the global one after."""
-    name = policy_name(params)
+    name = policy_name(precision)
     if name is None:
         yield
         return

@@ -51,9 +51,17 @@ def configure(runtime, gpus=None):
     the plan's `runtime` section. gpus: the physical GPUs (default: the
     machine's list; tests pass stand-ins). A section already applied in this
     process (the CLI's cluster setup did) is not applied again."""
-    import tensorflow as tf
     if gpus is None and _APPLIED.get("runtime") == runtime:
         return
+    _apply_runtime(runtime, gpus)
+    _APPLIED["runtime"] = runtime
+
+
+_APPLIED = {}  # the Runtime section this process applied last
+
+
+def _apply_runtime(runtime, gpus):
+    import tensorflow as tf
     set_environment(runtime.environment)
     threading = tf.config.threading
     _apply("num_intra_threads", runtime.num_intra_threads,
@@ -72,10 +80,6 @@ def configure(runtime, gpus=None):
                    lambda gpu=gpu: tf.config.experimental.get_memory_growth(gpu),
                    lambda value, gpu=gpu: tf.config.experimental.set_memory_growth(gpu, value),
                    explicit=True)
-    _APPLIED["runtime"] = runtime
-
-
-_APPLIED = {}  # the Runtime section this process applied last
 
 
 def _apply(flag, value, get, set_, explicit):
