@@ -10,8 +10,9 @@ class PeriodicEval(Callback):
     EvalSchedule, or an int N: every N steps, as before schedules existed) on
     `eval_data` (an EvalData, resolved before training so a missing split
     fails first), with `evaluator` (towertrain.engine.evaluation.evaluator's
-    Evaluator). add_fence(step): the input position's fence (RunHandles). on_result(step, EvalResult), if given, also gets each result
-    (the TensorBoard summaries write it under eval/).
+    Evaluator); add_fence(step): the input position's fence (RunHandles).
+    on_result(step, EvalResult), if given, also gets each result (the
+    TensorBoard summaries write it under eval/).
 
     stop_at_top_1: once a result's top-1 reaches it, the run stops right there
     (no later eval, no draining: each eval step is a staging fence) and the
