@@ -32,7 +32,7 @@ def default_callbacks(plan, handles, write=print):
     out, warmup = plan.outputs, plan.steps.warmup
     if not plan.topology.is_chief:
         return _worker_callbacks(plan, handles, write)  # multi-worker: the chief writes
-    precision = plan.recipe.precision
+    precision = plan.recipe.precision  # a dynamic loss scale: recipe.precision.LossScale
     dynamic = bool(precision.use_fp16 and precision.fp16_enable_auto_loss_scale)
     callbacks = [DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
                  StepPrinter(out.display_every, warmup, write,
