@@ -523,25 +523,25 @@ MUTATIONS = [
         "step % self.display_every == 0", "step % 10 == 0",
         [T + "commands/test_flag_values.py::test_batch_steps_warmup_and_display_every_shape_the_run"]),
     Mutation(
-        "num_warmup_batches_ignored", "towertrain/trainer.py",
-        "            return p.num_warmup_batches, p.resolved_num_batches",
-        "            return 10, p.resolved_num_batches",
+        "num_warmup_batches_ignored", "towertrain/plan/steps.py",
+        '        return params.num_warmup_batches, timed',
+        '        return 10, timed',
         [T + "commands/test_flag_values.py::test_batch_steps_warmup_and_display_every_shape_the_run"]),
     Mutation(
         "tf_random_seed_ignored", "towertrain/trainer.py",
-        "        keras.utils.set_random_seed(params.tf_random_seed)",
-        "        keras.utils.set_random_seed(1234)",
+        '        keras.utils.set_random_seed(layout.input.seed)',
+        '        keras.utils.set_random_seed(1234)',
         [T + "commands/test_flag_values.py::test_tf_random_seed_sets_the_initial_weights"]),
     Mutation(
-        "data_name_ignored", "towertrain/trainer.py",
-        "        self.dataset_name = params.data_name or spec.default_dataset",
-        "        self.dataset_name = spec.default_dataset",
+        "data_name_ignored", "towertrain/plan/__init__.py",
+        '    dataset = params.data_name or model_spec.default_dataset\n',
+        '    dataset = model_spec.default_dataset\n',
         [T + "commands/test_flag_values.py::test_model_data_name_and_data_format_choose_the_network_and_its_shape"]),
     # Staging x input doors: --staging_depth's value ignored (always 1).
     Mutation(
         "staging_depth_ignored", "towertrain/trainer.py",
-        "staging.StagedInput(self.input, params.staging_depth,",
-        "staging.StagedInput(self.input, 1,",
+        'self.input, self.plan.input.staging_depth, group=',
+        'self.input, 1, group=',
         [T + "input/test_staging_doors.py::test_staging_trains_each_door_on_the_batches_it_gives_unstaged"]),
     # The queue door left unstaged (the flag is silently without effect there).
     Mutation(
@@ -870,51 +870,51 @@ MUTATIONS = [
         [T + "state/test_export_preprocessing.py"]),
     # docs/flag_tests.md rows (i20b): each flag's value ignored, its row's test fails.
     Mutation(
-        "datasets_prefetch_buffer_size_ignored", "input_pipeline/dataset_options.py",
-        "        prefetch_buffer_size=params.datasets_prefetch_buffer_size,\n",
+        "datasets_prefetch_buffer_size_ignored", "towertrain/engine/feed/input_factory.py",
+        "        prefetch_buffer_size=input_plan.datasets_prefetch_buffer_size,\n",
         "        prefetch_buffer_size=None,\n",
         [T + "input/test_dataset_options.py::"
          "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
     Mutation(
-        "datasets_num_private_threads_ignored", "input_pipeline/dataset_options.py",
-        "        num_private_threads=params.datasets_num_private_threads,\n",
+        "datasets_num_private_threads_ignored", "towertrain/engine/feed/input_factory.py",
+        "        num_private_threads=input_plan.datasets_num_private_threads,\n",
         "        num_private_threads=None,\n",
         [T + "input/test_dataset_options.py::"
          "test_prefetch_buffer_and_private_threads_are_on_the_dataset"]),
     Mutation(
-        "datasets_use_prefetch_ignored", "input_pipeline/dataset_options.py",
-        "        use_prefetch=params.datasets_use_prefetch,\n",
+        "datasets_use_prefetch_ignored", "towertrain/engine/feed/input_factory.py",
+        "        use_prefetch=input_plan.datasets_use_prefetch,\n",
         "        use_prefetch=True,\n",
         [T + "input/test_dataset_options.py::test_no_prefetch_leaves_the_prefetch_out"]),
     Mutation(
-        "datasets_use_caching_ignored", "input_pipeline/dataset_options.py",
-        "        use_caching=params.datasets_use_caching,\n",
+        "datasets_use_caching_ignored", "towertrain/engine/feed/input_factory.py",
+        "        use_caching=input_plan.datasets_use_caching,\n",
         "        use_caching=False,\n",
         [T + "input/test_dataset_options.py::test_caching_reads_the_files_once"]),
     Mutation(
-        "datasets_interleave_cycle_length_ignored", "input_pipeline/dataset_options.py",
-        "        interleave_cycle_length=params.datasets_parallel_interleave_cycle_length,\n",
+        "datasets_interleave_cycle_length_ignored", "towertrain/engine/feed/input_factory.py",
+        "        interleave_cycle_length=input_plan.datasets_parallel_interleave_cycle_length,\n",
         "        interleave_cycle_length=None,\n",
         [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
     Mutation(
-        "datasets_sloppy_interleave_not_read", "input_pipeline/dataset_options.py",
-        "        sloppy_interleave=params.datasets_sloppy_parallel_interleave,\n",
+        "datasets_sloppy_interleave_not_read", "towertrain/engine/feed/input_factory.py",
+        "        sloppy_interleave=input_plan.datasets_sloppy_parallel_interleave,\n",
         "        sloppy_interleave=False,\n",
         [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
     Mutation(
-        "datasets_interleave_prefetch_ignored", "input_pipeline/dataset_options.py",
-        "        interleave_prefetch=params.datasets_parallel_interleave_prefetch,\n",
+        "datasets_interleave_prefetch_ignored", "towertrain/engine/feed/input_factory.py",
+        "        interleave_prefetch=input_plan.datasets_parallel_interleave_prefetch,\n",
         "        interleave_prefetch=None,\n",
         [T + "input/test_dataset_options.py::test_interleave_options_are_on_the_imagenet_pipeline"]),
     Mutation(
-        "datasets_repeat_cached_sample_not_read", "input_pipeline/dataset_options.py",
-        "        repeat_cached_sample=params.datasets_repeat_cached_sample)\n",
+        "datasets_repeat_cached_sample_not_read", "towertrain/engine/feed/input_factory.py",
+        "        repeat_cached_sample=input_plan.datasets_repeat_cached_sample)\n",
         "        repeat_cached_sample=False)\n",
         [T + "input/test_dataset_options.py::test_repeat_cached_sample_repeats_one_record"]),
     Mutation(
-        "gpu_indices_not_passed_to_devices", "towertrain/trainer.py",
-        "            indices=params.gpu_indices and runtime.parse_gpu_indices(params.gpu_indices))",
-        "            indices=None)",
+        "gpu_indices_not_passed_to_devices", "towertrain/engine/process/devices.py",
+        '                         indices=topology.gpu_indices)',
+        '                         indices=None)',
         [T + "engine/test_runtime_flags.py::"
          "test_gpu_indices_put_towers_on_those_gpus_in_that_order"]),
     Mutation(
@@ -963,10 +963,9 @@ MUTATIONS = [
         "                          if False else None)",
         [T + "engine/test_variable_consistency.py::test_relaxed_applies_each_sum_one_step_late"]),
     Mutation(
-        "gradient_accumulation_steps_ignored", "towertrain/trainer.py",
-        "        self.accumulation = accumulation.Plan(\n"
-        "            params.gradient_accumulation_steps,\n",
-        "        self.accumulation = accumulation.Plan(\n            1,\n",
+        "gradient_accumulation_steps_ignored", "towertrain/plan/steps.py",
+        '    accumulation = accumulation_lib.Plan(params.gradient_accumulation_steps,',
+        '    accumulation = accumulation_lib.Plan(1,',
         [T + "recipe/test_accumulation.py::"
          "test_full_batches_equal_stock_keras_gradient_accumulation"]),
     Mutation(
@@ -1133,8 +1132,8 @@ MUTATIONS = [
          "test_relaxed_applies_each_sum_one_step_late"]),
     Mutation(
         "batch_group_size_ignored", "towertrain/trainer.py",
-        "group=params.batch_group_size)",
-        "group=1)",
+        'group=self.plan.input.batch_group_size)',
+        'group=1)',
         [T + "engine/test_batch_group_size.py::"
          "test_groups_of_batches_are_staged_every_group_steps"]),
     # A category-3 tf_cnn_benchmarks flag given on the command line is refused
@@ -1196,20 +1195,22 @@ MUTATIONS = [
         [T + "recipe/test_accumulation.py::test_full_batches_equal_stock_keras_gradient_accumulation"]),
     # The schedule's epoch counted in batches instead of updates.
     Mutation(
-        "accumulation_schedule_in_batches", "towertrain/trainer.py",
-        "steps_per_epoch=self.accumulation.updates_per_epoch)",
-        "steps_per_epoch=self.accumulation.batches_per_epoch)",
-        [T + "recipe/test_accumulation.py::test_schedule_counts_updates"]),
+        "accumulation_schedule_in_batches", "towertrain/plan/__init__.py",
+        '            steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),',
+        '            steps_per_epoch=steps.batches_per_epoch, total_steps=steps.total),',
+        [T + 'plan/test_plan.py::test_learning_rate_epoch_boundaries_under_accumulation_count_updates',
+         T + "recipe/test_accumulation.py::test_schedule_counts_updates"]),
     # The input position counted in updates: resume skips to the wrong batch.
     Mutation(
-        "accumulation_resume_position_in_updates", "towertrain/trainer.py",
-        "        return self.accumulation.batches_before(step)\n", "        return step\n",
+        "accumulation_resume_position_in_updates", "towertrain/engine/feed/position.py",
+        '        return self.accumulation.batches_before(step)\n',
+        '        return step\n',
         [T + "state/test_resume_accumulation.py::test_every_example_once_per_epoch_across_a_kill"]),
     # A stop drains only the staged batches, ending mid-update.
     Mutation(
-        "accumulation_drain_mid_update", "towertrain/trainer.py",
-        "        if self.accumulators is None:\n            return self._staging.drain()\n",
-        "        if True:\n            return self._staging.drain()\n",
+        "accumulation_drain_mid_update", "towertrain/engine/feed/position.py",
+        '        if not self.accumulating:\n            return self.staging.drain()\n',
+        '        if True:\n            return self.staging.drain()\n',
         [T + "state/test_resume_accumulation.py::test_stop_mid_epoch_then_resume_equals_uninterrupted"]),
     # Micro-batches exchange: every one goes through the update path.
     Mutation(
@@ -1286,15 +1287,15 @@ MUTATIONS = [
     # from the global step, which lags the input after a skip.
     Mutation(
         "accumulation_plan_follows_global_step", "towertrain/trainer.py",
-        "        count = self.accumulation.micro_batches(self._next_update)\n",
-        "        count = self.accumulation.micro_batches(self.global_step())\n",
+        '            self.feed.next_update += 1\n',
+        '            self.feed.next_update = self.global_step()\n',
         [T + "recipe/test_accumulation_combined.py::"
          "test_skipped_update_keeps_the_epochs_updates_in_place"]),
     # ... and a stop's drain computed from the lagging global step.
     Mutation(
         "accumulation_drain_from_global_step", "towertrain/trainer.py",
-        "        step = self._next_update\n        end = self.accumulation.",
-        "        step = self.global_step()\n        end = self.accumulation.",
+        '        return self.feed.drain()\n',
+        '        self.feed.next_update = self.global_step()\n        return self.feed.drain()\n',
         [T + "recipe/test_accumulation_combined.py::"
          "test_skipped_update_keeps_the_epochs_updates_in_place"]),
     # The scaling command checks only Params fields, so --forward_only passes unseen.
@@ -1362,6 +1363,25 @@ MUTATIONS = [
         "    blocks_per_stage = (depth - 2) // 6\n",
         "    blocks_per_stage = min((depth - 2) // 6, 3)\n",
         [T + "models/test_models.py::test_param_count_known"]),
+    # The model catalog imports Keras: checking --model (Params) costs seconds again.
+    Mutation(
+        "catalog_imports_keras", "models/catalog.py",
+        "import dataclasses\nimport importlib\n",
+        "import dataclasses\nimport importlib\n\nimport keras  # noqa: F401\n",
+        [T + "models/test_catalog.py::test_catalog_and_params_import_no_keras"]),
+    # A catalog row points at the wrong builder (resnet101 built as resnet50).
+    Mutation(
+        "catalog_row_wrong_builder_args", "models/catalog.py",
+        '_factory("resnet_imagenet", "resnet_imagenet", 101)',
+        '_factory("resnet_imagenet", "resnet_imagenet", 50)',
+        [T + "models/test_catalog.py::test_every_built_in_model_has_the_spec_it_had_before"]),
+    # Importing models/vgg.py (as building vgg11 does) rebinds towertrain.models.vgg
+    # to the module, no longer the factory.
+    Mutation(
+        "models_factory_name_becomes_its_module", "models/__init__.py",
+        "        if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:\n",
+        "        if False:\n",
+        [T + "models/test_catalog.py::test_catalog_and_params_import_no_keras"]),
     # Workers sharing a host's cores each take all of them (the pool default
     # of one process): the multi-worker run oversubscribes the cores.
     Mutation(
@@ -1382,7 +1402,8 @@ MUTATIONS = [
     # first, so the pools are fixed before the workers' share is set.
     Mutation(
         "cluster_setup_skips_runtime_threads", "towertrain/engine/distributed/cluster.py",
-        "        runtime.configure(params, cluster=cluster)\n", "",
+        '        runtime.configure(layout.runtime)\n',
+        '',
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # Compact transfer sends the full-precision sum (no cast): with
     # accumulation the update would be float32-exact, not half precision.
@@ -1614,13 +1635,6 @@ MUTATIONS = [
         [T + "plan/test_plan.py::"
          "test_eval_every_epoch_under_accumulation_runs_after_each_epochs_last_update",
          T + "plan/test_plan.py::test_eval_at_specified_epochs_under_accumulation_counts_updates"]),
-    # The learning rate's epochs count global batches, not updates.
-    Mutation(
-        "learning_rate_epochs_count_batches_under_accumulation", "towertrain/plan/__init__.py",
-        "            steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),",
-        "            steps_per_epoch=steps.batches_per_epoch, total_steps=steps.total),",
-        [T + "plan/test_plan.py::"
-         "test_learning_rate_epoch_boundaries_under_accumulation_count_updates"]),
     # Every caller resolves the cluster again (the environment read 4 times a run).
     Mutation(
         "cluster_resolved_at_every_call", "towertrain/plan/cluster.py",

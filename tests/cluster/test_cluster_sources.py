@@ -9,7 +9,7 @@ import pytest
 from helpers import cluster_runs as runs
 
 from towertrain.config.params import Params, ParamsError
-from towertrain.engine.process import runtime
+from towertrain.config import machine
 from towertrain.plan import cluster as resolvers
 
 SLURM_TWO_TASKS = {"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2",
@@ -123,8 +123,8 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
     assert "worker task 1 of 2 at 127.0.0.1:%d, from Slurm: training" % (base + 1) in worker
     # Both tasks on this host: each worker's intra-op pool (read back from
     # TensorFlow for the header) is its share of the cores, not all of them.
-    share = max(1, runtime.available_cores() // 2)
+    share = max(1, machine.available_cores() // 2)
     assert re.search(r"^Threads:\s+intra-op %d per worker \(%d cores / 2 workers on this host"
-                     % (share, runtime.available_cores()), chief, re.MULTILINE), chief[:2000]
+                     % (share, machine.available_cores()), chief, re.MULTILINE), chief[:2000]
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * runs.EPOCHS
     runs.assert_same_model(train_dir, reference)

@@ -225,8 +225,8 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
             assert collectives[:, 1].max() - collectives[:, 1].min() <= 1
     # Both workers on this host: cluster.setup gave each its share of the
     # cores for TensorFlow's intra-op pool before the runtime started.
-    from towertrain.engine.process import runtime
-    share = max(1, runtime.available_cores() // 2)
+    from towertrain.config import machine
+    share = max(1, machine.available_cores() // 2)
     assert [int(np.load(out)["intra_op_threads"]) for out in outs] == [share, share]
     first, second = np.load(outs[0]), np.load(outs[1])
     for name in first.files:  # both workers' copies identical

@@ -20,33 +20,14 @@ works" draws them):
 `__main__` guard, and towertrain/__init__.py is the lazy public door.
 """
 import ast
-import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Where each source folder installs (setup.py's package_dir).
-SOURCES = {"towertrain": "towertrain", "models": "towertrain.models",
-           "input_pipeline": "towertrain.input_pipeline"}
+from helpers.source_tree import DOOR, ROOT, SOURCES, find_modules, wing
+
 LAYERS = [("errors", "private_api"), ("models", "input_pipeline"), ("config",), ("plan",),
-          ("recipe",),
-          ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
+          ("recipe",), ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
 LAUNCHERS = ("towertrain.__main__", "towertrain.export", "towertrain.scaling", "towertrain.launch")
-DOOR = "towertrain"
-
-
-def find_modules(root, sources=SOURCES):
-    """{dotted module name: file path} for every .py file under the sources."""
-    found = {}
-    for folder, package in sources.items():
-        for dirpath, _, files in os.walk(os.path.join(root, folder)):
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(dirpath, name)
-                    rel = os.path.relpath(path, os.path.join(root, folder))[:-3]
-                    parts = [p for p in rel.split(os.sep) if p != "__init__"]
-                    found[".".join([package] + parts)] = path
-    return found
 
 
 def imports_of(name, path, modules):
@@ -106,12 +87,6 @@ def cycles(graph):
         if node not in index:
             visit(node)
     return groups
-
-
-def wing(module):
-    """'towertrain.engine.tower' -> 'engine'; 'towertrain.trainer' -> 'trainer'."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else DOOR
 
 
 def rank(module):

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from test_import_structure import ROOT, find_modules, wing
+from helpers.source_tree import ROOT, find_modules, wing
 
 # Wings that decide from the flags: they may read Params.
 PARAMS_WINGS = ("config", "plan", "commands", "trainer")

@@ -106,13 +106,15 @@ def test_topology_names_the_towers_and_their_global_index():
     assert run_plan(picked, machine=GPU_MACHINE).topology.tower_devices == ("/gpu:3", "/gpu:1")
 
 
-def test_unset_device_and_data_format_follow_the_machine():
-    params = Params(model="trivial", device="cpu")
-    on_cpu = run_plan(params.replace(device=None), machine=CPU_MACHINE).topology
-    on_gpu = run_plan(params.replace(device=None), machine=GPU_MACHINE).topology
-    assert (on_cpu.device, on_cpu.data_format, on_cpu.device_given) == ("cpu", "NHWC", False)
-    assert (on_gpu.device, on_gpu.data_format, on_gpu.parameter_device) == ("gpu", "NCHW",
-                                                                            "gpu")
+def test_unset_device_and_data_format_follow_the_machine(monkeypatch):
+    from towertrain.config import machine
+    for gpus, expected in [((), ("cpu", "NHWC", "cpu")), (("GPU:0",), ("gpu", "NCHW", "gpu"))]:
+        # Params checks an unset --device against the machine's GPU list.
+        monkeypatch.setattr(machine, "physical_gpus", lambda gpus=gpus: gpus)
+        params = Params(model="trivial")
+        topology = run_plan(params, machine=machine.probe()).topology
+        assert (topology.device, topology.data_format, topology.parameter_device) == expected
+        assert not topology.device_given
 
 
 def test_batches_at_every_level():

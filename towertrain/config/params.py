@@ -86,12 +86,12 @@ def _check_choice(params, flag, choices):
 
 def validate(p: Params) -> None:
     """Raises ParamsError naming the first bad flag; checks run before any work."""
-    from towertrain import models  # the registry; models never import the engine
+    from towertrain.models import catalog  # names without Keras; models never import the engine
 
     _check_types(p)
-    if p.model not in models.registered_names():
+    if p.model not in catalog.registered_names():
         _fail("model", p.model,
-              f"unknown model; known models: {', '.join(models.registered_names())}")
+              f"unknown model; known models: {', '.join(catalog.registered_names())}")
     for flag in ("variable_update", "all_reduce_spec", "optimizer", "device",
                  "local_parameter_device", "data_format", "data_name"):
         _check_choice(p, flag, {

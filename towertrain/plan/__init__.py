@@ -137,9 +137,9 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
         from towertrain import models
         model_spec = models.get_spec(params.model)
     topology = topology_of(params, machine, cluster)
-    input_checks.check(params, params.data_name or model_spec.default_dataset)
-    per_device = params.batch_size or model_spec.default_batch_size
     dataset = params.data_name or model_spec.default_dataset
+    input_checks.check(params, dataset)
+    per_device = params.batch_size or model_spec.default_batch_size
     return Layout(
         model=params.model, dataset=dataset, topology=topology,
         runtime=runtime_of(params, topology, machine),
