@@ -300,9 +300,7 @@ class Trainer:
         training, so a missing one fails first; only the chief evaluates."""
         evaluator = data = None
         if self.plan.steps.eval_schedule is not None and self.plan.topology.is_chief:
-            from towertrain.engine.evaluation import evaluator as evaluation
-            data = evaluation.eval_data_for(self, eval_data)
-            evaluator = evaluation.Evaluator(self)
+            data, evaluator = self._eval_data(eval_data), self._evaluator()
         return handles_lib.RunHandles(
             step=self.step, global_step=self.global_step, begin=self.begin, drain=self.drain,
             header_info=self.header_info, add_fence=self.add_fence,
@@ -322,6 +320,17 @@ class Trainer:
         if write is not None:
             write(evaluation.format_result(result, self.global_step()))
         return result
+
+    def _eval_data(self, eval_data=None):
+        """`eval_data`, else the input's eval split, in the plan's eval batches and
+        amount (--num_eval_batches, --num_eval_epochs)."""
+        from towertrain.engine.evaluation import evaluator as evaluation
+        return evaluation.eval_data_for(self, eval_data)
+
+    def _evaluator(self):
+        """An Evaluator of this trainer's variables, model and devices."""
+        from towertrain.engine.evaluation import evaluator as evaluation
+        return evaluation.Evaluator(self)
 
     # --- Library API (towertrain/__init__.py): export, save, restore. save()
     # and restore() are a portable checkpoint without the input position; an
