@@ -187,8 +187,8 @@ MUTATIONS = [
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
-        "saver = CheckpointSaver(Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep),",
-        "saver = CheckpointSaver(Checkpointer(trainer, p.train_dir),",
+        "Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep),",
+        "Checkpointer(handles, plan, out.train_dir),",
         [T + "commands/test_cli_checkpoints.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
     # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
     Mutation(
@@ -467,10 +467,10 @@ MUTATIONS = [
     # between (evals, saves) count as step time.
     Mutation(
         "step_time_from_previous_step_end", "towertrain/engine/run/loop.py",
-        "                started = time.perf_counter()\n                result = trainer.step(outputs)\n"
+        "                started = time.perf_counter()\n                result = handles.step(outputs)\n"
         "                seconds = time.perf_counter() - started\n",
         "                started = getattr(self, '_ended', None) or time.perf_counter()\n"
-        "                result = trainer.step(outputs)\n"
+        "                result = handles.step(outputs)\n"
         "                seconds = time.perf_counter() - started\n"
         "                self._ended = time.perf_counter()\n",
         [T + "callbacks/test_step_time.py"]),
@@ -785,7 +785,7 @@ MUTATIONS = [
     # differs would stop apart, and the saved input position would skip them).
     Mutation(
         "cluster_stop_before_staged_batches", "towertrain/callbacks/cluster_stop.py",
-        "            self.stop_at = min(step + depth, self.loop.total_steps)",
+        "            self.stop_at = min(step + self.handles.staging_depth, self.loop.total_steps)",
         "            self.stop_at = min(step, self.loop.total_steps)",
         [T + "callbacks/test_cluster_stop.py::"
          "test_another_workers_request_stops_after_the_staged_batches"]),
@@ -955,7 +955,7 @@ MUTATIONS = [
          "test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts"]),
     Mutation(
         "display_perf_ewma_not_passed", "towertrain/callbacks/__init__.py",
-        "ewma=p.display_perf_ewma, loss_name=", "ewma=None, loss_name=",
+        "ewma=out.display_perf_ewma, loss_name=", "ewma=None, loss_name=",
         [T + "engine/test_loss_report.py::test_display_perf_ewma_reaches_the_step_printer"]),
     Mutation(
         "variable_consistency_ignored", "towertrain/engine/variable_mgr/replicated.py",
@@ -986,12 +986,12 @@ MUTATIONS = [
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
     Mutation(
         "graph_file_ignored", "towertrain/callbacks/__init__.py",
-        "    if p.graph_file:\n", "    if False:\n",
+        "    if out.graph_file:\n", "    if False:\n",
         [T + "callbacks/test_run_files.py::"
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
         "benchmark_log_dir_ignored", "towertrain/callbacks/__init__.py",
-        "    if p.benchmark_log_dir:\n", "    if False:\n",
+        "    if out.benchmark_log_dir:\n", "    if False:\n",
         [T + "callbacks/test_run_files.py::"
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
@@ -1115,7 +1115,7 @@ MUTATIONS = [
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
         "chrome_trace_format_ignored", "towertrain/callbacks/__init__.py",
-        "write, chrome=p.use_chrome_trace_format))",
+        "write, chrome=out.use_chrome_trace_format))",
         "write))",
         [T + "callbacks/test_run_files.py::"
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
@@ -1465,8 +1465,9 @@ MUTATIONS = [
     # A run refused in setup (here: --use_fp16 on a CPU) creates --train_dir first.
     Mutation(
         "refused_run_creates_train_dir", "towertrain/commands/train.py",
-        "        writable.check_run(params)\n",
-        "        writable.check_run(params)\n        if params.train_dir:\n"
+        "        writable.check_run(common.outputs_of(params), training=not params.eval)\n",
+        "        writable.check_run(common.outputs_of(params), training=not params.eval)\n"
+        "        if params.train_dir:\n"
         "            __import__('os').makedirs(params.train_dir, exist_ok=True)\n",
         [T + "commands/test_tfcnn_readme_commands.py::"
          "test_the_eight_gpu_command_on_cpu_is_refused_before_any_step"]),
@@ -1555,8 +1556,8 @@ MUTATIONS = [
     # A user's callbacks run before the built-in ones.
     Mutation(
         "user_callbacks_first", "towertrain/trainer.py",
-        "result = loop_lib.run(self, built + list(callbacks), write)",
-        "result = loop_lib.run(self, list(callbacks) + built, write)",
+        "built + list(callbacks), self.total_steps, write)",
+        "list(callbacks) + built, self.total_steps, write)",
         [T + "engine/test_step_results.py::test_a_users_callbacks_run_after_the_built_in_ones"]),
     # independent: eval and the Keras model take the last tower's copy.
     Mutation(
@@ -1569,7 +1570,7 @@ MUTATIONS = [
     # saves) one staged batch past the eval that stopped it.
     Mutation(
         "no_fence_after_eval", "towertrain/callbacks/periodic_eval.py",
-        "            self.loop.trainer.add_fence(following)", "            pass",
+        "            self.add_fence(following)", "            pass",
         [T + "callbacks/test_eval_flags.py::"
          "test_stop_at_top_1_with_staged_input_stops_at_that_eval_not_a_batch_later"]),
     # The step's collectives timed again: one sleeping TensorFlow thread each
@@ -1616,13 +1617,13 @@ MUTATIONS = [
          "test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node"]),
     Mutation(
         "every_worker_is_the_chief", "towertrain/callbacks/__init__.py",
-        "if cluster is not None and not cluster.is_chief:", "if False:",
+        "    if not plan.topology.is_chief:\n", "    if False:\n",
         [T + "cluster/test_chief_writes.py::"
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
     Mutation(
         "non_chief_prints_the_output", "towertrain/callbacks/__init__.py",
-        "StepPrinter(p.display_every, trainer.num_warmup_batches, lambda *_: None)",
-        "StepPrinter(p.display_every, trainer.num_warmup_batches, write)",
+        "StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)",
+        "StepPrinter(out.display_every, plan.steps.warmup, write)",
         [T + "cluster/test_chief_writes.py::"
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
     # The run plan (towertrain/plan): one fact derived once, for every part.

@@ -11,6 +11,7 @@ it lives in towertrain.engine.run.loop; features (logging, checkpoints, eval) ar
 callbacks; checkpoints and export are towertrain.state's.
 """
 import collections
+import dataclasses
 import time
 
 import keras
@@ -27,6 +28,7 @@ from towertrain.engine.run import model_checks
 from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
+from towertrain.engine.run import handles as handles_lib
 from towertrain.engine.run import loop as loop_lib
 from towertrain.recipe import native_precision
 from towertrain.recipe import precision
@@ -297,13 +299,32 @@ class Trainer:
           (default: the input's eval split). callbacks: extra
           towertrain.callbacks.Callback objects, run after the built-in ones.
         """
-        from towertrain import callbacks as callbacks_lib  # callbacks know the trainer
+        from towertrain import callbacks as callbacks_lib
         from towertrain.state import writable
-        writable.check_run(self.params)  # before anything is written or trained
-        built = callbacks_lib.default_callbacks(self, write, eval_data)
-        result = loop_lib.run(self, built + list(callbacks), write)
+        # Before anything is written or trained.
+        writable.check_run(self.plan.outputs, training=not self.params.eval)
+        handles = self._run_handles(eval_data)
+        built = callbacks_lib.default_callbacks(self.plan, handles, write)
+        result = loop_lib.run(handles, built + list(callbacks), self.total_steps, write)
         self.sync_model()
         return result
+
+    def _run_handles(self, eval_data=None):
+        """What the loop and the built-in callbacks get instead of the trainer
+        (towertrain.engine.run.handles). The eval split is resolved here, before
+        training, so a missing one fails first; only the chief evaluates."""
+        evaluator = data = None
+        if self.plan.steps.eval_schedule is not None and self.plan.topology.is_chief:
+            data, evaluator = self._eval_data(eval_data), self._evaluator()
+        return handles_lib.RunHandles(
+            step=self.step, global_step=self.global_step, begin=self.begin, drain=self.drain,
+            header_info=self.header_info, add_fence=self.add_fence,
+            staged_batches=self.staged_batches,
+            staging_depth=self._staging.depth if self._staging is not None else 0,
+            evaluator=evaluator, eval_data=data, learning_rate=self.learning_rate,
+            model=self.model, variables=self.variables, input=self.input,
+            engine_variables=self.engine_variables, stop_request=self.stop_request,
+            trace_step=self.trace_step, settings=dataclasses.asdict(self.params))
 
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the

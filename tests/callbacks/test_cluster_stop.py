@@ -8,13 +8,13 @@ from towertrain.callbacks import cluster_stop
 from towertrain.engine.run.loop import Loop
 
 
-class _Trainer:
+class _Handles:
+    """What the trainer hands ClusterStop and the loop (RunHandles)."""
+
     def __init__(self):
         self.fences, self.assigned = [], []
         self.stop_request = types.SimpleNamespace(assign=self.assigned.append)
-        self.params = types.SimpleNamespace(train_dir=None)
-        self.input = object()  # not staged: nothing to drain
-        self.total_steps = 100
+        self.staging_depth = 0  # not staged: nothing to drain
 
     def global_step(self):
         return 0
@@ -28,10 +28,10 @@ def _result(stop_requests):
 
 
 def test_a_signal_is_sent_once_and_every_worker_stops_at_the_step_it_arrived():
-    trainer = _Trainer()
+    trainer = _Handles()
     lines = []
     stop = cluster_stop.ClusterStop(trainer, write=lines.append)
-    loop = Loop(trainer, [stop])
+    loop = Loop(trainer, [stop], total_steps=100)
     stop.loop = loop  # before_train would also install the handlers
     stop.before_step(5)
     assert trainer.assigned == []
@@ -50,12 +50,10 @@ def test_a_signal_is_sent_once_and_every_worker_stops_at_the_step_it_arrived():
 
 
 def test_another_workers_request_stops_after_the_staged_batches():
-    from towertrain.engine.feed import staging
-    trainer = _Trainer()
-    trainer.input = staging.StagedInput.__new__(staging.StagedInput)
-    trainer.input.depth = 2
+    trainer = _Handles()
+    trainer.staging_depth = 2
     stop = cluster_stop.ClusterStop(trainer, write=print)
-    stop.loop = loop = Loop(trainer, [stop])
+    stop.loop = loop = Loop(trainer, [stop], total_steps=100)
     stop.after_step(10, _result(1), 0.1)
     assert (stop.stop_at, trainer.fences, loop.stop_reason) == (12, [12], None)
     stop.after_step(11, _result(0), 0.1)
@@ -67,8 +65,8 @@ def test_another_workers_request_stops_after_the_staged_batches():
 def test_a_second_signal_exits_at_once(monkeypatch):
     exits = []
     monkeypatch.setattr(cluster_stop.os, "_exit", exits.append)
-    stop = cluster_stop.ClusterStop(_Trainer())
-    stop.loop = Loop(_Trainer(), [stop])
+    stop = cluster_stop.ClusterStop(_Handles())
+    stop.loop = Loop(_Handles(), [stop], total_steps=100)
     stop._handle(signal.SIGTERM, None)
     assert (stop.received, exits) == ("SIGTERM", [])
     stop._handle(signal.SIGINT, None)

@@ -32,10 +32,10 @@ def _wait_for(condition, timeout=10.0):
 @pytest.mark.parametrize("first,second", [(signal.SIGTERM, signal.SIGTERM),
                                           (signal.SIGINT, signal.SIGTERM)])
 def test_first_signal_stops_the_loop_and_a_second_exits_at_once(first, second, capfd):
-    fake_trainer = types.SimpleNamespace(global_step=lambda: 0, total_steps=10)
+    fake_trainer = types.SimpleNamespace(global_step=lambda: 0)  # the run's handles
     exits = []
     callback = StopOnSignal(saves_on_stop=False, write=helpers.cli.quiet, exit=exits.append)
-    loop = loop_lib.Loop(fake_trainer, [callback])
+    loop = loop_lib.Loop(fake_trainer, [callback], total_steps=10)
     previous = {sig: signal.getsignal(sig) for sig in StopOnSignal.SIGNALS}
     callback.before_train(loop)
     try:

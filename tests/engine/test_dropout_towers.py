@@ -7,11 +7,11 @@ import tensorflow as tf
 
 from towertrain import Params, Trainer
 from towertrain.state import checkpoint as ckpt_lib
-from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline import from_arrays
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
+from helpers.run_handles import checkpointer_for
 
 
 # ---------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def test_checkpoint_restores_into_a_model_built_after_other_layers(tmp_path):
     saved = ckpt_lib.model_variable_dict(source.model, *source.variables.primary_variables())
     _unrelated_dropouts(4)
     target = trainer()
-    assert Checkpointer(target, str(tmp_path)).restore_latest().endswith("ckpt-3")
+    assert checkpointer_for(target, str(tmp_path)).restore_latest().endswith("ckpt-3")
     restored = ckpt_lib.model_variable_dict(target.model, *target.variables.primary_variables())
     assert sorted(restored) == sorted(saved)
     for key, variable in saved.items():

@@ -3,12 +3,13 @@ Training), each against an independent computation."""
 import numpy as np
 import pytest
 
-from towertrain import Trainer, callbacks
+from towertrain import Trainer
 from towertrain.callbacks import StepPrinter
 from towertrain.trainer import StepResult
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 from helpers.graph_walks import all_ops
+from helpers.run_handles import default_callbacks_for
 
 DECAY = 0.05
 
@@ -100,7 +101,7 @@ def test_display_perf_ewma_weights_recent_step_times_as_tf_cnn_benchmarks():
 def test_display_perf_ewma_reaches_the_step_printer():
     trainer = Trainer(tiny_models.tiny_params(gpus=1, display_perf_ewma=0.25))
     try:
-        built = callbacks.default_callbacks(trainer, write=lambda _: None)
+        built = default_callbacks_for(trainer, write=lambda _: None)
     finally:
         trainer.close()
     printer, = [c for c in built if isinstance(c, StepPrinter)]

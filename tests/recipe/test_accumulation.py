@@ -27,7 +27,7 @@ class StepLog(Callback):
 
     def after_step(self, step, result, seconds):
         self.examples.append(result.examples)
-        self.rates.append(self.loop.trainer.learning_rate.value_at(step - 1))
+        self.rates.append(self.loop.handles.learning_rate.value_at(step - 1))
 
 
 def examples(count, seed=3):

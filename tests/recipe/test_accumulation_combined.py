@@ -29,7 +29,7 @@ class RateLog(Callback):
         self.rates = []
 
     def after_step(self, step, result, seconds):
-        self.rates.append(self.loop.trainer.learning_rate.value_at(step - 1))
+        self.rates.append(self.loop.handles.learning_rate.value_at(step - 1))
 
 
 def examples(count=NUM_EXAMPLES, seed=11):

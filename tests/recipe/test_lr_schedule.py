@@ -17,11 +17,11 @@ import pytest
 import tensorflow as tf
 
 from helpers import cifar_files
+from helpers.run_handles import default_callbacks_for
 from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
 from towertrain import Callback, Params, Trainer
 from towertrain.recipe import lr_schedule
 from towertrain.plan import schedule as schedule_lib
-from towertrain.callbacks import default_callbacks
 from towertrain.input_pipeline import from_arrays
 from towertrain.config.params import ParamsError
 
@@ -281,7 +281,7 @@ def test_a_resumed_trainer_continues_the_schedule_at_the_restored_step(tmp_path)
     first, rates = run(tmp_path / "a", 4)
     assert first.global_step() == 4
     resumed = Trainer(Params(num_batches=12, train_dir=str(tmp_path / "a"), **common))
-    default_callbacks(resumed, write=lambda line: None)  # restores the latest checkpoint
+    default_callbacks_for(resumed, write=lambda line: None)  # restores the latest checkpoint
     assert resumed.global_step() == 4
     for optimizer in resumed.variables.optimizers():
         assert float(optimizer.learning_rate) == pytest.approx(expected[4])  # not warmup's 0.04

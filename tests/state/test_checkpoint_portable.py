@@ -10,10 +10,10 @@ from towertrain import Params, Trainer, models
 from towertrain.state import checkpoint as ckpt_lib
 from towertrain.engine.evaluation import evaluator as evaluation
 from towertrain.errors import ParamsError
-from towertrain.callbacks import Checkpointer
 from towertrain.input_pipeline.base import EvalData
 from towertrain.models import FusedBatchNormalization
 
+from helpers.run_handles import checkpointer_for
 from helpers.tiny_models import NUM_EVAL, eval_data, evaluate, tiny_params  # noqa: F401 - registers ckpt_tiny
 
 
@@ -36,7 +36,7 @@ def test_restore_into_another_cell_gives_same_eval(tmp_path, source, target):
     expected = evaluate(trained)
 
     restored = Trainer(tiny_params(*target, train_dir=str(tmp_path)))
-    path = Checkpointer(restored, str(tmp_path)).restore_latest()
+    path = checkpointer_for(restored, str(tmp_path)).restore_latest()
     assert path.endswith("ckpt-3")
     got = evaluate(restored)
     assert got.num_examples == NUM_EVAL

@@ -15,11 +15,11 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Trainer
-from towertrain.callbacks import Checkpointer
 
 from helpers import tiny_models
 from helpers.checkpoint_files import latest_step
 from helpers.cli import driver
+from helpers.run_handles import checkpointer_for
 from helpers.sweep import full_sweep_only
 
 pytestmark = pytest.mark.slow
@@ -114,5 +114,5 @@ def test_nan_loss_stops_without_saving_and_previous_checkpoint_restores(tmp_path
         np.testing.assert_array_equal(after[name], before[name])
 
     trainer = Trainer(tiny_models.tiny_params(train_dir=train_dir).replace(model="trivial"))
-    assert Checkpointer(trainer, train_dir).restore_latest().endswith("ckpt-4")
+    assert checkpointer_for(trainer, train_dir).restore_latest().endswith("ckpt-4")
     assert all(np.all(np.isfinite(v.numpy())) for v in trainer.variables.primary_variables()[0])

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from towertrain import Params, ParamsError
+from towertrain.commands import recorded_flags
 from towertrain.state import run_record
 from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
 
@@ -31,7 +32,7 @@ def test_read_a_damaged_record_names_the_file(tmp_path, text):
 
 
 def test_fill_takes_what_was_not_given():
-    filled = run_record.fill_params(eval_params(), set(), RECORD)
+    filled = recorded_flags.fill_params(eval_params(), set(), RECORD)
     assert (filled.model, filled.data_name) == ("cifar_cnn", "cifar10")
     # Checkpoints do not depend on the layout: the device's own default stays.
     assert filled.data_format is None and filled.resolved_data_format == "NHWC"
@@ -39,23 +40,23 @@ def test_fill_takes_what_was_not_given():
 
 def test_fill_keeps_explicit_flags_even_at_their_default_value():
     params = eval_params(model="trivial")  # "trivial" is also --model's default
-    assert run_record.fill_params(params, {"model"}, RECORD).model == "trivial"
+    assert recorded_flags.fill_params(params, {"model"}, RECORD).model == "trivial"
 
 
 def test_fill_without_a_record_changes_nothing():
     params = eval_params()
-    assert run_record.fill_params(params, set(), {}) is params
+    assert recorded_flags.fill_params(params, set(), {}) is params
 
 
 def test_fill_names_the_record_for_a_model_this_process_lacks():
     with pytest.raises(ParamsError, match=rf"--model=mine: unknown model.*{RUN_INFO_FILE}"):
-        run_record.fill_params(eval_params(), set(), dict(RECORD, model="mine"))
+        recorded_flags.fill_params(eval_params(), set(), dict(RECORD, model="mine"))
 
 
 def test_check_accepts_agreement_and_no_record():
-    run_record.check(RECORD, eval_params(model="cifar_cnn"), "--train_dir=/runs/a")
-    run_record.check({}, eval_params(model="resnet20"), "--train_dir=/runs/a")
-    run_record.check(RECORD, eval_params(model="cifar_cnn", data_format="NHWC"), "x")
+    recorded_flags.check(RECORD, eval_params(model="cifar_cnn"), "--train_dir=/runs/a")
+    recorded_flags.check({}, eval_params(model="resnet20"), "--train_dir=/runs/a")
+    recorded_flags.check(RECORD, eval_params(model="cifar_cnn", data_format="NHWC"), "x")
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -67,7 +68,7 @@ def test_check_accepts_agreement_and_no_record():
 ])
 def test_check_names_both_values(changes, message):
     with pytest.raises(CheckpointError) as err:
-        run_record.check(RECORD, eval_params(**changes), "--train_dir=/runs/a")
+        recorded_flags.check(RECORD, eval_params(**changes), "--train_dir=/runs/a")
     assert str(err.value).startswith(message)
     assert "\n" not in str(err.value)
 
@@ -76,19 +77,19 @@ def test_check_while_resuming_says_how_to_resume():
     params = Params(model="resnet20", train_dir="/runs/a", device="cpu")
     with pytest.raises(CheckpointError, match="--model=resnet20 but D was trained with "
                        "--model=cifar_cnn; pass --model=cifar_cnn to resume that run"):
-        run_record.check(RECORD, params, "D")
+        recorded_flags.check(RECORD, params, "D")
 
 
 def test_check_resolves_the_models_default_dataset():
     params = Params(model="alexnet", train_dir="/runs/a", device="cpu")  # imagenet model
     with pytest.raises(CheckpointError, match="--data_name=imagenet but D was trained "
                        "with --data_name=cifar10"):
-        run_record.check(dict(RECORD, model="alexnet"), params, "D")
+        recorded_flags.check(dict(RECORD, model="alexnet"), params, "D")
 
 
 def test_directory_is_the_checkpoints_own(tmp_path):
-    assert run_record.directory(eval_params()) == "/runs/a"
+    assert recorded_flags.directory(eval_params()) == "/runs/a"
     params = Params(eval=True, checkpoint="/runs/b/ckpt-3", device="cpu")
-    assert run_record.directory(params) == "/runs/b"
+    assert recorded_flags.directory(params) == "/runs/b"
     params = Params(eval=True, checkpoint=str(tmp_path), device="cpu")
-    assert run_record.directory(params) == str(tmp_path)
+    assert recorded_flags.directory(params) == str(tmp_path)

@@ -8,6 +8,7 @@ import towertrain
 from towertrain.state import checkpoint as ckpt_lib
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
+from helpers.run_handles import checkpointer_for
 
 
 def _copies(trainer):
@@ -71,10 +72,9 @@ def test_save_carries_the_dynamic_loss_scale_and_its_count(tmp_path):
 
 
 def test_a_state_with_a_non_finite_variable_is_never_saved(tmp_path):
-    from towertrain.callbacks.checkpointing import Checkpointer
     from towertrain.errors import TrainingDivergedError
     trainer = towertrain.Trainer(tiny_models.tiny_params(num_batches=2))
-    checkpointer = Checkpointer(trainer, str(tmp_path))
+    checkpointer = checkpointer_for(trainer, str(tmp_path))
     trainer.step()
     first = checkpointer.save()
     trainer.step()

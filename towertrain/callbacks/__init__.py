@@ -6,7 +6,7 @@ Write your own by subclassing `Callback` and pass it as
 from .base import Callback
 from .benchmark_log_file import BenchmarkLogFile
 from .cluster_stop import ClusterStop
-from .checkpointing import Checkpointer, CheckpointSaver, run_record_of
+from .checkpointing import Checkpointer, CheckpointSaver
 from .divergence import DivergenceGuard
 from .graph_file import GraphFile
 from .periodic_eval import PeriodicEval
@@ -21,85 +21,91 @@ __all__ = ["BenchmarkLogFile", "Callback", "CheckpointSaver", "Checkpointer", "C
            "StepTrace", "StopOnSignal", "Summaries", "default_callbacks"]
 
 
-def default_callbacks(trainer, write=print, eval_data=None):
-    """The callbacks the CLI runs, from the trainer's Params. With --train_dir this
-    restores the latest checkpoint (so the loop starts at its step) and only then
-    records the run, so a failed resume leaves the train_dir's record as it was."""
+def default_callbacks(plan, handles, write=print):
+    """The callbacks the CLI runs, from the run's plan (towertrain.plan.RunPlan:
+    steps, batches, outputs, the cluster) and its handles
+    (towertrain.engine.run.handles.RunHandles). With --train_dir this restores
+    the latest checkpoint (so the loop starts at its step) and only then records
+    the run, so a failed resume leaves the train_dir's record as it was."""
     from towertrain.state import checkpoint as ckpt_lib
-    from towertrain.plan import eval_schedule
-    from towertrain.engine.evaluation import evaluator as evaluation
-    from towertrain.recipe import lr_schedule
     from towertrain.state import run_record
-    p = trainer.params
-    cluster = getattr(trainer, "cluster", None)
-    if cluster is not None and not cluster.is_chief:
-        return _worker_callbacks(trainer, write)  # multi-worker: the chief writes
-    dynamic = bool(trainer.loss_scale and trainer.loss_scale.dynamic)
-    callbacks = [DivergenceGuard(trainer.learning_rate, dynamic_loss_scale=dynamic),
-                 StepPrinter(p.display_every, trainer.num_warmup_batches, write,
-                             print_training_accuracy=p.print_training_accuracy,
-                             ewma=p.display_perf_ewma, loss_name=p.loss_type_to_report)]
-    logdir = p.summary_dir or p.train_dir
-    summaries = (Summaries(trainer, logdir, p.summary_verbosity, p.save_summaries_steps)
-                 if p.summary_verbosity else None)
-    schedule = trainer.plan.steps.eval_schedule
+    out, warmup = plan.outputs, plan.steps.warmup
+    if not plan.topology.is_chief:
+        return _worker_callbacks(plan, handles, write)  # multi-worker: the chief writes
+    precision = plan.recipe.precision  # a dynamic loss scale: recipe.precision.LossScale
+    dynamic = bool(precision.use_fp16 and precision.fp16_enable_auto_loss_scale)
+    callbacks = [DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
+                 StepPrinter(out.display_every, warmup, write,
+                             print_training_accuracy=out.print_training_accuracy,
+                             ewma=out.display_perf_ewma, loss_name=out.loss_type_to_report)]
+    summaries = (Summaries(handles, out.logdir, out.summary_verbosity,
+                           out.save_summaries_steps, num_warmup_batches=warmup)
+                 if out.summary_verbosity else None)
+    schedule = plan.steps.eval_schedule
     if schedule is not None:
-        data = evaluation.eval_data_for(trainer.input, trainer.plan.batches.eval_per_process,
-                                        trainer.plan.outputs, eval_data)
-        callbacks.append(PeriodicEval(trainer, schedule, data, write,
+        callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence, schedule,
+                                      handles.eval_data, write,
                                       on_result=summaries and summaries.eval_result,
-                                      stop_at_top_1=p.stop_at_top_1_accuracy))
+                                      stop_at_top_1=out.stop_at_top_1_accuracy))
     saver = None
-    if p.train_dir:
-        saver = CheckpointSaver(Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep),
-                                p.save_model_steps, p.save_model_secs, write)
+    if out.train_dir:
+        saver = CheckpointSaver(Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep),
+                                out.save_model_steps, out.save_model_secs, write)
         # Another model's run: say so, instead of listing every missing variable.
-        run_record.check(run_record.read(p.train_dir), p, f"--train_dir={p.train_dir}")
+        run_record.check(run_record.read(out.train_dir),
+                         {"model": plan.model, "data_name": plan.dataset},
+                         f"--train_dir={out.train_dir}")
         saver.restore()
-        ckpt_lib.write_run_info(p.train_dir, run_record_of(trainer))
+        ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
+            plan.model, plan.dataset, plan.topology.data_format, handles.model))
         callbacks.append(saver)
-    callbacks.extend(_observers(trainer, summaries, logdir, write))
-    callbacks.append(_stop_on_signal(trainer, saver is not None, write))
+    callbacks.extend(_observers(plan, handles, summaries, write))
+    callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))
     return callbacks
 
 
-def _stop_on_signal(trainer, saves_on_stop, write):
+def _stop_on_signal(plan, handles, saves_on_stop, write):
     """SIGINT/SIGTERM handling: multi-worker, every worker stops at one step."""
-    if trainer.num_workers > 1:
-        return ClusterStop(trainer, write)
+    if plan.topology.num_workers > 1:
+        return ClusterStop(handles, write, train_dir=plan.outputs.train_dir)
     return StopOnSignal(saves_on_stop=saves_on_stop, write=write)
 
 
-def _observers(trainer, summaries, logdir, write):
+def _observers(plan, handles, summaries, write):
     """TensorBoard summaries, the step trace and the profile, after the restore
     (they start at the resumed step; the summaries read it at the header)."""
     from towertrain.config.observe_checks import parse_profile_steps
-    p = trainer.params
+    out, warmup = plan.outputs, plan.steps.warmup
     observers = [summaries] if summaries else []
-    if p.trace_file:
-        observers.append(StepTrace(p.trace_file, p.trace_step, trainer.num_warmup_batches,
-                                   write, chrome=p.use_chrome_trace_format))
-    if p.graph_file:
-        observers.append(GraphFile(trainer, p.graph_file, write))
-    if p.benchmark_log_dir:
-        observers.append(BenchmarkLogFile(trainer, p.benchmark_log_dir, p.display_every,
-                                          trainer.num_warmup_batches))
-    if p.profile_steps:
-        observers.append(ProfileSteps(*parse_profile_steps(p.profile_steps), logdir, write))
+    if out.trace_file:
+        observers.append(StepTrace(out.trace_file, out.trace_step, warmup,
+                                   write, chrome=out.use_chrome_trace_format))
+    if out.graph_file:
+        observers.append(GraphFile(handles.trace_step, out.graph_file, write))
+    if out.benchmark_log_dir:
+        parameters = dict(handles.settings, batch_size=plan.batches.global_batch,
+                          batch_size_per_device=plan.batches.per_device,
+                          num_batches=plan.steps.timed)
+        observers.append(BenchmarkLogFile(out.benchmark_log_dir, out.display_every, warmup,
+                                          plan.model, plan.dataset,
+                                          plan.topology.tower_devices, parameters))
+    if out.profile_steps:
+        observers.append(ProfileSteps(*parse_profile_steps(out.profile_steps), out.logdir,
+                                      write))
     return observers
 
 
-def _worker_callbacks(trainer, write):
+def _worker_callbacks(plan, handles, write):
     """A non-chief worker of a multi-worker run: resumes from the chief's latest
     checkpoint in the shared --train_dir, never saves and prints one line."""
     from towertrain.plan import cluster as resolvers
-    p = trainer.params
-    write(f"worker {resolvers.describe(trainer.cluster)}: training; the chief "
+    out = plan.outputs
+    write(f"worker {resolvers.describe(plan.topology.cluster)}: training; the chief "
           "(task 0) writes the output and checkpoints")
-    if p.train_dir:
-        path = Checkpointer(trainer, p.train_dir, p.max_ckpts_to_keep).restore_latest()
+    if out.train_dir:
+        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep).restore_latest()
         if path:
             write(f"resumed from the chief's checkpoint {path}")
-    return [DivergenceGuard(trainer.learning_rate),
-            StepPrinter(p.display_every, trainer.num_warmup_batches, lambda *_: None),
-            ClusterStop(trainer, write)]
+    return [DivergenceGuard(handles.learning_rate),
+            StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None),
+            ClusterStop(handles, write, train_dir=out.train_dir)]

@@ -9,7 +9,6 @@ wrote them with:
                        timestamp, extras. current_examples_per_sec at each step
                        line, average_examples_per_sec at the end.
 """
-import dataclasses
 import datetime
 import json
 import multiprocessing
@@ -44,31 +43,31 @@ def run_parameter(name, value):
 
 class BenchmarkLogFile(StepPrinter):
     """Logs the step lines' images/sec (the same numbers StepPrinter prints)
-    and the run's description under `log_dir`."""
+    and the run's description under `log_dir`: model_name, dataset, the tower
+    devices and `parameters` (every setting by flag name, as run_parameters)."""
 
-    def __init__(self, trainer, log_dir, display_every, num_warmup_batches):
+    def __init__(self, log_dir, display_every, num_warmup_batches, model_name, dataset,
+                 devices, parameters):
         super().__init__(display_every, num_warmup_batches, write=lambda line: None)
-        self.trainer = trainer
         self.log_dir = log_dir
+        self.model_name = model_name
+        self.dataset = dataset
+        self.devices = list(devices)
+        self.parameters = dict(parameters)
 
     def before_train(self, loop):
         super().before_train(loop)
         os.makedirs(self.log_dir, exist_ok=True)
-        trainer, params = self.trainer, self.trainer.params
-        parameters = dataclasses.asdict(params)
-        parameters.update(batch_size=trainer.global_batch_size,
-                          batch_size_per_device=trainer.batch_size,
-                          num_batches=trainer.num_batches)
-        info = {"model_name": params.model,
-                "dataset": {"name": trainer.dataset_name},
+        info = {"model_name": self.model_name,
+                "dataset": {"name": self.dataset},
                 "run_date": _now(),
                 "tensorflow_version": {"version": tf.version.VERSION,
                                        "git_hash": tf.version.GIT_VERSION},
                 "machine_config": {"cpu_info": {"num_cores": multiprocessing.cpu_count(),
                                                 "cpu_info": platform.processor()},
-                                   "devices": list(trainer.devices)},
+                                   "devices": self.devices},
                 "run_parameters": [run_parameter(name, value) for name, value
-                                   in sorted(parameters.items()) if value is not None]}
+                                   in sorted(self.parameters.items()) if value is not None]}
         with open(os.path.join(self.log_dir, RUN_LOG), "w") as f:
             json.dump(info, f)
         # A new run's metrics replace an earlier run's in the same directory.

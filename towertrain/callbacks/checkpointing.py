@@ -19,16 +19,21 @@ from .base import Callback
 
 
 class Checkpointer:
-    """Saves and restores one trainer's state in train_dir."""
+    """Saves and restores one run's state in train_dir.
 
-    def __init__(self, trainer, train_dir, max_to_keep=5):
+    handles: the run's RunHandles (model, variables, input, engine_variables,
+    staged_batches, learning_rate); plan: its RunPlan (the global batch and
+    the cluster's shape, recorded with every checkpoint)."""
+
+    def __init__(self, handles, plan, train_dir, max_to_keep=5):
         ckpt_lib.ensure_writable(train_dir)
-        self.trainer = trainer
+        self.handles = handles
         self.train_dir = train_dir
         self.max_to_keep = max_to_keep
-        self.topology = topology_lib.Topology(trainer)  # who wrote a restored checkpoint
-        self.state = ckpt_lib.EngineState(trainer.model, trainer.variables, trainer.input,
-                                          dict(trainer.engine_variables(),
+        self.topology = topology_lib.Topology(  # who wrote a restored checkpoint
+            plan.batches.global_batch, plan.topology.num_workers, plan.topology.num_towers)
+        self.state = ckpt_lib.EngineState(handles.model, handles.variables, handles.input,
+                                          dict(handles.engine_variables(),
                                                **self.topology.variables()))
         self._checkpoint = self.state.checkpoint()
         self.manager = tf.train.CheckpointManager(self._checkpoint, train_dir,
@@ -51,7 +56,7 @@ class Checkpointer:
         step = self.state.global_step()
         if step == self.last_saved_step:
             return self.manager.latest_checkpoint
-        if self.trainer.staged_batches():
+        if self.handles.staged_batches():
             raise RuntimeError(f"checkpoint at step {step} with batches still staged: the "
                                "saved input position would skip them")
         bad = self.non_finite_variables()
@@ -60,7 +65,7 @@ class Checkpointer:
                 f"not saving step {step}: {len(bad)} variable(s) are not finite "
                 f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); the last good "
                 f"checkpoint stays {self.manager.latest_checkpoint}; try a lower "
-                f"--init_learning_rate (now {self.trainer.learning_rate.initial_value:g})")
+                f"--init_learning_rate (now {self.handles.learning_rate.initial_value:g})")
         path = self.manager.save(checkpoint_number=step)
         self.last_saved_step = step
         return path
@@ -102,6 +107,7 @@ class CheckpointSaver(Callback):
 
     def __init__(self, checkpointer, save_steps=None, save_secs=None, write=print):
         self.checkpointer = checkpointer
+        self.handles = checkpointer.handles  # add_fence, drain: the input position
         self.save_steps = save_steps
         self.save_secs = save_secs
         self.write = write
@@ -124,7 +130,7 @@ class CheckpointSaver(Callback):
 
     def _fence_after(self, step):
         if self.save_steps:
-            self.loop.trainer.add_fence((step // self.save_steps + 1) * self.save_steps)
+            self.handles.add_fence((step // self.save_steps + 1) * self.save_steps)
 
     def before_train(self, loop):
         super().before_train(loop)
@@ -138,7 +144,7 @@ class CheckpointSaver(Callback):
         elif self.save_secs and self._pending_step is None and (
                 time.monotonic() - self._last_save_time >= self.save_secs):
             # Drain the staged batches first; save once they are trained on.
-            self._pending_step = step + self.loop.trainer.drain()
+            self._pending_step = step + self.handles.drain()
         if self._pending_step is not None and step >= self._pending_step:
             self._save()
 
@@ -179,13 +185,3 @@ class CheckpointSaver(Callback):
             from towertrain.state import run_record
             run_record.mark_final(self.checkpointer.train_dir, step, path)
 
-
-def run_record_of(trainer):
-    """What export and eval need to rebuild the model without the training flags."""
-    return {
-        "model": trainer.params.model,
-        "data_name": trainer.dataset_name,
-        "num_classes": int(trainer.model.output_shape[-1]),
-        "data_format": trainer.data_format,
-        "input_shape": [int(d) for d in trainer.model.input_shape[1:]],
-    }

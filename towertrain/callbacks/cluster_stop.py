@@ -18,21 +18,23 @@ import os
 import signal
 import sys
 
-from towertrain.engine.feed import staging
-
 from .base import Callback
 
 OTHER_WORKER = "a stop request from another worker"
 
 
 class ClusterStop(Callback):
-    """Stops every worker of a multi-worker run at one step on a signal."""
+    """Stops every worker of a multi-worker run at one step on a signal.
+
+    handles: the run's RunHandles (stop_request, staging_depth, add_fence);
+    train_dir: --train_dir, for the last line (where the chief saves)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, trainer, write=print):
-        self.trainer = trainer
+    def __init__(self, handles, write=print, train_dir=None):
+        self.handles = handles
         self.write = write
+        self.train_dir = train_dir
         self.received = None  # the signal this worker got, by name
         self.stop_at = None  # the agreed last step, once any worker asked
         self._sent = False
@@ -59,23 +61,21 @@ class ClusterStop(Callback):
 
     def before_step(self, step):
         if self.received is not None and not self._sent:
-            self.trainer.stop_request.assign(1)  # read by the next step's collective
+            self.handles.stop_request.assign(1)  # read by the next step's collective
             self._sent = True
 
     def after_step(self, step, result, seconds):
         if self.stop_at is None and result.extras.get("stop_requests", 0) > 0:
             # The staged batches are trained on first; every worker stages the
             # same depth, so the fence is the same step everywhere.
-            depth = (self.trainer.input.depth
-                     if isinstance(self.trainer.input, staging.StagedInput) else 0)
-            self.stop_at = min(step + depth, self.loop.total_steps)
-            self.trainer.add_fence(self.stop_at)
+            self.stop_at = min(step + self.handles.staging_depth, self.loop.total_steps)
+            self.handles.add_fence(self.stop_at)
         if self.stop_at is not None and step >= self.stop_at:
             self.loop.request_stop(self.received or OTHER_WORKER)
 
     def after_train(self):
         if self.loop.stop_reason and self.stop_at is not None:
-            saved = ("the chief saves" if self.trainer.params.train_dir else
+            saved = ("the chief saves" if self.train_dir else
                      "no --train_dir, nothing saved")
             self.write(f"Stopped at step {self.loop.step} with every worker "
                        f"({self.loop.stop_reason}; {saved})")

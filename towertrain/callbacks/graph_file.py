@@ -12,15 +12,17 @@ from .base import Callback
 
 
 class GraphFile(Callback):
-    def __init__(self, trainer, path, write=print):
-        self.trainer = trainer
+    """trace_step: returns the step's concrete function (RunHandles.trace_step)."""
+
+    def __init__(self, trace_step, path, write=print):
+        self.trace_step = trace_step
         self.path = path
         self.write = write
 
     def before_train(self, loop):
         super().before_train(loop)
         as_text = self.path.endswith("txt")
-        graph_def = self.trainer.trace_step().graph.as_graph_def(add_shapes=True)
+        graph_def = self.trace_step().graph.as_graph_def(add_shapes=True)
         directory, name = os.path.split(os.path.abspath(self.path))
         self.write(f"Writing GraphDef as {'text' if as_text else 'binary'} to {self.path}")
         tf.io.write_graph(graph_def, directory, name, as_text=as_text)

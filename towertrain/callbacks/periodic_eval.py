@@ -9,16 +9,18 @@ class PeriodicEval(Callback):
     """Evaluates the primary copy after the steps `schedule` names (an
     EvalSchedule, or an int N: every N steps, as before schedules existed) on
     `eval_data` (an EvalData, resolved before training so a missing split
-    fails first). on_result(step, EvalResult), if given, also gets each result
-    (the TensorBoard summaries write it under eval/).
+    fails first), with `evaluator` (towertrain.engine.evaluation.evaluator's
+    Evaluator); add_fence(step): the input position's fence (RunHandles).
+    on_result(step, EvalResult), if given, also gets each result (the
+    TensorBoard summaries write it under eval/).
 
     stop_at_top_1: once a result's top-1 reaches it, the run stops right there
     (no later eval, no draining: each eval step is a staging fence) and the
     stop counts as the run's end (its checkpoint is the final one).
     """
 
-    def __init__(self, trainer, schedule, eval_data, write=print, on_result=None,
-                 stop_at_top_1=None):
+    def __init__(self, evaluator, add_fence, schedule, eval_data, write=print,
+                 on_result=None, stop_at_top_1=None):
         if isinstance(schedule, int):
             schedule = eval_schedule.EvalSchedule(None, every_n_steps=schedule)
         self.schedule = schedule
@@ -26,7 +28,8 @@ class PeriodicEval(Callback):
         self.write = write
         self.on_result = on_result
         self.stop_at_top_1 = stop_at_top_1
-        self.evaluator = evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices)
+        self.evaluator = evaluator
+        self.add_fence = add_fence
 
     def header_info(self):
         info = [("Eval data", evaluation.describe(self.eval_data, self.evaluator))]
@@ -46,7 +49,7 @@ class PeriodicEval(Callback):
         # Nothing staged past an eval step: a stop there leaves the input exact.
         following = self.schedule.next_after(step)
         if following is not None:
-            self.loop.trainer.add_fence(following)
+            self.add_fence(following)
 
     def after_step(self, step, result, seconds):
         if self.schedule.due(step):  # the run's last step is always due

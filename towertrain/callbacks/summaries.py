@@ -122,10 +122,15 @@ def last_written_step(directory):
 
 
 class Summaries(Callback):
-    """Writes the summaries of `trainer`'s run into `logdir` (and logdir/eval)."""
+    """Writes the summaries of a run into `logdir` (and logdir/eval).
 
-    def __init__(self, trainer, logdir, verbosity=1, every_n_steps=100):
-        self.trainer = trainer
+    handles: the run's RunHandles (global_step, learning_rate, model,
+    variables); num_warmup_batches: the plan's warmup steps (untimed)."""
+
+    def __init__(self, handles, logdir, verbosity=1, every_n_steps=100,
+                 num_warmup_batches=0):
+        self.handles = handles
+        self.num_warmup_batches = num_warmup_batches
         self.logdir = logdir
         self.verbosity = verbosity
         self.every_n_steps = every_n_steps
@@ -141,7 +146,7 @@ class Summaries(Callback):
         """Reads what earlier runs wrote, once, before the header is printed."""
         if self._last is not None:
             return
-        start = self.trainer.global_step()
+        start = self.handles.global_step()
         written = {name: last_written_step(self._folder(name)) for name in ("train", "eval")}
         last = max(written.values())
         if start and last > start:  # resumed behind summaries already written
@@ -163,7 +168,7 @@ class Summaries(Callback):
         super().before_train(loop)
         self._prepare()
         remaining = loop.total_steps - loop.start_step
-        self._warmup = min(self.trainer.num_warmup_batches, max(remaining - 1, 0))
+        self._warmup = min(self.num_warmup_batches, max(remaining - 1, 0))
 
     def _folder(self, name):
         return self.logdir if name == "train" else os.path.join(self.logdir, EVAL_SUBDIR)
@@ -200,12 +205,12 @@ class Summaries(Callback):
     def _write_train(self, step, result, speed, share):
         extras = result.extras
         scalars = {"loss": result.loss,
-                   "learning_rate": self.trainer.learning_rate.value_at(step - 1),
+                   "learning_rate": self.handles.learning_rate.value_at(step - 1),
                    "images_per_sec": speed, "input_wait_share": share,
                    "gradient_norm": extras.get("grad_norm"),
                    "loss_scale": extras.get("loss_scale"),
                    "accuracy/top1": extras.get("top1")}
-        model = self.trainer.model
+        model = self.handles.model
         with self._writer("train").as_default(step=step):
             for tag, value in scalars.items():
                 if value is not None:
@@ -214,7 +219,7 @@ class Summaries(Callback):
                 for variable, grad in zip(model.trainable_variables, extras["gradients"]):
                     write_histogram(f"gradients/{variable.path}", grad)
             if self.verbosity >= 3:
-                trainable, non_trainable = self.trainer.variables.primary_variables()
+                trainable, non_trainable = self.handles.variables.primary_variables()
                 for variable, value in zip(
                         model.trainable_variables + model.non_trainable_variables,
                         list(trainable) + list(non_trainable)):

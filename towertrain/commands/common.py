@@ -177,3 +177,12 @@ def flag_help(flag, width=80):
         head = f"  --{flag.name}={flag.default}"
     return [head] + textwrap.wrap(text, width, initial_indent=" " * 6,
                                   subsequent_indent=" " * 6)
+
+
+def outputs_of(params):
+    """The plan's Outputs section for `params` (what a run shows and writes),
+    for the checks that run before a Trainer builds the whole plan."""
+    import dataclasses
+    from towertrain.plan.sections import Outputs
+    return Outputs(**{field.name: getattr(params, field.name)
+                      for field in dataclasses.fields(Outputs)})

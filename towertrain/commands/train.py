@@ -25,6 +25,7 @@ def main(argv):
     from towertrain.commands import evaluate
     from towertrain.config import flags as flags_lib
     from towertrain.engine.distributed import cluster as cluster_lib
+    from towertrain.commands import recorded_flags
     from towertrain.state import run_record, writable
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
@@ -34,17 +35,17 @@ def main(argv):
         cluster = trainer_lib.join_cluster(params)
         if params.eval:
             # --model/--data_name default to the run's own; given ones must agree.
-            where = run_record.directory(params)
+            where = recorded_flags.directory(params)
             if params.eval_interval_secs:  # an evaluator started beside its training run
                 from towertrain.state import eval_follower
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
-            params = run_record.fill_params(params, flags_lib.explicit_flags(), record)
-            run_record.check(record, params, where if params.checkpoint
-                             else f"--train_dir={where}")
+            params = recorded_flags.fill_params(params, flags_lib.explicit_flags(), record)
+            recorded_flags.check(record, params, where if params.checkpoint
+                                 else f"--train_dir={where}")
         # Every path the run writes, probed without creating any: a run refused
         # later in setup (precision, devices, data) leaves nothing behind.
-        writable.check_run(params)
+        writable.check_run(common.outputs_of(params), training=not params.eval)
         forward_only = flags_lib.FLAGS.forward_only
         if forward_only:  # inference reads batches as they come: no staging
             params = params.replace(staging_depth=0)

@@ -1,9 +1,11 @@
 """The train_dir's run record (towertrain_run.json): what a run was trained as.
 
-Training writes it (run_loop, via checkpoint.write_run_info). --eval reads it so
-that `--eval --train_dir=D` needs no --model, and a flag that contradicts it
-fails before any model is built, with both values named, instead of later as a
-list of mismatched checkpoint variables (or, worse, a run that loads).
+Training writes it (towertrain.callbacks.default_callbacks, via
+checkpoint.write_run_info). --eval reads it so that `--eval --train_dir=D`
+needs no --model, and a flag that contradicts it fails before any model is
+built, with both values named, instead of later as a list of mismatched
+checkpoint variables (or, worse, a run that loads). These functions take
+values; the flags' side (Params) is towertrain.commands.recorded_flags.
 
 data_format is recorded but neither filled nor checked: checkpoints do not
 depend on the layout, so the device's default (NHWC on cpu, NCHW on gpu) is
@@ -53,49 +55,50 @@ def final_step(record):
     return record.get("final_step")
 
 
-def directory(params):
-    """Where the record of the checkpoint `params` evaluates or resumes lives:
-    next to --checkpoint when given, else --train_dir."""
-    if params.checkpoint:
-        path = params.checkpoint
-        return path if os.path.isdir(path) else os.path.dirname(path)
-    return params.train_dir
+def record_of(model, data_name, data_format, keras_model):
+    """The record of a training run: what export and eval need to rebuild the
+    model without the training flags (the plan's model, dataset and data
+    format, and the built model's classes and image shape)."""
+    return {
+        "model": model,
+        "data_name": data_name,
+        "num_classes": int(keras_model.output_shape[-1]),
+        "data_format": data_format,
+        "input_shape": [int(d) for d in keras_model.input_shape[1:]],
+    }
 
 
-def fill_params(params, explicit, record):
-    """params with each recorded flag not given explicitly (`explicit`: names
-    given on the command line) taken from the record."""
-    changes = {name: record[name] for name in RECORDED_FLAGS
-               if name not in explicit and record.get(name) is not None
-               and getattr(params, name) != record[name]}
-    if not changes:
-        return params
-    from towertrain.errors import ParamsError
-    try:
-        return params.replace(**changes)
-    except ParamsError as err:  # e.g. a model registered only in the training process
-        raise ParamsError(f"{err} (from the run record {RUN_INFO_FILE}; this process "
-                          "does not know that value)") from err
+def directory(checkpoint, train_dir):
+    """Where the record of the checkpoint a run evaluates or resumes lives:
+    next to `checkpoint` (--checkpoint) when given, else `train_dir`."""
+    if checkpoint:
+        return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+    return train_dir
 
 
-def check(record, params, where):
-    """Raises CheckpointError when params disagree with the record.
+def recorded_values(given, explicit, record):
+    """{flag: recorded value} for each recorded flag not given explicitly
+    (`explicit`: names given on the command line) whose value in `given`
+    ({flag: value}) differs from the record's."""
+    return {name: record[name] for name in RECORDED_FLAGS
+            if name not in explicit and record.get(name) is not None
+            and given.get(name) != record[name]}
 
-    where: how the message names the record's directory, e.g. '--train_dir=D'.
+
+def check(record, given, where, evaluating=False):
+    """Raises CheckpointError when the run's values disagree with the record.
+
+    given: {flag: value} for RECORDED_FLAGS, as the run resolved them (the
+    model's default dataset when --data_name is not given); where: how the
+    message names the record's directory, e.g. '--train_dir=D'; evaluating:
+    an --eval run (the advice differs from a resume's).
     """
     for name in RECORDED_FLAGS:
         recorded = record.get(name)
-        given = _resolved(params, name)
-        if recorded is None or given == recorded:
+        value = given.get(name)
+        if recorded is None or value == recorded:
             continue
-        advice = (f"drop --{name} or use another --train_dir" if params.eval else
+        advice = (f"drop --{name} or use another --train_dir" if evaluating else
                   f"pass --{name}={recorded} to resume that run, or use another --train_dir")
-        raise CheckpointError(f"--{name}={given} but {where} was trained with "
+        raise CheckpointError(f"--{name}={value} but {where} was trained with "
                               f"--{name}={recorded}; {advice}")
-
-
-def _resolved(params, name):
-    if name == "data_name" and params.data_name is None:
-        from towertrain import models  # deferred: builds the registry (imports Keras)
-        return models.get_spec(params.model).default_dataset
-    return getattr(params, name)

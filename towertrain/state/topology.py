@@ -13,11 +13,13 @@ NAMES = ("global_batch", "workers", "devices_per_worker")
 
 
 class Topology:
-    """The trainer's topology as checkpoint variables, and what a restore found."""
+    """The run's topology as checkpoint variables, and what a restore found.
 
-    def __init__(self, trainer):
-        self.current = (int(trainer.global_batch_size), int(trainer.num_workers),
-                        len(trainer.devices))
+    global_batch: examples per step of the whole cluster; workers: processes;
+    devices_per_worker: towers in each (towertrain.plan: batches, topology)."""
+
+    def __init__(self, global_batch, workers, devices_per_worker):
+        self.current = (int(global_batch), int(workers), int(devices_per_worker))
         with tf.device("/cpu:0"):
             self._variables = [tf.Variable(value, dtype=tf.int64, trainable=False,
                                            name=f"topology_{name}")

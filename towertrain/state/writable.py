@@ -55,18 +55,19 @@ def check(paths):
                               "(checked before training, nothing was written)")
 
 
-def run_paths(params):
-    """The paths a training run of `params` writes: (flag, path, is_file)."""
-    p = params
+def run_paths(outputs, training=True):
+    """The paths a run with `outputs` (the plan's Outputs section) writes:
+    (flag, path, is_file). training: False for an --eval run, which writes
+    no checkpoint and no trace."""
     paths = []
-    if p.train_dir and not p.eval:
-        paths.append(("train_dir", p.train_dir, False))
-    if p.summary_dir and (p.summary_verbosity or p.profile_steps):
-        paths.append(("summary_dir", p.summary_dir, False))
-    if p.trace_file and not p.eval:
-        paths.append(("trace_file", p.trace_file, True))
+    if outputs.train_dir and training:
+        paths.append(("train_dir", outputs.train_dir, False))
+    if outputs.summary_dir and (outputs.summary_verbosity or outputs.profile_steps):
+        paths.append(("summary_dir", outputs.summary_dir, False))
+    if outputs.trace_file and training:
+        paths.append(("trace_file", outputs.trace_file, True))
     return paths
 
 
-def check_run(params):
-    check(run_paths(params))
+def check_run(outputs, training=True):
+    check(run_paths(outputs, training))

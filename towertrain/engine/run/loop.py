@@ -3,7 +3,7 @@
     before_train(loop)                 # after restore: loop.start_step is known
     for step in start + 1 .. total:
         before_step(step)
-        result = trainer.step()        # the tf.function: input, towers, update
+        result = handles.step()        # the tf.function: input, towers, update
         after_step(step, result)       # a callback may call loop.request_stop()
     after_train()                      # a finished or stopped run (not a failed one)
     close()                            # always; loop.error says if a step raised
@@ -11,7 +11,8 @@
 A stop request (a signal, a callback) first trains on the batches already
 staged on the devices, so the input position saved afterwards is exact.
 Everything else (output, checkpoints, eval, divergence) is a callback
-(towertrain.callbacks).
+(towertrain.callbacks). The loop never sees the Trainer: it drives the run
+through a few handles (towertrain.engine.run.handles.RunHandles).
 """
 import collections
 import time
@@ -20,14 +21,19 @@ TrainResult = collections.namedtuple("TrainResult", "images_per_sec final_loss s
 
 
 class Loop:
-    """One run of the loop: what callbacks may read and ask for."""
+    """One run of the loop: what callbacks may read and ask for.
 
-    def __init__(self, trainer, callbacks, write=print):
-        self.trainer = trainer
+    handles: the run's RunHandles (step, global_step, begin, drain,
+    header_info, ...); callbacks read them as `loop.handles`.
+    total_steps: the global step the run ends at (the plan's steps.total).
+    """
+
+    def __init__(self, handles, callbacks, total_steps, write=print):
+        self.handles = handles
         self.callbacks = list(callbacks)
         self.write = write
-        self.start_step = trainer.global_step()
-        self.total_steps = trainer.total_steps
+        self.start_step = handles.global_step()
+        self.total_steps = total_steps
         self.step = self.start_step  # the last finished step
         self.stop_reason = None
         self.stop_is_final = False  # the stop ends the run (a goal reached), not pauses it
@@ -50,7 +56,7 @@ class Loop:
 
     def header_info(self):
         """The run's header: the trainer's facts, then each callback's."""
-        info = list(self.trainer.header_info())
+        info = list(self.handles.header_info())
         for callback in self.callbacks:
             info.extend(callback.header_info())
         return info
@@ -60,14 +66,14 @@ class Loop:
             getattr(callback, hook)(*args)
 
     def run(self):
-        trainer = self.trainer
+        handles = self.handles
         try:
-            trainer.begin(self.start_step)
+            handles.begin(self.start_step)
             self._call("before_train", self)
             draining = None
             while self.step < self.total_steps:
                 if self.stop_reason is not None and draining is None:
-                    draining = trainer.drain()
+                    draining = handles.drain()
                 if draining == 0:
                     break
                 step = self.step + 1
@@ -75,7 +81,7 @@ class Loop:
                 outputs = max(c.step_outputs(step) for c in self.callbacks) if (
                     self.callbacks) else 0
                 started = time.perf_counter()
-                result = trainer.step(outputs)
+                result = handles.step(outputs)
                 seconds = time.perf_counter() - started
                 self.step = step
                 self.final_loss = result.loss
@@ -88,9 +94,10 @@ class Loop:
             raise
         finally:
             self._call("close")
-        return TrainResult(self.images_per_sec, self.final_loss, trainer.global_step())
+        return TrainResult(self.images_per_sec, self.final_loss, handles.global_step())
 
 
-def run(trainer, callbacks, write=print):
-    """Runs `trainer` from its global step to its planned total with `callbacks`."""
-    return Loop(trainer, callbacks, write).run()
+def run(handles, callbacks, total_steps, write=print):
+    """Runs from the global step to `total_steps` with `callbacks`, stepping
+    through `handles` (a RunHandles)."""
+    return Loop(handles, callbacks, total_steps, write).run()
