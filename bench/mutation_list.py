@@ -1403,7 +1403,7 @@ MUTATIONS = [
     # first, so the pools are fixed before the workers' share is set.
     Mutation(
         "cluster_setup_skips_runtime_threads", "towertrain/engine/distributed/cluster.py",
-        '        runtime.configure(layout.runtime)\n',
+        '    runtime.configure(layout.runtime)\n',
         '',
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # Compact transfer sends the full-precision sum (no cast): with

@@ -162,13 +162,12 @@ class Trainer:
 
     def _make_feed(self):
         """Staging (when on) and the input position (engine/feed/position.py)."""
-        self._staging = None  # the staging wrapper when staging is on: the one place that decides
+        staged = None  # the staging wrapper when staging is on: the one place that decides
         if self.plan.input.staging_depth > 0 and self.input.stage:
-            self.input = self._staging = staging.StagedInput(
+            self.input = staged = staging.StagedInput(
                 self.input, self.plan.input.staging_depth, group=self.plan.input.batch_group_size)
         self.input.create(self.devices)
-        self.feed = position.Feed(self.input, self._staging, self.accumulation,
-                                  self.total_steps, self.accumulation.accumulating)
+        self.feed = position.Feed(self.input, staged, self.accumulation, self.total_steps)
 
     def _make_step(self):
         """The step function (towers, exchange, finite check, update):
@@ -184,8 +183,7 @@ class Trainer:
             output_levels=step_outputs.levels(plan.outputs.summary_verbosity)).fn
 
     # The plan's facts under the names callbacks, tests and users read.
-    cluster = property(lambda self: self.plan.topology.cluster if hasattr(self, "plan")
-                       else cluster_lib.active())
+    cluster = property(lambda self: self.plan.topology.cluster)
     num_workers = property(lambda self: self.cluster.num_workers)
     data_format = property(lambda self: self.plan.topology.data_format)
     batch_size = property(lambda self: self.plan.batches.per_device)
@@ -203,12 +201,13 @@ class Trainer:
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
         self.feed.start(self.global_step())  # stepping without train() / begin()
-        with step_lib.input_errors(self.input, self._staging,
+        with step_lib.input_errors(self.input, self.feed.staging,
                                    lambda: self.feed.position(self.global_step())):
             waited = 0.0
             for phase in self.feed.phases():
                 started = time.perf_counter()
-                put = self._staging.before_step() if self._staging is not None else True
+                staged = self.feed.staging
+                put = staged.before_step() if staged is not None else True
                 waited += time.perf_counter() - started  # priming after a fence is input wait
                 try:
                     if phase == accumulate.WHOLE:
@@ -320,7 +319,7 @@ class Trainer:
             step=self.step, global_step=self.global_step, begin=self.begin, drain=self.drain,
             header_info=self.header_info, add_fence=self.add_fence,
             staged_batches=self.staged_batches,
-            staging_depth=self._staging.depth if self._staging is not None else 0,
+            staging_depth=self.feed.staging.depth if self.feed.staging is not None else 0,
             evaluator=evaluator, eval_data=data, learning_rate=self.learning_rate,
             model=self.model, variables=self.variables, input=self.input,
             engine_variables=self.engine_variables, stop_request=self.stop_request,

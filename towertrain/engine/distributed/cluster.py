@@ -39,24 +39,22 @@ def collective_timeout() -> float:
     return _ACTIVE["timeout"]
 
 
-def setup(layout=None, cluster=None, num_local_devices=None, device="cpu",
-          timeout_secs=None) -> Cluster:
-    """Joins the cluster: logical CPUs, collective runtime, this task's server.
+def setup(layout) -> Cluster:
+    """Joins the cluster of `layout` (the run plan's first half,
+    towertrain.plan.lay_out): logical CPUs, collective runtime, this task's
+    server, with the plan's runtime, towers and collective timeout.
 
-    layout: the run plan's first half (towertrain.plan.lay_out): its cluster,
-    runtime, towers and collective timeout; or give `cluster` and the rest.
     Must run before TensorFlow runs any op. A single-process cluster only
     records itself. Returns the cluster.
     """
-    if layout is not None:
-        from towertrain.engine.process import runtime
-        # Before the server starts the runtime: its thread pools are fixed then
-        # (workers sharing this host split its cores).
-        runtime.configure(layout.runtime)
-        cluster = layout.topology.cluster
-        num_local_devices = num_local_devices or layout.topology.num_towers
-        device = layout.topology.device
-        timeout_secs = timeout_secs or layout.exchange.collective_timeout_secs
+    from towertrain.engine.process import runtime
+    # Before the server starts the runtime: its thread pools are fixed then
+    # (workers sharing this host split its cores).
+    runtime.configure(layout.runtime)
+    cluster = layout.topology.cluster
+    num_local_devices = layout.topology.num_towers
+    device = layout.topology.device
+    timeout_secs = layout.exchange.collective_timeout_secs
     if timeout_secs:
         _ACTIVE["timeout"] = float(timeout_secs)
     if cluster.num_workers == 1 and cluster is SINGLE:

@@ -13,19 +13,22 @@ from towertrain.engine.step import accumulate
 class Feed:
     """input: the run's Input (the staging wrapper when staging is on);
     staging: that StagedInput, or None; accumulation: the plan's
-    accumulation.Plan; total_steps: the run's last global step;
-    accumulating: whether updates are split into micro-batches."""
+    accumulation.Plan; total_steps: the run's last global step."""
 
-    def __init__(self, input_source, staging, accumulation, total_steps, accumulating):
+    def __init__(self, input_source, staging, accumulation, total_steps):
         self.input = input_source
         self.staging = staging
         self.accumulation = accumulation
         self.total_steps = total_steps
-        self.accumulating = accumulating
         self.next_update = 0  # the index of the next update the feed serves
         self._started = False
         if staging is not None:
             staging.start_at(0, self.position(total_steps))
+
+    @property
+    def accumulating(self):
+        """Whether updates are split into micro-batches."""
+        return self.accumulation.accumulating
 
     def position(self, step):
         """The input's position (global batches handed out) after global step `step`."""
