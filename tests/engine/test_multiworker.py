@@ -5,9 +5,7 @@ Every process a test starts is killed by the test when it fails, and every
 wait has a hard timeout, so no test can hang. Run as a script, this file is
 the worker of the tests that share one 2-worker launch (exchange_outputs).
 """
-import glob
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,6 +16,7 @@ import pytest
 
 import helpers.cli
 import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
+from helpers.checkpoint_files import committed_steps
 from helpers.ports import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/<wing>/this file
@@ -287,11 +286,6 @@ def _cli(hosts, task, train_dir, log_path, num_batches):
                             start_new_session=True)
 
 
-def _checkpoint_steps(train_dir):
-    return sorted(int(m.group(1)) for path in glob.glob(os.path.join(train_dir, "ckpt-*.index"))
-                  for m in [re.search(r"ckpt-(\d+)\.index$", path)] if m)
-
-
 def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
     train_dir = str(tmp_path / "train")
     hosts = _hosts(2)
@@ -299,7 +293,7 @@ def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
     procs = [_cli(hosts, k, train_dir, logs[k], num_batches=3000) for k in range(2)]
     try:
         deadline = time.monotonic() + 180
-        while not [s for s in _checkpoint_steps(train_dir) if s >= 5]:
+        while not [s for s in committed_steps(train_dir) if s >= 5]:
             assert time.monotonic() < deadline, open(logs[0]).read()[-3000:]
             assert procs[0].poll() is None and procs[1].poll() is None, (
                 open(logs[0]).read()[-2000:] + open(logs[1]).read()[-2000:])
@@ -314,7 +308,7 @@ def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
     assert procs[0].returncode not in (0, None), chief_log[-2000:]
     assert "worker task 1 (" in chief_log and "unreachable" in chief_log, chief_log[-2000:]
     assert stopped_after < 60
-    last = max(_checkpoint_steps(train_dir))
+    last = max(committed_steps(train_dir))
     assert last < 3002, "the run finished before the kill"
 
     # Restart both: they resume from the chief's last checkpoint and finish.
@@ -330,7 +324,7 @@ def test_killed_worker_stops_the_other_and_restart_resumes(tmp_path):
     assert procs[1].returncode == 0, worker_log[-3000:]
     assert f"from step {last}" in chief_log, chief_log[-3000:]
     assert f"ckpt-{last}" in worker_log, worker_log[-3000:]
-    assert max(_checkpoint_steps(train_dir)) == last + 2 + 2
+    assert max(committed_steps(train_dir)) == last + 2 + 2
     # That the checkpoint is the one-process format, which one process with
     # both devices resumes exactly, is tests/cluster/test_topology_change.py's.
 

@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from helpers.checkpoint_files import committed_steps
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTS = os.path.join(REPO, "tests")
 NUM_TRAIN = 48  # 6 steps per epoch at the global batch of 8
@@ -138,8 +140,8 @@ def last_step_printed(log_text):
 
 
 def checkpoint_steps(train_dir):
-    return sorted(int(m.group(1)) for path in glob.glob(os.path.join(train_dir, "ckpt-*.index"))
-                  for m in [re.search(r"ckpt-(\d+)\.index$", path)] if m)
+    """The steps of train_dir's committed checkpoints (those a resume can use)."""
+    return committed_steps(train_dir)
 
 
 def model_tensors(train_dir, step=None):
