@@ -8,6 +8,7 @@ Mutation = collections.namedtuple("Mutation", "name file old new tests")
 T = "tests/"
 DOORS = T + "input/test_input_doors.py::"
 CHECKS = T + "engine/test_model_checks.py::"
+GPU_GRAPH = T + "engine/test_collective_gpu_graph.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -757,6 +758,46 @@ MUTATIONS = [
         "                sums = (self._hierarchical_sum(flats, key) if self.local\n",
         "                sums = (self._hierarchical_sum(flats, key) if False\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # GPU cluster path: only GPU 0's NCCL output kept, the others' NcclAllReduce
+    # pruned (its peers then wait forever).
+    Mutation(
+        "nccl_member_outputs_dropped", "towertrain/engine/variable_mgr/collective.py",
+        "        return private_api.nccl_all_sum(flats)\n",
+        "        return private_api.nccl_all_sum(flats)[:1]\n",
+        [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned",
+         GPU_GRAPH + "test_cpu_analog_every_member_runs_and_the_sum_arrives"]),
+    # Across workers, the other GPUs' NCCL outputs no longer control inputs of
+    # their copy of the sum.
+    Mutation(
+        "nccl_members_not_control_inputs", "towertrain/engine/variable_mgr/collective.py",
+        "                    [local[i].op] if 0 < i < len(local) else []):",
+        "                    []):",
+        [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned"]),
+    # No ordering chain on a GPU: NCCL launches in any order.
+    Mutation(
+        "gpu_collectives_unchained", "towertrain/engine/variable_mgr/ordering.py",
+        "        with tf.control_dependencies([ends[k] for k in keys if k in ends]):",
+        "        with tf.control_dependencies([]):",
+        [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
+    # The cross-worker sum of a pack without its communication hint (ring over gRPC).
+    Mutation(
+        "cross_worker_pack_without_hint", "towertrain/engine/variable_mgr/collective.py",
+        "                communication_hint=self._hint(member))",
+        '                communication_hint="auto")',
+        [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default"]),
+    # auto no longer means NCCL on GPUs.
+    Mutation(
+        "collective_auto_is_ring", "towertrain/config/exchange_checks.py",
+        '    return "nccl" if device == "gpu" and requested != "ring" else "ring"',
+        '    return "nccl" if device == "gpu" and requested == "nccl" else "ring"',
+        [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default",
+         GPU_GRAPH + "test_the_header_says_how_collectives_cross"]),
+    # --collective_implementation=ring ignored on GPUs.
+    Mutation(
+        "collective_ring_ignored", "towertrain/config/exchange_checks.py",
+        '    return "nccl" if device == "gpu" and requested != "ring" else "ring"',
+        '    return "nccl" if device == "gpu" else "ring"',
+        [GPU_GRAPH + "test_ring_is_selectable_and_a_cpu_member_crosses_by_ring"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",

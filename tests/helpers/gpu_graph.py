@@ -13,7 +13,7 @@ def gpu_trainer(model=None, input_source=None, **overrides):
     overrides.setdefault("variable_update", "replicated")
     params = Params(model="trivial", device="gpu", num_gpus=NUM_GPUS, batch_size=2,
                     **overrides)
-    return Trainer(params, model=model, input_source=input_source, check_devices=False)
+    return Trainer(params, check_devices=False)
 
 
 def ps_model():
@@ -33,3 +33,23 @@ def ps_input():
     images = rng.standard_normal((16, 1, 1, 10)).astype(np.float32)
     return from_arrays(images, rng.integers(0, 3, 16).astype(np.int32), 8)
 
+
+
+def stand_in_cluster_trainer(monkeypatch, workers=2, task_index=0, **overrides):
+    """A collective_all_reduce Trainer of worker `task_index` in a cluster of
+    `workers` x NUM_GPUS absent GPUs, built in this process for tracing only:
+    the cluster is recorded as joined without a server, and the start-up
+    broadcast and the peer watch (both would wait for peers) do nothing."""
+    from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
+    from towertrain.engine.variable_mgr import collective
+    from towertrain.plan import cluster as plan_cluster
+    hosts = ",".join(f"127.0.0.1:{port}" for port in range(1, workers + 1))
+    overrides.setdefault("variable_update", "collective_all_reduce")
+    overrides.setdefault("model", "trivial")
+    params = Params(device="gpu", num_gpus=NUM_GPUS, batch_size=2,
+                    worker_hosts=hosts, task_index=task_index, **overrides)
+    monkeypatch.setitem(cluster_lib._ACTIVE, "cluster", plan_cluster.resolve(params))
+    monkeypatch.setattr(collective.CollectiveManager, "_broadcast_from_chief",
+                        lambda self: None)
+    monkeypatch.setattr(peer_watch, "start", lambda *args: None)
+    return Trainer(params, check_devices=False)

@@ -50,6 +50,8 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("Accumulation", static["Accumulation"]))
     if "AllReduce" in static:
         info.append(("AllReduce", static["AllReduce"]))
+        if "Collectives" in static:
+            info.append(("Collectives", static["Collectives"]))
         info.append(("Gradient packs", packing.describe(model.trainable_variables,
                                                          plan.exchange.gradient_repacking)))
     if gradients.describe(recipe.clipping):
