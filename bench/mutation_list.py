@@ -798,6 +798,17 @@ MUTATIONS = [
         '    return "nccl" if device == "gpu" and requested != "ring" else "ring"',
         '    return "nccl" if device == "gpu" else "ring"',
         [GPU_GRAPH + "test_ring_is_selectable_and_a_cpu_member_crosses_by_ring"]),
+    # --collective_implementation=nccl let through on CPU devices, or with a CPU member.
+    Mutation(
+        "nccl_implementation_on_cpu_accepted", "towertrain/config/exchange_checks.py",
+        '    if device != "gpu":\n        fail("collective_implementation"',
+        '    if False:\n        fail("collective_implementation"',
+        [T + "config/test_exchange_checks.py::test_nccl_is_refused_where_it_cannot_run"]),
+    Mutation(
+        "nccl_implementation_with_cpu_member_accepted", "towertrain/config/exchange_checks.py",
+        '    if spec is not None and split_spec(spec)[0] == "pscpu":\n        fail(',
+        '    if False:\n        fail(',
+        [T + "config/test_exchange_checks.py::test_nccl_is_refused_where_it_cannot_run"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
