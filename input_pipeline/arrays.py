@@ -42,6 +42,9 @@ class DatasetInput(Input):
     known_examples = None
     epochs_fn = None
     origin = None  # where the data comes from, for the header (e.g. 'from_arrays: ...')
+    # A multi-worker reader's slicing.WorkerShare: its batches hold only this
+    # worker's rows of each global batch (None: whole global batches).
+    worker_share = None
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
                  eval_fn=None, num_epochs=None):
@@ -111,7 +114,7 @@ def to_data_format(images, data_format):
 
 def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
                   buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False,
-                  options=dataset_options.DEFAULT):
+                  options=dataset_options.DEFAULT, share=None):
     """Global batches from single examples, epoch by epoch.
 
     examples: a dataset of single examples, or a function (epoch: int64 tensor)
@@ -127,22 +130,46 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     batches an uninterrupted run sees, an epoch boundary included, and so does
     a finished run extended by more epochs. options: the --datasets_* knobs
     at the end of the pipeline (input_pipeline.dataset_options).
+
+    share (a slicing.WorkerShare, with map_fn): a worker of a multi-worker run
+    reads every example but maps (decodes, augments) only the rows of its
+    own towers in each global batch, each with the seed pair it has in the
+    whole batch; the batches it yields hold those rows alone.
     """
     def one_epoch(epoch):
         data = examples(epoch) if callable(examples) else examples
         if shuffle:
             data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))
-        if map_fn is not None:
-            # Example i of the epoch gets the seed pair (epoch key, i).
-            augment_key = epoch_seed(seed, epoch, AUGMENT)
-            data = data.enumerate().map(
-                lambda index, example: map_fn(example, tf.stack([augment_key, index])),
-                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return data.batch(global_batch, drop_remainder=drop_remainder)
+        if map_fn is None:
+            return data.batch(global_batch, drop_remainder=drop_remainder)
+        # Example i of the epoch gets the seed pair (epoch key, i).
+        augment_key = epoch_seed(seed, epoch, AUGMENT)
+
+        def mapped(index, example):
+            return map_fn(example, tf.stack([augment_key, index]))
+        data = data.enumerate()
+        if share is None:
+            return data.map(mapped, num_parallel_calls=tf.data.AUTOTUNE,
+                            deterministic=True).batch(global_batch,
+                                                      drop_remainder=drop_remainder)
+        return data.batch(global_batch, drop_remainder=drop_remainder).map(
+            _share_mapper(share, mapped, data.map(mapped).element_spec),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     batches = epoch_indices(num_epochs).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
     return with_epoch_seeded_shuffle(dataset_options.on_batches(batches, options))
+
+
+def _share_mapper(share, mapped, output_spec):
+    """(indices, examples) of a global batch -> this worker's rows, mapped one
+    by one (a batch whose share is empty gives an empty batch: every worker
+    yields one batch per step)."""
+    def map_share(indices, examples):
+        start, end = share.rows(tf.shape(indices, out_type=tf.int64)[0])
+        rows = tf.nest.map_structure(lambda t: t[start:end], (indices, examples))
+        return tf.map_fn(lambda row: mapped(*row), rows, fn_output_signature=output_spec)
+    return map_share
 
 
 def seeded_shuffle(data, buffer_size, seed):
@@ -189,17 +216,20 @@ AUGMENT, SHUFFLE, SHARDS = range(3)
 
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
                   train_map, eval_map, data_format, eval_fn=None,
-                  options=dataset_options.DEFAULT):
+                  options=dataset_options.DEFAULT, share=None):
     """A DatasetInput over a dataset file's records: shuffled and augmented with
-    train_map for training, eval_map in file order otherwise."""
+    train_map for training, eval_map in file order otherwise. share: a
+    multi-worker run's WorkerShare (each batch then holds only its rows)."""
     records = dataset_options.on_records(records, options, num_examples)
     batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
                             buffer_size=min(num_examples, 10000),
                             map_fn=train_map if train else eval_map, data_format=data_format,
-                            options=options)
-    return DatasetInput(batches, global_batch, num_examples=num_examples,
-                        description=f"--data_dir={data_dir}", eval_fn=eval_fn,
-                        num_epochs=num_epochs)
+                            options=options, share=share)
+    result = DatasetInput(batches, global_batch, num_examples=num_examples,
+                          description=f"--data_dir={data_dir}", eval_fn=eval_fn,
+                          num_epochs=num_epochs)
+    result.worker_share = share
+    return result
 
 
 def eval_records(records, num_examples, batch_size, eval_map, data_format, description):
