@@ -45,6 +45,13 @@ class DatasetInput(Input):
     # A multi-worker reader's slicing.WorkerShare: its batches hold only this
     # worker's rows of each global batch (None: whole global batches).
     worker_share = None
+    # restart_fn(position) -> the same batches from global batch `position`
+    # on (file readers, whose batches are a function of their position). Such
+    # an input keeps its position out of checkpoints: a resume rebuilds the
+    # pipeline there (reading, not decoding, what it skips), so a checkpoint
+    # of any topology resumes on any other. The tf.data iterator's own state
+    # would carry the chief's prefetched share of each batch.
+    restart_fn = None
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
                  eval_fn=None, num_epochs=None):
@@ -55,6 +62,7 @@ class DatasetInput(Input):
         self.description = description  # e.g. the data_dir, for error messages
         self._eval_fn = eval_fn
         self._iterator = None
+        self._start = None  # the position the iterator started at (restart_fn inputs)
 
     def with_epochs(self, num_epochs):
         """This in-memory input as exactly `num_epochs` passes (each ending with
@@ -70,10 +78,26 @@ class DatasetInput(Input):
 
     def create(self, devices):
         del devices  # the global batch is assembled on the CPU and split per step
+        if self.restart_fn is None:
+            self._start_at(0)
+
+    def _start_at(self, position):
         with tf.device("/cpu:0"):
-            self._iterator = iter(self.dataset)
+            self._iterator = iter(self.restart_fn(position) if position else self.dataset)
+        self._start = position
+
+    def resume_after(self, step):
+        if self.restart_fn is None or self._start == step:
+            return
+        if self._iterator is not None:
+            # A traced step holds the iterator it was traced with.
+            raise RuntimeError(f"{self.description or self.name}: asked to start at batch "
+                               f"{step} after its step was built at batch {self._start}")
+        self._start_at(step)
 
     def tower_batches(self, devices):
+        if self._iterator is None:  # a step traced before the run said where it starts
+            self._start_at(0)
         with tf.device("/cpu:0"):
             batch = next(self._iterator)
             if self.label_classes is not None:
@@ -86,7 +110,7 @@ class DatasetInput(Input):
         return self._eval_fn(batch_size)
 
     def checkpoint_state(self):
-        return self._iterator
+        return None if self.restart_fn is not None else self._iterator
 
 
 LABEL_CHECK = "towertrain label check:"  # towertrain.engine.run.model_checks.error_from reads it
@@ -114,7 +138,8 @@ def to_data_format(images, data_format):
 
 def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
                   buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False,
-                  options=dataset_options.DEFAULT, share=None):
+                  options=dataset_options.DEFAULT, share=None, start_batch=0,
+                  epoch_examples=None):
     """Global batches from single examples, epoch by epoch.
 
     examples: a dataset of single examples, or a function (epoch: int64 tensor)
@@ -126,8 +151,9 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     Every random choice is a function of (seed, epoch, position in the epoch):
     the shuffle seed of epoch e and each example's augmentation seed are derived
     from them, never from a generator that advances across epochs. A run resumed
-    from a checkpoint (the tf.data iterator state) therefore sees exactly the
-    batches an uninterrupted run sees, an epoch boundary included, and so does
+    from a checkpoint (the tf.data iterator state, or start_batch) therefore
+    sees exactly the batches an uninterrupted run sees, an epoch boundary
+    included, and so does
     a finished run extended by more epochs. options: the --datasets_* knobs
     at the end of the pipeline (input_pipeline.dataset_options).
 
@@ -135,13 +161,24 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     reads every example but maps (decodes, augments) only the rows of its
     own towers in each global batch, each with the seed pair it has in the
     whole batch; the batches it yields hold those rows alone.
+
+    start_batch: begin at that global batch of the stream (the examples
+    before it are read, never mapped); needs every epoch but the last to be
+    whole batches apart, as here (each epoch ends with its partial batch):
+    pass the number of examples per epoch in `epoch_examples`.
     """
+    first_epoch, skip = 0, 0
+    if start_batch:
+        batches_per_epoch = -(-epoch_examples // global_batch)
+        first_epoch, skip = divmod(start_batch, batches_per_epoch)
+
     def one_epoch(epoch):
         data = examples(epoch) if callable(examples) else examples
         if shuffle:
             data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))
+        skipped = tf.where(epoch == first_epoch, tf.constant(skip, tf.int64), 0)
         if map_fn is None:
-            return data.batch(global_batch, drop_remainder=drop_remainder)
+            return data.batch(global_batch, drop_remainder=drop_remainder).skip(skipped)
         # Example i of the epoch gets the seed pair (epoch key, i).
         augment_key = epoch_seed(seed, epoch, AUGMENT)
 
@@ -149,14 +186,14 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
             return map_fn(example, tf.stack([augment_key, index]))
         data = data.enumerate()
         if share is None:
-            return data.map(mapped, num_parallel_calls=tf.data.AUTOTUNE,
-                            deterministic=True).batch(global_batch,
-                                                      drop_remainder=drop_remainder)
-        return data.batch(global_batch, drop_remainder=drop_remainder).map(
+            return data.skip(skipped * global_batch).map(
+                mapped, num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True).batch(global_batch, drop_remainder=drop_remainder)
+        return data.batch(global_batch, drop_remainder=drop_remainder).skip(skipped).map(
             _share_mapper(share, mapped, data.map(mapped).element_spec),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
-    batches = epoch_indices(num_epochs).flat_map(one_epoch)
+    batches = epoch_indices(num_epochs, first_epoch).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
     return with_epoch_seeded_shuffle(dataset_options.on_batches(batches, options))
 
@@ -196,11 +233,11 @@ def with_epoch_seeded_shuffle(dataset):
     return dataset.with_options(options)
 
 
-def epoch_indices(num_epochs=None):
-    """0, 1, ... num_epochs - 1 (int64), or without end for None."""
+def epoch_indices(num_epochs=None, first=0):
+    """first, first + 1, ... num_epochs - 1 (int64), or without end for None."""
     if num_epochs is None:
-        return tf.data.Dataset.counter()
-    return tf.data.Dataset.range(num_epochs)
+        return tf.data.Dataset.counter(start=first)
+    return tf.data.Dataset.range(first, num_epochs)
 
 
 def epoch_seed(seed, epoch, stream):
@@ -216,19 +253,24 @@ AUGMENT, SHUFFLE, SHARDS = range(3)
 
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
                   train_map, eval_map, data_format, eval_fn=None,
-                  options=dataset_options.DEFAULT, share=None):
+                  options=dataset_options.DEFAULT, share=None, start_batch=0,
+                  epoch_examples=None):
     """A DatasetInput over a dataset file's records: shuffled and augmented with
     train_map for training, eval_map in file order otherwise. share: a
     multi-worker run's WorkerShare (each batch then holds only its rows)."""
     records = dataset_options.on_records(records, options, num_examples)
-    batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
-                            buffer_size=min(num_examples, 10000),
-                            map_fn=train_map if train else eval_map, data_format=data_format,
-                            options=options, share=share)
-    result = DatasetInput(batches, global_batch, num_examples=num_examples,
+
+    def batches(start_batch=0):
+        return epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
+                             buffer_size=min(num_examples, 10000),
+                             map_fn=train_map if train else eval_map, data_format=data_format,
+                             options=options, share=share, start_batch=start_batch,
+                             epoch_examples=num_examples)
+    result = DatasetInput(batches(), global_batch, num_examples=num_examples,
                           description=f"--data_dir={data_dir}", eval_fn=eval_fn,
                           num_epochs=num_epochs)
     result.worker_share = share
+    result.restart_fn = batches
     return result
 
 

@@ -17,84 +17,58 @@ import pytest
 import tensorflow as tf
 
 import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
-from helpers.gpu_graph import NUM_GPUS, stand_in_cluster_trainer
-from helpers.graph_walks import ancestors, function_graphs, kept_ops, place
+from helpers.gpu_graph import NUM_GPUS, cluster_step
+from towertrain.engine.variable_mgr import collective_graph
 
-COLLECTIVES = ("NcclAllReduce", "CollectiveReduceV2", "CollectiveReduce",
-               "CollectiveGatherV2", "CollectiveBcastSendV2", "CollectiveBcastRecvV2")
 GPU_SPECS = ("nccl/xring", "psgpu/xring", "collective", "pscpu/xring")
 
 
-def _step_graph(monkeypatch, spec, workers=2, **overrides):
-    trainer = stand_in_cluster_trainer(monkeypatch, workers=workers, model="ckpt_tiny",
-                                       all_reduce_spec=spec, gradient_repacking=4,
-                                       data_format="NHWC", **overrides)
-    return trainer.trace_step().graph
-
-
-def _collectives(graph):
-    return [(g, op) for g in function_graphs(graph) for op in g.get_operations()
-            if op.type in COLLECTIVES]
+def _step_graph(spec, workers=2, **overrides):
+    return cluster_step(workers, model="ckpt_tiny", all_reduce_spec=spec, gradient_repacking=4,
+                        data_format="NHWC", **overrides)[1]
 
 
 @pytest.mark.parametrize("workers", [2, 1])
 @pytest.mark.parametrize("spec", GPU_SPECS)
-def test_no_collective_member_is_left_to_be_pruned(monkeypatch, spec, workers):
-    graph = _step_graph(monkeypatch, spec, workers)
-    found = _collectives(graph)
+def test_no_collective_member_is_left_to_be_pruned(spec, workers):
+    graph = _step_graph(spec, workers)
+    found = collective_graph.collectives(graph)
     types = collections.Counter(op.type for _, op in found)
     if spec == "nccl/xring":  # one NCCL launch per pack per GPU
         assert types["NcclAllReduce"] == 4 * NUM_GPUS, types
     if workers == 2:
         assert types["CollectiveReduceV2"] >= 4, types  # a cross-worker sum per pack at least
-    kept = {g: kept_ops(g) for g in {g for g, _ in found}}
-    pruned = [op.name for g, op in found if op not in kept[g]]
+    pruned = collective_graph.pruned(graph)
     assert not pruned, f"{spec}: {len(pruned)} of {len(found)} collectives pruned: {pruned}"
 
 
 @pytest.mark.parametrize("spec", GPU_SPECS)
-def test_each_gpu_has_one_ordering_chain(monkeypatch, spec):
-    graph = _step_graph(monkeypatch, spec)
-    by_gpu = collections.defaultdict(list)
-    for g, op in _collectives(graph):
-        kind, index = place(op)
-        if kind == "GPU":
-            by_gpu[(g, index)].append(op)
-    assert {index for _, index in by_gpu} == set(range(NUM_GPUS)), spec
-    for (_, index), ops in by_gpu.items():
-        waits = {op: ancestors(op) for op in ops}
-        for i, a in enumerate(ops):
-            for b in ops[i + 1:]:
-                assert a in waits[b] or b in waits[a], (
-                    f"{spec}: GPU {index}: {a.name} ({a.type}) and {b.name} ({b.type}) "
-                    "are not ordered")
-
-
-def _hints(graph):
-    return {(place(op)[0], op.get_attr("communication_hint").decode())
-            for _, op in _collectives(graph) if op.type == "CollectiveReduceV2"}
+def test_each_gpu_has_one_ordering_chain(spec):
+    graph = _step_graph(spec)
+    assert collective_graph.gpus_with_collectives(graph) == set(range(NUM_GPUS)), spec
+    assert collective_graph.unordered_on_gpus(graph) == [], spec
 
 
 @pytest.mark.parametrize("spec", ["nccl/xring", "psgpu/xring", "collective"])
-def test_cross_worker_collectives_use_nccl_on_gpus_by_default(monkeypatch, spec):
-    assert _hints(_step_graph(monkeypatch, spec)) == {("GPU", "nccl"), ("CPU", "ring")}
+def test_cross_worker_collectives_use_nccl_on_gpus_by_default(spec):
+    assert collective_graph.hints(_step_graph(spec)) == {("GPU", "nccl"), ("CPU", "ring")}
 
 
-def test_ring_is_selectable_and_a_cpu_member_crosses_by_ring(monkeypatch):
-    assert _hints(_step_graph(monkeypatch, "nccl/xring", collective_implementation="ring")) == {
-        ("GPU", "ring"), ("CPU", "ring")}
+def test_ring_is_selectable_and_a_cpu_member_crosses_by_ring():
+    assert collective_graph.hints(_step_graph("nccl/xring", collective_implementation="ring")) \
+        == {("GPU", "ring"), ("CPU", "ring")}
     # pscpu/xring's packs cross from /cpu:0 (ring); its batch-norm statistics
     # are summed over every GPU (NCCL).
-    assert _hints(_step_graph(monkeypatch, "pscpu/xring")) == {("CPU", "ring"), ("GPU", "nccl")}
+    assert collective_graph.hints(_step_graph("pscpu/xring")) == {("CPU", "ring"),
+                                                                   ("GPU", "nccl")}
 
 
-def test_the_header_says_how_collectives_cross(monkeypatch):
+def test_the_header_says_how_collectives_cross():
     from towertrain.plan import describe
-    trainer = stand_in_cluster_trainer(monkeypatch, model="ckpt_tiny")
+    trainer = cluster_step(model="ckpt_tiny")[0]
     assert describe.static_lines(trainer.plan)["Collectives"] == (
         "nccl (NCCL between the workers' GPUs; the step's scalars: ring)")
-    trainer = stand_in_cluster_trainer(monkeypatch, model="ckpt_tiny",
-                                       collective_implementation="ring")
+    trainer = cluster_step(model="ckpt_tiny", collective_implementation="ring")[0]
     assert describe.static_lines(trainer.plan)["Collectives"].startswith("ring (TensorFlow's")
 
 

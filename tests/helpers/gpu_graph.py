@@ -13,7 +13,7 @@ def gpu_trainer(model=None, input_source=None, **overrides):
     overrides.setdefault("variable_update", "replicated")
     params = Params(model="trivial", device="gpu", num_gpus=NUM_GPUS, batch_size=2,
                     **overrides)
-    return Trainer(params, check_devices=False)
+    return Trainer(params, model=model, input_source=input_source, check_devices=False)
 
 
 def ps_model():
@@ -35,21 +35,14 @@ def ps_input():
 
 
 
-def stand_in_cluster_trainer(monkeypatch, workers=2, task_index=0, **overrides):
-    """A collective_all_reduce Trainer of worker `task_index` in a cluster of
-    `workers` x NUM_GPUS absent GPUs, built in this process for tracing only:
-    the cluster is recorded as joined without a server, and the start-up
-    broadcast and the peer watch (both would wait for peers) do nothing."""
-    from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
-    from towertrain.engine.variable_mgr import collective
-    from towertrain.plan import cluster as plan_cluster
+def cluster_step(workers=2, task_index=0, **overrides):
+    """(trainer, step graph) of worker `task_index` of a collective_all_reduce
+    cluster of `workers` x NUM_GPUS absent GPUs, traced in this process
+    (towertrain.engine.variable_mgr.collective_graph.trace_cluster_step)."""
+    from towertrain.engine.variable_mgr import collective_graph
     hosts = ",".join(f"127.0.0.1:{port}" for port in range(1, workers + 1))
     overrides.setdefault("variable_update", "collective_all_reduce")
     overrides.setdefault("model", "trivial")
     params = Params(device="gpu", num_gpus=NUM_GPUS, batch_size=2,
                     worker_hosts=hosts, task_index=task_index, **overrides)
-    monkeypatch.setitem(cluster_lib._ACTIVE, "cluster", plan_cluster.resolve(params))
-    monkeypatch.setattr(collective.CollectiveManager, "_broadcast_from_chief",
-                        lambda self: None)
-    monkeypatch.setattr(peer_watch, "start", lambda *args: None)
-    return Trainer(params, check_devices=False)
+    return collective_graph.trace_cluster_step(params)

@@ -4,65 +4,14 @@ import collections
 
 import tensorflow as tf
 
+from towertrain.engine.variable_mgr.collective_graph import (  # noqa: F401 - re-exported
+    ancestors, function_graphs, kept_ops)
+
 
 def all_ops(graph):
     """Ops of `graph` and of every function graph nested in it (cond branches,
     loop bodies, called functions)."""
     return [op for g in function_graphs(graph) for op in g.get_operations()]
-
-
-def function_graphs(graph):
-    """`graph` and every function graph nested in it, each once."""
-    found, seen = [], set()
-
-    def lookup(g, name):
-        while g is not None:
-            fn = g._get_function(name)  # no public lookup of a nested FuncGraph
-            if fn is not None:
-                return fn
-            g = getattr(g, "outer_graph", None)
-        return None
-
-    def visit(g):
-        found.append(g)
-        for op in g.get_operations():
-            for attr in op.node_def.attr:
-                value = op.node_def.attr[attr]
-                names = [value.func.name] if value.HasField("func") else []
-                names += [f.name for f in value.list.func]
-                for name in names:
-                    if name and name not in seen:
-                        seen.add(name)
-                        fn = lookup(op.graph, name)
-                        if fn is not None:
-                            visit(fn.graph)
-    visit(graph)
-    return found
-
-
-def kept_ops(graph):
-    """The ops of a function graph that run: those its outputs and control
-    outputs reach through data and control inputs. TensorFlow prunes the rest."""
-    kept, stack = set(), [t.op for t in graph.outputs] + list(graph.control_outputs)
-    while stack:
-        op = stack.pop()
-        if op not in kept:
-            kept.add(op)
-            stack.extend(t.op for t in op.inputs)
-            stack.extend(op.control_inputs)
-    return kept
-
-
-def ancestors(op):
-    """Every op `op` waits for, through data and control inputs."""
-    found, stack = set(), [op]
-    while stack:
-        current = stack.pop()
-        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
-            if parent not in found:
-                found.add(parent)
-                stack.append(parent)
-    return found
 
 
 def place(op):

@@ -94,3 +94,27 @@ def test_a_share_of_an_uneven_batch_is_the_split_of_one_process():
     assert rows == {(0, 6): (0, 4), (1, 6): (4, 6), (0, 2): (0, 2), (1, 2): (2, 2)}
     assert WorkerShare(2, 1, 2).describe() == "towers 2-3 of 4"
     assert WorkerShare(2, 1, 1).describe() == "tower 1 of 2"
+
+
+@pytest.mark.parametrize("share", [None, WorkerShare(2, 1, 1)])
+def test_a_file_reader_restarts_at_any_batch_without_decoding_what_it_skips(
+        tmp_path, monkeypatch, share):
+    """A resume rebuilds the reader at the step's batch (its position is not in
+    checkpoints, so any topology's checkpoint serves any other): the batches
+    from there equal the uninterrupted stream's, across an epoch end, and the
+    skipped examples are read but never decoded."""
+    data_dir = str(tmp_path / "cifar")
+    cifar_files.write_dataset(data_dir, 20, 2)  # 4 batches an epoch: 6, 6, 6, 2
+    calls = _counting(cifar10, "decode", monkeypatch)
+    reader = cifar10.dataset_input(data_dir, GLOBAL_BATCH, num_epochs=2, seed=3,
+                                   distortions=True, share=share)
+    whole = _batches(reader)
+    assert reader.checkpoint_state() is None
+    for start in (1, 3, 4, 6):
+        calls[0] = 0
+        restarted = [(i.numpy(), l.numpy()) for i, l in reader.restart_fn(start)]
+        assert len(restarted) == len(whole) - start
+        for (images, labels), (want_images, want_labels) in zip(restarted, whole[start:]):
+            np.testing.assert_array_equal(labels, want_labels)
+            np.testing.assert_array_equal(images, want_images)
+        assert calls[0] == sum(len(labels) for _, labels in restarted), start

@@ -120,6 +120,22 @@ class WorkerShard(WrappedInput):
 
 
 
+def describe_worker_input(input_source):
+    """What this worker of a multi-worker run reads and decodes (the header)."""
+    shard = input_source
+    while shard is not None and not isinstance(shard, WorkerShard):
+        shard = getattr(shard, "inner", None)
+    if shard is None:
+        return "this worker's own input"
+    if shard.local:
+        return "its own synthetic share of each global batch (seeded by the task index)"
+    share = getattr(shard.inner, "worker_share", None)
+    if share is not None:
+        return (f"reads every record, decodes only its share of each global batch "
+                f"({share.describe()})")
+    return "reads and decodes every global batch, keeps its towers' share"
+
+
 def shard_for_worker(inner, cluster, local=False):
     """`inner` for this worker of `cluster` (unchanged in a one-process run)."""
     if cluster.num_workers == 1 or isinstance(inner, WorkerShard):

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from towertrain.engine.process import runtime
 from towertrain.engine.allreduce import packing
+from towertrain.engine.feed import input_factory
 from towertrain.plan import cluster as resolvers
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
@@ -43,6 +44,7 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
     if "Cluster" in static:  # multi-worker
         info.append(("Cluster", f"{static['Cluster']}, "
                                 f"{resolvers.describe(plan.topology.cluster)}"))
+        info.append(("Worker input", input_factory.describe_worker_input(input_source)))
         threads = runtime.describe_threads(plan.runtime)
         if threads:
             info.append(("Threads", threads))
