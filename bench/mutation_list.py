@@ -765,7 +765,8 @@ MUTATIONS = [
         "        return private_api.nccl_all_sum(flats)\n",
         "        return private_api.nccl_all_sum(flats)[:1]\n",
         [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned",
-         GPU_GRAPH + "test_cpu_analog_every_member_runs_and_the_sum_arrives"]),
+         GPU_GRAPH + "test_cpu_analog_every_member_runs_and_the_sum_arrives",
+         T + "package/test_gpu_proof.py"]),
     # Across workers, the other GPUs' NCCL outputs no longer control inputs of
     # their copy of the sum.
     Mutation(

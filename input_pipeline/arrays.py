@@ -45,13 +45,15 @@ class DatasetInput(Input):
     # A multi-worker reader's slicing.WorkerShare: its batches hold only this
     # worker's rows of each global batch (None: whole global batches).
     worker_share = None
-    # restart_fn(position) -> the same batches from global batch `position`
-    # on (file readers, whose batches are a function of their position). Such
-    # an input keeps its position out of checkpoints: a resume rebuilds the
-    # pipeline there (reading, not decoding, what it skips), so a checkpoint
-    # of any topology resumes on any other. The tf.data iterator's own state
-    # would carry the chief's prefetched share of each batch.
-    restart_fn = None
+    # File readers, whose batches are a function of their position: the
+    # variable their pipeline reads its first global batch from, when it
+    # reads its first element. Such an input keeps its position out of
+    # checkpoints: resume_after sets it before the first step (the examples
+    # before it are read, not decoded), so a checkpoint of any topology
+    # resumes on any other. The tf.data iterator's own state would carry the
+    # chief's prefetched share of each batch into the other workers.
+    start_position = None
+    restart_fn = None  # restart_fn(position): the same batches from there (a dataset)
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
                  eval_fn=None, num_epochs=None):
@@ -62,7 +64,6 @@ class DatasetInput(Input):
         self.description = description  # e.g. the data_dir, for error messages
         self._eval_fn = eval_fn
         self._iterator = None
-        self._start = None  # the position the iterator started at (restart_fn inputs)
 
     def with_epochs(self, num_epochs):
         """This in-memory input as exactly `num_epochs` passes (each ending with
@@ -78,26 +79,14 @@ class DatasetInput(Input):
 
     def create(self, devices):
         del devices  # the global batch is assembled on the CPU and split per step
-        if self.restart_fn is None:
-            self._start_at(0)
-
-    def _start_at(self, position):
         with tf.device("/cpu:0"):
-            self._iterator = iter(self.restart_fn(position) if position else self.dataset)
-        self._start = position
+            self._iterator = iter(self.dataset)
 
     def resume_after(self, step):
-        if self.restart_fn is None or self._start == step:
-            return
-        if self._iterator is not None:
-            # A traced step holds the iterator it was traced with.
-            raise RuntimeError(f"{self.description or self.name}: asked to start at batch "
-                               f"{step} after its step was built at batch {self._start}")
-        self._start_at(step)
+        if self.start_position is not None:
+            self.start_position.assign(step)
 
     def tower_batches(self, devices):
-        if self._iterator is None:  # a step traced before the run said where it starts
-            self._start_at(0)
         with tf.device("/cpu:0"):
             batch = next(self._iterator)
             if self.label_classes is not None:
@@ -110,7 +99,7 @@ class DatasetInput(Input):
         return self._eval_fn(batch_size)
 
     def checkpoint_state(self):
-        return None if self.restart_fn is not None else self._iterator
+        return None if self.start_position is not None else self._iterator
 
 
 LABEL_CHECK = "towertrain label check:"  # towertrain.engine.run.model_checks.error_from reads it
@@ -168,15 +157,17 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     pass the number of examples per epoch in `epoch_examples`.
     """
     first_epoch, skip = 0, 0
-    if start_batch:
+    if not (isinstance(start_batch, int) and start_batch == 0):
         batches_per_epoch = -(-epoch_examples // global_batch)
-        first_epoch, skip = divmod(start_batch, batches_per_epoch)
+        start_batch = tf.cast(start_batch, tf.int64)
+        first_epoch, skip = start_batch // batches_per_epoch, start_batch % batches_per_epoch
 
     def one_epoch(epoch):
         data = examples(epoch) if callable(examples) else examples
         if shuffle:
             data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))
-        skipped = tf.where(epoch == first_epoch, tf.constant(skip, tf.int64), 0)
+        skipped = tf.where(epoch == first_epoch, tf.cast(skip, tf.int64),
+                           tf.constant(0, tf.int64))
         if map_fn is None:
             return data.batch(global_batch, drop_remainder=drop_remainder).skip(skipped)
         # Example i of the epoch gets the seed pair (epoch key, i).
@@ -266,11 +257,16 @@ def records_input(records, data_dir, global_batch, num_examples, train, num_epoc
                              map_fn=train_map if train else eval_map, data_format=data_format,
                              options=options, share=share, start_batch=start_batch,
                              epoch_examples=num_examples)
-    result = DatasetInput(batches(), global_batch, num_examples=num_examples,
-                          description=f"--data_dir={data_dir}", eval_fn=eval_fn,
-                          num_epochs=num_epochs)
+    with tf.device("/cpu:0"):
+        start = tf.Variable(0, dtype=tf.int64, trainable=False, name="input_start")
+    # The gate's function runs at the iterator's first element, so the
+    # pipeline starts where resume_after has set `start` by then.
+    gated = tf.data.Dataset.range(1).flat_map(lambda _: batches(start.read_value()))
+    result = DatasetInput(with_epoch_seeded_shuffle(gated), global_batch,
+                          num_examples=num_examples, description=f"--data_dir={data_dir}",
+                          eval_fn=eval_fn, num_epochs=num_epochs)
     result.worker_share = share
-    result.restart_fn = batches
+    result.start_position, result.restart_fn = start, batches
     return result
 
 

@@ -118,3 +118,17 @@ def test_a_file_reader_restarts_at_any_batch_without_decoding_what_it_skips(
             np.testing.assert_array_equal(labels, want_labels)
             np.testing.assert_array_equal(images, want_images)
         assert calls[0] == sum(len(labels) for _, labels in restarted), start
+
+
+def test_resume_after_sets_where_the_iterator_starts(tmp_path):
+    """Through the door the run uses: create, resume_after, then the batches."""
+    data_dir = str(tmp_path / "cifar")
+    cifar_files.write_dataset(data_dir, 20, 2)
+    whole = _batches(cifar10.dataset_input(data_dir, GLOBAL_BATCH, num_epochs=2, seed=3))
+    reader = cifar10.dataset_input(data_dir, GLOBAL_BATCH, num_epochs=2, seed=3)
+    reader.create(["/cpu:0"])
+    reader.resume_after(5)
+    for want_images, want_labels in whole[5:7]:
+        (images, labels), = reader.tower_batches(["/cpu:0"])
+        np.testing.assert_array_equal(labels.numpy(), want_labels)
+        np.testing.assert_array_equal(images.numpy(), want_images)
