@@ -128,7 +128,7 @@ def to_data_format(images, data_format):
 def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
                   buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False,
                   options=dataset_options.DEFAULT, share=None, start_batch=0,
-                  epoch_examples=None):
+                  epoch_examples=None, finish=True):
     """Global batches from single examples, epoch by epoch.
 
     examples: a dataset of single examples, or a function (epoch: int64 tensor)
@@ -186,6 +186,8 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
 
     batches = epoch_indices(num_epochs, first_epoch).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
+    if not finish:  # the caller applies the batch-level options on its own dataset
+        return batches
     return with_epoch_seeded_shuffle(dataset_options.on_batches(batches, options))
 
 
@@ -245,24 +247,27 @@ AUGMENT, SHUFFLE, SHARDS = range(3)
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
                   train_map, eval_map, data_format, eval_fn=None,
                   options=dataset_options.DEFAULT, share=None, start_batch=0,
-                  epoch_examples=None):
+                  epoch_examples=None, finish=True):
     """A DatasetInput over a dataset file's records: shuffled and augmented with
     train_map for training, eval_map in file order otherwise. share: a
     multi-worker run's WorkerShare (each batch then holds only its rows)."""
     records = dataset_options.on_records(records, options, num_examples)
 
-    def batches(start_batch=0):
+    def batches(start_batch=0, finish=True):
         return epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
                              buffer_size=min(num_examples, 10000),
                              map_fn=train_map if train else eval_map, data_format=data_format,
                              options=options, share=share, start_batch=start_batch,
-                             epoch_examples=num_examples)
+                             epoch_examples=num_examples, finish=finish)
     with tf.device("/cpu:0"):
         start = tf.Variable(0, dtype=tf.int64, trainable=False, name="input_start")
     # The gate's function runs at the iterator's first element, so the
-    # pipeline starts where resume_after has set `start` by then.
-    gated = tf.data.Dataset.range(1).flat_map(lambda _: batches(start.read_value()))
-    result = DatasetInput(with_epoch_seeded_shuffle(gated), global_batch,
+    # pipeline starts where resume_after has set `start` by then. The
+    # batch-level options go outside it (tf.data drops a function's own).
+    gated = tf.data.Dataset.range(1).flat_map(
+        lambda _: batches(start.read_value(), finish=False))
+    gated = with_epoch_seeded_shuffle(dataset_options.on_batches(gated, options))
+    result = DatasetInput(gated, global_batch,
                           num_examples=num_examples, description=f"--data_dir={data_dir}",
                           eval_fn=eval_fn, num_epochs=num_epochs)
     result.worker_share = share
