@@ -73,6 +73,12 @@ def _momentum():
                                  {"momentum"})
 
 
+def _resume_with_adam():
+    from towertrain.state import run_record
+    run_record.check_state_settings({"optimizer": "momentum"}, {"optimizer": "adam"},
+                                    "--train_dir=run")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -95,6 +101,7 @@ CASES = {
     "unwritable": lambda mp: writable.check([("summary_dir", "/etc/hostname/events", False)]),
     "unknown flags": lambda mp: (_ for _ in ()).throw(ValueError(_unknown_flags())),
     "momentum": lambda mp: _momentum(),
+    "resume optimizer": lambda mp: _resume_with_adam(),
 }
 
 

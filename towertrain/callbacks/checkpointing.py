@@ -112,6 +112,7 @@ class CheckpointSaver(Callback):
         self.save_secs = save_secs
         self.write = write
         self.resumed_from = None
+        self.resume_changes = []  # header lines: what the resume changed by design
         self._last_save_time = None
         self._pending_step = None  # a timed save waiting for the staging to drain
 
@@ -126,6 +127,7 @@ class CheckpointSaver(Callback):
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
             info.extend(self.checkpointer.topology.header_info())
+            info.extend(self.resume_changes)
         return info
 
     def _fence_after(self, step):
