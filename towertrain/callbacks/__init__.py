@@ -61,6 +61,7 @@ def default_callbacks(plan, handles, write=print):
         if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
             run_record.check_state_settings(record, state, where)
             saver.resume_changes = run_record.changes_at_resume(record, changeable)
+        checkpointer.check_free_space()
         saver.restore()
         ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
             plan.model, plan.dataset, plan.topology.data_format, handles.model,
