@@ -1670,7 +1670,7 @@ MUTATIONS = [
     # Issue 33, item 1: a resume with another optimizer is not checked.
     Mutation(
         "resume_state_settings_unchecked", "towertrain/callbacks/__init__.py",
-        "            run_record.check_state_settings(record, state, where)\n", "",
+        "        run_record.check_state_settings(record, state, where)\n", "",
         [T + "state/test_resume_settings.py::"
          "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
     # Issue 33, item 1: the optimizer's options are not recorded.
@@ -1698,7 +1698,26 @@ MUTATIONS = [
     # Issue 33, item 2: the free space is not checked before the first step.
     Mutation(
         "free_space_unchecked", "towertrain/callbacks/__init__.py",
-        "        checkpointer.check_free_space()\n", "",
+        "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
         [T + "state/test_full_disk.py::"
          "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
+    # Issue 33, item 9: no lock on the train_dir (two runs save into one).
+    Mutation(
+        "train_dir_unlocked", "towertrain/state/train_dir_lock.py",
+        "            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 9: the lock is not released at the run's end (a second
+    # run in the same process, the same command again, is refused).
+    Mutation(
+        "train_dir_lock_kept", "towertrain/callbacks/checkpointing.py",
+        "            if self.lock is not None:\n                self.lock.release()\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # Issue 33, item 9: a refused resume keeps the lock it took.
+    Mutation(
+        "train_dir_lock_kept_on_refusal", "towertrain/callbacks/__init__.py",
+        "        except BaseException:\n            lock.release()\n            raise\n",
+        "        except BaseException:\n            raise\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
 ]
