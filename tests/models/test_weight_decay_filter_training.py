@@ -51,7 +51,7 @@ def _one_step(name, weight_decay):
 def test_a_registered_weight_decay_filter_is_the_one_training_uses(bias_only_model):
     before, plain = _one_step(bias_only_model, 0.0)
     _, decayed = _one_step(bias_only_model, WEIGHT_DECAY)
-    np.testing.assert_array_equal(decayed["bias_decay/logits/kernel"], plain["bias_decay/logits/kernel"])
+    kernel, bias = "bias_decay/logits/kernel", "bias_decay/logits/bias"
+    np.testing.assert_array_equal(decayed[kernel], plain[kernel])
     np.testing.assert_allclose(
-        decayed["bias_decay/logits/bias"],
-        plain["bias_decay/logits/bias"] - LEARNING_RATE * WEIGHT_DECAY * before["bias_decay/logits/bias"], atol=1e-6)
+        decayed[bias], plain[bias] - LEARNING_RATE * WEIGHT_DECAY * before[bias], atol=1e-6)
