@@ -16,6 +16,9 @@ import pytest
 from towertrain import Params, ParamsError, Trainer
 from towertrain.input_pipeline import from_arrays
 
+from towertrain.config import flags as flags_lib
+from towertrain.config import tfcnn_checks
+
 from helpers import refusals
 from helpers.cifar_files import write_dataset
 
@@ -40,6 +43,24 @@ DATASETS_FLAGS = ["--datasets_use_prefetch", "--datasets_prefetch_buffer_size=2"
 
 def _name(flag):
     return flag[2:].split("=")[0]
+
+
+def _forward_only_refuses():
+    """The flags --forward_only refuses: those --eval refuses but the timed
+    loop reads, plus those that would write (tfcnn_checks)."""
+    never_read = [n for n in flags_lib.TRAINING_ONLY if n not in tfcnn_checks.FORWARD_ONLY_READS]
+    return never_read + [n for n in tfcnn_checks._FORWARD_ONLY_WRITERS if n not in never_read]
+
+
+def _sample(name):
+    """A command-line argument giving flag `name` some value absl parses."""
+    flags_lib.define_flags()
+    flag = flags_lib.FLAGS[name]
+    if flag.flag_type() == "bool":
+        return f"--{name}"
+    choices = getattr(flag.parser, "enum_values", None)
+    value = choices[0] if choices else {"int": "1", "float": "1.0"}.get(flag.flag_type(), "x")
+    return f"--{name}={value}"
 
 
 # (command line, the error's start, words it contains, environment).
@@ -275,8 +296,9 @@ CASES = [
     (["--batch_group_size=2"], "--batch_group_size=2: ", "needs --data_dir", E),
     # --- towertrain/config/tfcnn_checks.py
     (["--hierarchical_copy"], "--hierarchical_copy", "", E),
-    (["--forward_only", "--train_dir={tmp}"], "--train_dir=",
-     "does not apply to --forward_only", E),
+    # Every flag --forward_only never reads (it trains and writes nothing).
+    *[(["--forward_only", _sample(name)], f"--{name}=", "does not apply to --forward_only", E)
+      for name in _forward_only_refuses()],
     # --- towertrain/config/cluster_checks.py and cluster_spec.py
     ([COLLECTIVE, "--collective_timeout_secs=0"], "--collective_timeout_secs=0", "must be > 0",
      E),
