@@ -1823,8 +1823,7 @@ MUTATIONS = [
     # Lists: one member dropped.
     Mutation(
         "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
-        '"print_training_accuracy", "benchmark_log_dir", "graph_file",',
-        '"print_training_accuracy", "graph_file",',
+        '                         "eval_dir")', '                         )',
         [T + "config/test_refusal_table.py"]),
     Mutation(
         "writable_train_dir_unchecked", "towertrain/state/writable.py",
