@@ -41,7 +41,7 @@ MODULES = {
         tests=["tests/config/test_refusal_table.py", "tests/plan/test_gpu_branches.py",
                "tests/config/test_exchange_checks.py", "-k",
                "(all_reduce_spec or gradient_repacking or refusals_only or exchange or "
-               "gpu_branches) and not command_line"]),
+               "gpu_branches) and not command_line and not header"]),
     "native_precision": dict(
         path="towertrain/recipe/native_precision.py",
         tests=["tests/recipe/test_gpu_capability.py", "tests/recipe/test_native_precision.py",
