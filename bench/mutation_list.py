@@ -1808,4 +1808,57 @@ MUTATIONS = [
         "        except BaseException:\n            lock.release()\n            raise\n",
         "        except BaseException:\n            raise\n",
         [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # --- Issue 34: the patterns closed (boundaries, lists, device branches). ---
+    # Boundaries: each comparison against a user's number moved by one.
+    Mutation(
+        "eval_every_n_steps_boundary", "towertrain/config/params.py",
+        "every > p.num_warmup_batches + p.resolved_num_batches",
+        "every >= p.num_warmup_batches + p.resolved_num_batches",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "trace_step_warmup_boundary", "towertrain/config/observe_checks.py",
+        "if p.trace_step <= p.num_warmup_batches:", "if p.trace_step < p.num_warmup_batches:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "slurm_port_base_boundary", "towertrain/config/cluster_checks.py",
+        "if not 0 < p.slurm_port_base < 65536:", "if not 0 < p.slurm_port_base <= 65536:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "gradient_repacking_boundary", "towertrain/config/exchange_checks.py",
+        "if not 0 <= packs <= MAX_PACKS:", "if not 0 <= packs < MAX_PACKS:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "task_index_boundary", "towertrain/config/cluster_checks.py",
+        "if p.task_index >= len(hosts):", "if p.task_index > len(hosts):",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "decay_steps_boundary", "towertrain/plan/schedule.py",
+        "if decay_steps < 1:", "if decay_steps <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "minimum_learning_rate_boundary", "towertrain/plan/schedule.py",
+        "schedule.minimum > schedule.initial_value", "schedule.minimum >= schedule.initial_value",
+        [T + "config/test_refusal_table.py"]),
+    # Lists: one member dropped.
+    Mutation(
+        "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
+        '                         "eval_dir")', '                         )',
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "writable_train_dir_unchecked", "towertrain/state/writable.py",
+        '        paths.append(("train_dir", outputs.train_dir, False))\n', "",
+        [T + "state/test_writable_every_path.py"]),
+    # Device branches, run with an injected machine description.
+    Mutation(
+        "gpu_intra_threads_not_one", "towertrain/plan/runtime.py",
+        '    if device == "gpu":\n        return 1\n', "",
+        [T + "plan/test_gpu_branches.py"]),
+    Mutation(
+        "collective_gpu_default_is_cpu_exchange", "towertrain/config/exchange_checks.py",
+        'return "nccl/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
+        [T + "plan/test_gpu_branches.py"]),
+    Mutation(
+        "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
+        'if xla and device != "gpu":', "if xla:",
+        [T + "plan/test_gpu_branches.py"]),
 ]
