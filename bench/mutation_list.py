@@ -1861,4 +1861,9 @@ MUTATIONS = [
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
         'if xla and device != "gpu":', "if xla:",
         [T + "plan/test_gpu_branches.py"]),
+    # Issue 33, item 4: a file missing from the CIFAR-10 download is skipped.
+    Mutation(
+        "cifar_missing_train_file_skipped", "input_pipeline/cifar10.py",
+        "    if files and missing and os.path.isfile(", "    if False and os.path.isfile(",
+        [T + "input/test_missing_training_file.py", T + "commands/test_newcomer_errors.py"]),
 ]
