@@ -117,6 +117,11 @@ def _download_missing_a_file(mp):
     cifar10.find_files("cifar")
 
 
+def _eval_without_data_dir():
+    from towertrain.state import run_record
+    run_record.check_eval_input({"data_dir": "/data/cifar"}, None, "--train_dir=run")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -144,6 +149,7 @@ CASES = {
     "save failed": lambda mp: _save_failed(),
     "train_dir in use": _train_dir_in_use,
     "missing training file": _download_missing_a_file,
+    "eval without data_dir": lambda mp: _eval_without_data_dir(),
 }
 
 
