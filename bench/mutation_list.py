@@ -1877,4 +1877,10 @@ MUTATIONS = [
         "        state, changeable, data_dir=plan.input.data_dir))",
         "        state, changeable))",
         [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 7: export into a new folder fails in Keras.
+    Mutation(
+        "export_parent_not_made", "towertrain/state/export.py",
+        "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
+        "    pass\n",
+        [T + "state/test_export_new_folder.py"]),
 ]
