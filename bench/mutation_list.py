@@ -1883,4 +1883,10 @@ MUTATIONS = [
         "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
         "    pass\n",
         [T + "state/test_export_new_folder.py"]),
+    # Issue 33, item 3: an out-of-memory step is TensorFlow's traceback.
+    Mutation(
+        "oom_not_translated", "towertrain/trainer.py",
+        "                except tf.errors.ResourceExhaustedError as err:\n",
+        "                except ZeroDivisionError as err:\n",
+        [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
 ]

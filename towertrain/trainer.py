@@ -217,6 +217,10 @@ class Trainer:
                             put, outputs if phase == accumulate.APPLY else 0, phase)
                     if self._sync_devices is not None:  # --sync_on_finish
                         self._sync_devices()
+                except tf.errors.ResourceExhaustedError as err:
+                    if self.accumulators is not None:
+                        self.accumulators.reset()
+                    raise self._out_of_memory() from err
                 except BaseException:
                     if self.accumulators is not None:  # a failed update leaves no partial sums
                         self.accumulators.reset()
@@ -232,6 +236,18 @@ class Trainer:
             if correct is not None and examples:
                 extras["top1"] = correct / examples
             return StepResult(float(loss), examples, bool(finite), extras)
+
+    def _out_of_memory(self):
+        """The one line of a step that did not fit (TensorFlow's OOM: a page of
+        allocator state), in the run's terms."""
+        from towertrain.errors import OutOfMemoryError
+        plan = self.plan
+        return OutOfMemoryError(
+            f"out of memory in a training step: --batch_size={plan.batches.per_device} per "
+            f"device on {plan.topology.device} ({len(self.devices)} device(s), global batch "
+            f"{plan.batches.global_batch}); lower --batch_size (add "
+            "--gradient_accumulation_steps to keep the global batch) or train a smaller "
+            "model")
 
     def global_step(self):
         """Updates applied so far (restored from checkpoints, drives schedules)."""

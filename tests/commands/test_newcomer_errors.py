@@ -122,6 +122,18 @@ def _eval_without_data_dir():
     run_record.check_eval_input({"data_dir": "/data/cifar"}, None, "--train_dir=run")
 
 
+def _out_of_memory():
+    import tensorflow as tf
+    trainer = Trainer(Params(model="trivial", device="cpu", batch_size=256,
+                             num_batches=1, num_warmup_batches=0))
+    trainer._step_fn = lambda *args: (_ for _ in ()).throw(
+        tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"))
+    try:
+        trainer.step()
+    finally:
+        trainer.close()
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -150,6 +162,7 @@ CASES = {
     "train_dir in use": _train_dir_in_use,
     "missing training file": _download_missing_a_file,
     "eval without data_dir": lambda mp: _eval_without_data_dir(),
+    "out of memory": lambda mp: _out_of_memory(),
 }
 
 

@@ -64,7 +64,7 @@ def main(argv):
                           trainer.feed, trainer.loss_fn)
         else:
             trainer.train()
-    except (errors.TrainingDivergedError, errors.CheckpointError,
+    except (errors.TrainingDivergedError, errors.CheckpointError, errors.OutOfMemoryError,
             errors.ParamsError) as err:  # ParamsError covers InputError (bad data)
         return common.fail(str(err))
     except cluster_errors as err:
