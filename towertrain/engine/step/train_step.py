@@ -144,7 +144,8 @@ class TrainStep:
         results, finite = self.towers.compute(batches, denominator, loss_scale, step,
                                               micro_batch)
         if phase == accumulate.ACCUMULATE:
-            return self._accumulate(results, finite, local_count, clock, timed, now)
+            return self._accumulate(results, finite, local_count, clock, timed, now,
+                                    staged_put=self.staging is not None and put)
         update_loss = update_correct = None
         if phase == accumulate.APPLY:
             (results, global_count, update_loss, update_correct, finite,
@@ -180,7 +181,8 @@ class TrainStep:
             with tf.control_dependencies([clock["computed"]]):
                 clock["end"] = now()
             if timed:
-                extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+                extras["input_wait_seconds"] = step_outputs.input_wait(
+                    clock, staged_put=self.staging is not None and put)
             if stop_requests is not None:
                 extras["stop_requests"] = stop_requests
             if update_loss is not None:
@@ -200,7 +202,7 @@ class TrainStep:
             correct = tf.add_n([r.correct for r in live]) if self.count_correct else None
             return tf.add_n([r.loss for r in live]), correct, tf.reduce_all(tf.stack(finite))
 
-    def _accumulate(self, results, finite, local_count, clock, timed, now):
+    def _accumulate(self, results, finite, local_count, clock, timed, now, staged_put):
         """ACCUMULATE: adds the micro-batch to the accumulators and keeps its
         batch-norm statistics; returns (loss, local examples, finite, extras)."""
         loss, correct, all_finite = self._local_sums(results, finite)
@@ -210,7 +212,8 @@ class TrainStep:
             with tf.control_dependencies(done):
                 clock["computed"] = now()
                 clock["end"] = now()
-            extras = {"input_wait_seconds": step_outputs.input_wait(clock)} if timed else {}
+            extras = ({"input_wait_seconds": step_outputs.input_wait(clock, staged_put)}
+                      if timed else {})
             return loss, local_count, all_finite, extras
 
     def _take_update(self, results, finite, local_count):
