@@ -1667,4 +1667,38 @@ MUTATIONS = [
         "        self.options = exchange  #", "        self.params = exchange  #",
         [T + "package/test_run_plan_structure.py::"
          "test_params_is_read_only_where_the_flags_are_decided"]),
+    # Issue 33, item 1: a resume with another optimizer is not checked.
+    Mutation(
+        "resume_state_settings_unchecked", "towertrain/callbacks/__init__.py",
+        "            run_record.check_state_settings(record, state, where)\n", "",
+        [T + "state/test_resume_settings.py::"
+         "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
+    # Issue 33, item 1: the optimizer's options are not recorded.
+    Mutation(
+        "resume_optimizer_options_unrecorded", "towertrain/state/run_record.py",
+        "        values[name] = getattr(optimizer, name)\n", "        pass\n",
+        [T + "state/test_resume_settings.py::test_each_setting_that_shapes_the_saved_state_is_refused"]),
+    # Issue 33, item 1: a changed step count is not reported at a resume.
+    Mutation(
+        "resume_changes_not_in_header", "towertrain/callbacks/checkpointing.py",
+        "            info.extend(self.resume_changes)\n", "",
+        [T + "state/test_resume_settings.py::"
+         "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
+    # Issue 33, item 2: a failed save is not caught (a traceback).
+    Mutation(
+        "save_failure_uncaught", "towertrain/callbacks/checkpointing.py",
+        "        except (tf.errors.OpError, OSError) as err:  # a full disk",
+        "        except ValueError as err:  # a full disk",
+        [T + "state/test_full_disk.py"]),
+    # Issue 33, item 2: a failed save's temporary files are left behind.
+    Mutation(
+        "save_failure_leaves_temp", "towertrain/callbacks/checkpointing.py",
+        "            self._remove_partial(os.path.join(self.train_dir, f\"ckpt-{step}\"))\n", "",
+        [T + "state/test_full_disk.py"]),
+    # Issue 33, item 2: the free space is not checked before the first step.
+    Mutation(
+        "free_space_unchecked", "towertrain/callbacks/__init__.py",
+        "        checkpointer.check_free_space()\n", "",
+        [T + "state/test_full_disk.py::"
+         "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
 ]

@@ -73,6 +73,27 @@ def _momentum():
                                  {"momentum"})
 
 
+def _resume_with_adam():
+    from towertrain.state import run_record
+    run_record.check_state_settings({"optimizer": "momentum"}, {"optimizer": "adam"},
+                                    "--train_dir=run")
+
+
+def _disk_too_full():
+    from towertrain.state import checkpoint as ckpt_lib
+    ckpt_lib.check_free_space("run", needed=28774, free=8192)
+
+
+def _save_failed():
+    import tensorflow as tf
+    from towertrain.state import checkpoint as ckpt_lib
+    err = tf.errors.ResourceExhaustedError(
+        None, None, "{{function_node __wrapped__SaveV2_dtypes_10_device_/job:localhost/"
+        "replica:0/task:0/device:CPU:0}} run/ckpt-12_temp/part-00000-of-00001.data-00000-"
+        "of-00001.tempstate5577927110427713005; No space left on device [Op:SaveV2]")
+    raise ckpt_lib.save_failed(12, "run", err, "run/ckpt-6")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -95,6 +116,9 @@ CASES = {
     "unwritable": lambda mp: writable.check([("summary_dir", "/etc/hostname/events", False)]),
     "unknown flags": lambda mp: (_ for _ in ()).throw(ValueError(_unknown_flags())),
     "momentum": lambda mp: _momentum(),
+    "resume optimizer": lambda mp: _resume_with_adam(),
+    "disk too full": lambda mp: _disk_too_full(),
+    "save failed": lambda mp: _save_failed(),
 }
 
 

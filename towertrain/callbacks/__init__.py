@@ -49,15 +49,23 @@ def default_callbacks(plan, handles, write=print):
                                       stop_at_top_1=out.stop_at_top_1_accuracy))
     saver = None
     if out.train_dir:
-        saver = CheckpointSaver(Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep),
-                                out.save_model_steps, out.save_model_secs, write)
+        checkpointer = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep)
+        saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
+        record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
         # Another model's run: say so, instead of listing every missing variable.
-        run_record.check(run_record.read(out.train_dir),
-                         {"model": plan.model, "data_name": plan.dataset},
-                         f"--train_dir={out.train_dir}")
+        run_record.check(record, {"model": plan.model, "data_name": plan.dataset}, where)
+        recipe = plan.recipe
+        state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
+        changeable = {"accumulation_steps": plan.batches.accumulation_steps,
+                      "total_steps": plan.steps.total}
+        if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
+            run_record.check_state_settings(record, state, where)
+            saver.resume_changes = run_record.changes_at_resume(record, changeable)
+        checkpointer.check_free_space()
         saver.restore()
         ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
-            plan.model, plan.dataset, plan.topology.data_format, handles.model))
+            plan.model, plan.dataset, plan.topology.data_format, handles.model,
+            state, changeable))
         callbacks.append(saver)
     callbacks.extend(_observers(plan, handles, summaries, write))
     callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))

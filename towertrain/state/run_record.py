@@ -19,6 +19,24 @@ from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
 # Flags whose value must be the one the run was trained with.
 RECORDED_FLAGS = ("model", "data_name")
 
+# Settings that shape the saved state (which optimizer slots exist and what
+# they mean, the variables' precision and loss scale, the decay folded into
+# every update): a resume that changes one is refused before any step, since
+# the checkpoint would load "fine" and train on as another run (a momentum
+# run resumed with adam: loss 2.2 -> 911,486). In the order they are checked,
+# a setting before the options it governs.
+STATE_SETTINGS = ("optimizer", "momentum", "nesterov", "rmsprop_decay", "rmsprop_momentum",
+                  "rmsprop_epsilon", "adam_beta1", "adam_beta2", "adam_epsilon",
+                  "use_fp16", "use_bf16", "fp16_vars", "fp16_loss_scale",
+                  "fp16_enable_auto_loss_scale", "fp16_inc_loss_scale_every_n",
+                  "weight_decay")
+_OPTIMIZER_OPTIONS = {"momentum": ("momentum", "nesterov"),
+                      "rmsprop": ("rmsprop_decay", "rmsprop_momentum", "rmsprop_epsilon"),
+                      "adam": ("adam_beta1", "adam_beta2", "adam_epsilon")}
+
+# What may change at a resume by design: reported in the header, not refused.
+CHANGEABLE = ("accumulation_steps", "total_steps")
+
 
 def read(train_dir):
     """The record in train_dir as a dict; {} when there is none."""
@@ -55,17 +73,77 @@ def final_step(record):
     return record.get("final_step")
 
 
-def record_of(model, data_name, data_format, keras_model):
+def record_of(model, data_name, data_format, keras_model, state_settings=None,
+              changeable=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
-    format, and the built model's classes and image shape)."""
+    format, and the built model's classes and image shape), the settings that
+    shape its saved state (state_settings) and those a resume may change
+    (changeable: accumulation_steps, total_steps)."""
     return {
         "model": model,
         "data_name": data_name,
         "num_classes": int(keras_model.output_shape[-1]),
         "data_format": data_format,
         "input_shape": [int(d) for d in keras_model.input_shape[1:]],
+        **(state_settings or {}),
+        **(changeable or {}),
     }
+
+
+def state_settings(optimizer, precision, loss):
+    """{setting: value} of STATE_SETTINGS for a run's plan sections (Optimizer,
+    Precision, Loss): only the options of the optimizer used, and the loss
+    scale's only with --use_fp16, so an option that does not apply never
+    blocks a resume."""
+    values = {"optimizer": optimizer.optimizer}
+    for name in _OPTIMIZER_OPTIONS.get(optimizer.optimizer, ()):
+        values[name] = getattr(optimizer, name)
+    values.update(use_fp16=precision.use_fp16, use_bf16=precision.use_bf16,
+                  fp16_vars=precision.fp16_vars)
+    if precision.use_fp16:
+        values.update(fp16_loss_scale=precision.fp16_loss_scale,
+                      fp16_enable_auto_loss_scale=precision.fp16_enable_auto_loss_scale)
+        if precision.fp16_enable_auto_loss_scale:
+            values["fp16_inc_loss_scale_every_n"] = precision.fp16_inc_loss_scale_every_n
+    values["weight_decay"] = loss.weight_decay
+    return values
+
+
+def _flag(name, value):
+    if isinstance(value, bool):
+        return f"--{name}" if value else f"--no{name}"
+    return f"--{name}={value}"
+
+
+def check_state_settings(record, current, where):
+    """Raises CheckpointError at the first STATE_SETTINGS value of `current`
+    (state_settings of the resuming run) that differs from the record's.
+    A record without a setting (written before it was recorded, or where it
+    does not apply) is not checked for it."""
+    for name in STATE_SETTINGS:
+        if name not in record or name not in current or record[name] == current[name]:
+            continue
+        recorded, value = record[name], current[name]
+        raise CheckpointError(
+            f"{_flag(name, value)} but {where} was trained with {_flag(name, recorded)}, "
+            "which shaped its saved state (a resume would load it and train on as another "
+            f"run); pass {_flag(name, recorded)} to resume that run, or use another "
+            "--train_dir to start a new one")
+
+
+def changes_at_resume(record, current):
+    """[(label, text)] header lines for each CHANGEABLE value of `current` that
+    differs from the record's (a resume may change them by design)."""
+    labels = {"accumulation_steps": ("Accumulation", "--gradient_accumulation_steps"),
+              "total_steps": ("Total steps", "the run's last step")}
+    lines = []
+    for name in CHANGEABLE:
+        if name in record and name in current and record[name] != current[name]:
+            label, what = labels[name]
+            lines.append((label, f"CHANGED at resume: {what} was {record[name]} in the run "
+                                 f"record, now {current[name]}"))
+    return lines
 
 
 def directory(checkpoint, train_dir):
