@@ -113,7 +113,8 @@ def test_finished_epoch_run_extended_to_more_epochs_equals_a_straight_run(straig
                                                                           tmp_path):
     data_dir, straight = straight_run
     run = str(tmp_path / "run")
-    subprocess.run(command(data_dir, run, "--num_epochs=2", "--save_model_steps=3"),
+    subprocess.run(command(data_dir, run, "--num_epochs=2", "--save_model_steps=3",
+                           "--distortions"),
                    check=True, capture_output=True, timeout=300)
     assert latest_step(run) == 10
     done = subprocess.run(command(data_dir, run, *FLAGS), capture_output=True,
