@@ -1667,6 +1667,94 @@ MUTATIONS = [
         "        self.options = exchange  #", "        self.params = exchange  #",
         [T + "package/test_run_plan_structure.py::"
          "test_params_is_read_only_where_the_flags_are_decided"]),
+    # --- Issue 34 (tests that bite, round 3): the review's named misses. ---
+    # --max_restarts=R counted one too many: R=0 restarts once.
+    Mutation(
+        "launch_restart_limit_off_by_one", "towertrain/commands/launch.py",
+        "restarts >= options.max_restarts", "restarts > options.max_restarts",
+        [T + "cluster/test_launch_restarts.py"]),
+    # Workers a forwarded signal stopped are restarted like failed ones.
+    Mutation(
+        "launch_restarts_after_a_signal", "towertrain/commands/launch.py",
+        'if state["signals"] or restarts >= options.max_restarts:',
+        "if restarts >= options.max_restarts:",
+        [T + "cluster/test_launch_restarts.py::test_workers_a_signal_stopped_are_not_restarted"]),
+    # --datasets_* accepted with --data_dir whatever --input is.
+    Mutation(
+        "datasets_flags_with_any_input", "towertrain/config/runtime_checks.py",
+        'if given and (p.data_dir is None or p.input != "dataset"):',
+        "if given and p.data_dir is None:",
+        [T + "config/test_refusal_table.py"]),
+    # The --batch_group_size-on-synthetic-data check disabled by a misspelt key.
+    Mutation(
+        "batch_group_size_check_misspelt", "towertrain/config/runtime_checks.py",
+        'if "batch_group_size" in explicit and p.data_dir is None:',
+        'if "batch_group_sizes" in explicit and p.data_dir is None:',
+        [T + "config/test_refusal_table.py"]),
+    # --datasets_prefetch_buffer_size refused alone, accepted with --nodatasets_use_prefetch.
+    Mutation(
+        "prefetch_buffer_conflict_inverted", "towertrain/config/runtime_checks.py",
+        'in explicit and not p.datasets_use_prefetch:', 'in explicit and p.datasets_use_prefetch:',
+        [T + "config/test_refusal_table.py"]),
+    # --sync_batch_norm accepted on TF_CONFIG and Slurm clusters (the bug this issue fixed).
+    Mutation(
+        "sync_batch_norm_resolved_cluster_unchecked", "towertrain/plan/__init__.py",
+        "    cluster_lib.check_supported(params, cluster)\n", "",
+        [T + "config/test_refusal_table.py"]),
+    # --sync_batch_norm with --worker_hosts: no longer refused by Params.
+    Mutation(
+        "sync_batch_norm_worker_hosts_unchecked", "towertrain/config/cluster_checks.py",
+        '    if p.sync_batch_norm:\n        fail("sync_batch_norm", True, "is not supported '
+        'across workers yet")\n', "",
+        [T + "config/test_refusal_table.py"]),
+    # A GPU of exactly the minimum capability called emulated.
+    Mutation(
+        "gpu_capability_threshold_exclusive", "towertrain/recipe/native_precision.py",
+        "tuple(capability) < wanted", "tuple(capability) <= wanted",
+        [T + "recipe/test_gpu_capability.py"]),
+    # bfloat16 taken as native from Volta (7.0) instead of Ampere (8.0).
+    Mutation(
+        "bf16_native_from_volta", "towertrain/recipe/native_precision.py",
+        '"bfloat16": (8, 0)}', '"bfloat16": (7, 0)}',
+        [T + "recipe/test_gpu_capability.py::test_each_precision_is_native_from_its_capability_on"]),
+    # export --data_format defaults to NHWC instead of the training run's layout.
+    Mutation(
+        "export_data_format_defaults_to_nhwc", "towertrain/state/export.py",
+        'data_format or info.get("data_format", "NHWC"),\n                                       image_size)',
+        'data_format or "NHWC",\n                                       image_size)',
+        [T + "state/test_export_options.py::test_data_format_defaults_to_the_training_run_s"]),
+    # export --include_preprocessing of an NCHW model swaps height and width.
+    Mutation(
+        "export_preprocessing_transposed_wrong", "towertrain/state/export.py",
+        "x = ops.transpose(x, (0, 3, 1, 2))", "x = ops.transpose(x, (0, 3, 2, 1))",
+        [T + "state/test_export_options.py::"
+         "test_include_preprocessing_of_an_nchw_run_takes_raw_nhwc_pixels"]),
+    # An existing directory accepted as export --output.
+    Mutation(
+        "export_output_directory_unchecked", "towertrain/state/writable.py",
+        '        if is_file and os.path.isdir(path):\n            return "is a directory"\n', "",
+        [T + "state/test_export_options.py::test_output_paths_are_checked_before_the_work"]),
+    # Any existing --output (a file to replace) called a directory.
+    Mutation(
+        "export_existing_output_file_called_a_directory", "towertrain/state/writable.py",
+        "if is_file and os.path.isdir(path):", "if is_file and os.path.exists(path):",
+        [T + "state/test_export_options.py::test_output_paths_are_checked_before_the_work"]),
+    # An existing file accepted as a directory to write (--saved_model).
+    Mutation(
+        "export_saved_model_file_unchecked", "towertrain/state/writable.py",
+        "        if not is_file and not os.path.isdir(path):\n"
+        '            return "is a file, not a directory"\n', "",
+        [T + "state/test_export_options.py::test_output_paths_are_checked_before_the_work"]),
+    # The readers get their default seed, not --tf_random_seed.
+    Mutation(
+        "reader_seed_dropped", "towertrain/engine/feed/input_factory.py",
+        "seed=input_plan.seed, data_format=data_format,", "data_format=data_format,",
+        [T + "input/test_reader_seed.py"]),
+    # A registered model's weight_decay_filter ignored for the default rule.
+    Mutation(
+        "weight_decay_filter_ignored_in_training", "towertrain/trainer.py",
+        "None if user_model else layout.model)", "None)",
+        [T + "models/test_weight_decay_filter_training.py"]),
     # Issue 33, item 1: a resume with another optimizer is not checked.
     Mutation(
         "resume_state_settings_unchecked", "towertrain/callbacks/__init__.py",
