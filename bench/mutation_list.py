@@ -1758,7 +1758,7 @@ MUTATIONS = [
     # Issue 33, item 1: a resume with another optimizer is not checked.
     Mutation(
         "resume_state_settings_unchecked", "towertrain/callbacks/__init__.py",
-        "            run_record.check_state_settings(record, state, where)\n", "",
+        "        run_record.check_state_settings(record, state, where)\n", "",
         [T + "state/test_resume_settings.py::"
          "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
     # Issue 33, item 1: the optimizer's options are not recorded.
@@ -1786,7 +1786,7 @@ MUTATIONS = [
     # Issue 33, item 2: the free space is not checked before the first step.
     Mutation(
         "free_space_unchecked", "towertrain/callbacks/__init__.py",
-        "        checkpointer.check_free_space()\n", "",
+        "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
         [T + "state/test_full_disk.py::"
          "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
     # Issue 32: every step draws the same dropout masks (the step left out).
@@ -1839,4 +1839,76 @@ MUTATIONS = [
         "    if unseeded:\n", "    if False:\n",
         [T + "engine/test_random_draws.py::"
          "test_the_header_says_a_run_is_exact_only_on_its_topology_where_it_cannot_be_more"]),
+    # Issue 33, item 9: no lock on the train_dir (two runs save into one).
+    Mutation(
+        "train_dir_unlocked", "towertrain/state/train_dir_lock.py",
+        "            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 9: the lock is not released at the run's end (a second
+    # run in the same process, the same command again, is refused).
+    Mutation(
+        "train_dir_lock_kept", "towertrain/callbacks/checkpointing.py",
+        "            if self.lock is not None:\n                self.lock.release()\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # Issue 33, item 9: a refused resume keeps the lock it took.
+    Mutation(
+        "train_dir_lock_kept_on_refusal", "towertrain/callbacks/__init__.py",
+        "        except BaseException:\n            lock.release()\n            raise\n",
+        "        except BaseException:\n            raise\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # --- Issue 34: the patterns closed (boundaries, lists, device branches). ---
+    # Boundaries: each comparison against a user's number moved by one.
+    Mutation(
+        "eval_every_n_steps_boundary", "towertrain/config/params.py",
+        "every > p.num_warmup_batches + p.resolved_num_batches",
+        "every >= p.num_warmup_batches + p.resolved_num_batches",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "trace_step_warmup_boundary", "towertrain/config/observe_checks.py",
+        "if p.trace_step <= p.num_warmup_batches:", "if p.trace_step < p.num_warmup_batches:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "slurm_port_base_boundary", "towertrain/config/cluster_checks.py",
+        "if not 0 < p.slurm_port_base < 65536:", "if not 0 < p.slurm_port_base <= 65536:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "gradient_repacking_boundary", "towertrain/config/exchange_checks.py",
+        "if not 0 <= packs <= MAX_PACKS:", "if not 0 <= packs < MAX_PACKS:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "task_index_boundary", "towertrain/config/cluster_checks.py",
+        "if p.task_index >= len(hosts):", "if p.task_index > len(hosts):",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "decay_steps_boundary", "towertrain/plan/schedule.py",
+        "if decay_steps < 1:", "if decay_steps <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "minimum_learning_rate_boundary", "towertrain/plan/schedule.py",
+        "schedule.minimum > schedule.initial_value", "schedule.minimum >= schedule.initial_value",
+        [T + "config/test_refusal_table.py"]),
+    # Lists: one member dropped.
+    Mutation(
+        "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
+        '                         "eval_dir")', '                         )',
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "writable_train_dir_unchecked", "towertrain/state/writable.py",
+        '        paths.append(("train_dir", outputs.train_dir, False))\n', "",
+        [T + "state/test_writable_every_path.py"]),
+    # Device branches, run with an injected machine description.
+    Mutation(
+        "gpu_intra_threads_not_one", "towertrain/plan/runtime.py",
+        '    if device == "gpu":\n        return 1\n', "",
+        [T + "plan/test_gpu_branches.py"]),
+    Mutation(
+        "collective_gpu_default_is_cpu_exchange", "towertrain/config/exchange_checks.py",
+        'return "nccl/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
+        [T + "plan/test_gpu_branches.py"]),
+    Mutation(
+        "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
+        'if xla and device != "gpu":', "if xla:",
+        [T + "plan/test_gpu_branches.py"]),
 ]

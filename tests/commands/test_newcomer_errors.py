@@ -94,6 +94,19 @@ def _save_failed():
     raise ckpt_lib.save_failed(12, "run", err, "run/ckpt-6")
 
 
+def _train_dir_in_use(mp):
+    import fcntl
+    import tempfile
+    from towertrain.state import train_dir_lock
+    mp.chdir(tempfile.mkdtemp())
+    os.mkdir("run")
+    with open(os.path.join("run", train_dir_lock.LOCK_FILE), "w") as held:
+        held.write("4242")  # the holder's pid, as a live run writes it
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open file: flock refuses the second
+        train_dir_lock.acquire("run")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -119,6 +132,7 @@ CASES = {
     "resume optimizer": lambda mp: _resume_with_adam(),
     "disk too full": lambda mp: _disk_too_full(),
     "save failed": lambda mp: _save_failed(),
+    "train_dir in use": _train_dir_in_use,
 }
 
 

@@ -16,6 +16,8 @@ import pytest
 from towertrain import Params, ParamsError, Trainer
 from towertrain.input_pipeline import from_arrays
 
+from towertrain.config import flags as flags_lib
+
 from helpers import refusals
 from helpers.cifar_files import write_dataset
 
@@ -40,6 +42,34 @@ DATASETS_FLAGS = ["--datasets_use_prefetch", "--datasets_prefetch_buffer_size=2"
 
 def _name(flag):
     return flag[2:].split("=")[0]
+
+
+# docs/migration.md: --forward_only "trains nothing and writes nothing; refuses
+# the flags only training reads". Written out here, not read from the code, so
+# a flag dropped from the code's list still has its case.
+FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint", "eval", "eval_batch_size",
+                        "summary_verbosity", "save_summaries_steps", "summary_dir",
+                        "trace_file", "trace_step", "profile_steps", "print_training_accuracy",
+                        "benchmark_log_dir", "graph_file", "eval_dir")
+FORWARD_ONLY_READS = ("num_batches", "num_warmup_batches", "num_epochs", "display_every")
+
+
+def _forward_only_refuses():
+    """The flags --forward_only refuses: the training-only ones (settings'
+    table) but those its timed loop reads, and every one that writes."""
+    never_read = [n for n in flags_lib.TRAINING_ONLY if n not in FORWARD_ONLY_READS]
+    return never_read + [n for n in FORWARD_ONLY_WRITERS if n not in never_read]
+
+
+def _sample(name):
+    """A command-line argument giving flag `name` some value absl parses."""
+    flags_lib.define_flags()
+    flag = flags_lib.FLAGS[name]
+    if flag.flag_type() == "bool":
+        return f"--{name}"
+    choices = getattr(flag.parser, "enum_values", None)
+    value = choices[0] if choices else {"int": "1", "float": "1.0"}.get(flag.flag_type(), "x")
+    return f"--{name}={value}"
 
 
 # (command line, the error's start, words it contains, environment).
@@ -275,8 +305,9 @@ CASES = [
     (["--batch_group_size=2"], "--batch_group_size=2: ", "needs --data_dir", E),
     # --- towertrain/config/tfcnn_checks.py
     (["--hierarchical_copy"], "--hierarchical_copy", "", E),
-    (["--forward_only", "--train_dir={tmp}"], "--train_dir=",
-     "does not apply to --forward_only", E),
+    # Every flag --forward_only never reads (it trains and writes nothing).
+    *[(["--forward_only", _sample(name)], f"--{name}=", "does not apply to --forward_only", E)
+      for name in _forward_only_refuses()],
     # --- towertrain/config/cluster_checks.py and cluster_spec.py
     ([COLLECTIVE, "--collective_timeout_secs=0"], "--collective_timeout_secs=0", "must be > 0",
      E),
