@@ -1911,4 +1911,26 @@ MUTATIONS = [
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
         'if xla and device != "gpu":', "if xla:",
         [T + "plan/test_gpu_branches.py"]),
+    # Issue 33, item 4: a file missing from the CIFAR-10 download is skipped.
+    Mutation(
+        "cifar_missing_train_file_skipped", "input_pipeline/cifar10.py",
+        "    if files and missing and os.path.isfile(", "    if False and os.path.isfile(",
+        [T + "input/test_missing_training_file.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 5: --eval of a run trained on files scores synthetic data.
+    Mutation(
+        "eval_input_unchecked", "towertrain/commands/train.py",
+        "            run_record.check_eval_input(record, params.data_dir, named)\n", "",
+        [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 5: the run record forgets the training data's directory.
+    Mutation(
+        "record_without_data_dir", "towertrain/callbacks/__init__.py",
+        "        state, changeable, data_dir=plan.input.data_dir))",
+        "        state, changeable))",
+        [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 7: export into a new folder fails in Keras.
+    Mutation(
+        "export_parent_not_made", "towertrain/state/export.py",
+        "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
+        "    pass\n",
+        [T + "state/test_export_new_folder.py"]),
 ]

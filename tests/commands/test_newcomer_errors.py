@@ -107,6 +107,21 @@ def _train_dir_in_use(mp):
         train_dir_lock.acquire("run")
 
 
+def _download_missing_a_file(mp):
+    import tempfile
+    from towertrain.input_pipeline import cifar10
+    mp.chdir(tempfile.mkdtemp())
+    os.mkdir("cifar")
+    for name in cifar10.TRAIN_FILES[:4] + [cifar10.DOWNLOAD_MARKER]:
+        open(os.path.join("cifar", name), "wb").close()
+    cifar10.find_files("cifar")
+
+
+def _eval_without_data_dir():
+    from towertrain.state import run_record
+    run_record.check_eval_input({"data_dir": "/data/cifar"}, None, "--train_dir=run")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -133,6 +148,8 @@ CASES = {
     "disk too full": lambda mp: _disk_too_full(),
     "save failed": lambda mp: _save_failed(),
     "train_dir in use": _train_dir_in_use,
+    "missing training file": _download_missing_a_file,
+    "eval without data_dir": lambda mp: _eval_without_data_dir(),
 }
 
 

@@ -86,7 +86,7 @@ def _resuming_saver(plan, handles, checkpointer, write):
     saver.restore()
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
-        state, changeable))
+        state, changeable, data_dir=plan.input.data_dir))
     return saver
 
 

@@ -41,8 +41,9 @@ def main(argv):
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
             params = recorded_flags.fill_params(params, flags_lib.explicit_flags(), record)
-            recorded_flags.check(record, params, where if params.checkpoint
-                                 else f"--train_dir={where}")
+            named = where if params.checkpoint else f"--train_dir={where}"
+            recorded_flags.check(record, params, named)
+            run_record.check_eval_input(record, params.data_dir, named)
         # Every path the run writes, probed without creating any: a run refused
         # later in setup (precision, devices, data) leaves nothing behind.
         writable.check_run(common.outputs_of(params), training=not params.eval)

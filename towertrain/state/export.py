@@ -98,8 +98,15 @@ def save_stock_keras(model, path):
         stock = to_stock_keras(model)
     except ValueError:  # the user's own layer classes: no stock stand-in needed
         stock = model
+    _make_parent(path)
     stock.save(path)
     return stock
+
+
+def _make_parent(path):
+    """Creates the folder of the file `path` (Keras would fail on a missing one;
+    writable.check proved it can be created)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
 
 def load_model_from_checkpoint(path, model_name, num_classes, data_format, image_size=None):
@@ -181,6 +188,7 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
         stock = with_eval_preprocessing(stock, info.get("data_name") or "cifar10",
                                         data_format or info.get("data_format", "NHWC"))
     if output:
+        _make_parent(output)
         stock.save(output)
     if saved_model:
         # A 'serve' endpoint and a 'serving_default' signature taking images.

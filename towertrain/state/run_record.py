@@ -74,7 +74,7 @@ def final_step(record):
 
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
-              changeable=None):
+              changeable=None, data_dir=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
@@ -86,6 +86,8 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
         "num_classes": int(keras_model.output_shape[-1]),
         "data_format": data_format,
         "input_shape": [int(d) for d in keras_model.input_shape[1:]],
+        # Where the training data came from (None: synthetic), as an absolute path.
+        "data_dir": os.path.abspath(data_dir) if data_dir else None,
         **(state_settings or {}),
         **(changeable or {}),
     }
@@ -144,6 +146,17 @@ def changes_at_resume(record, current):
             lines.append((label, f"CHANGED at resume: {what} was {record[name]} in the run "
                                  f"record, now {current[name]}"))
     return lines
+
+
+def check_eval_input(record, data_dir, where):
+    """Refuses to score a run trained on files on synthetic data (no --data_dir):
+    its accuracy would be noise, reported as the run's."""
+    trained_on = record.get("data_dir")
+    if trained_on and not data_dir:
+        raise CheckpointError(
+            f"--eval: {where} was trained on files (--data_dir={trained_on}) but no "
+            "--data_dir is given, so it would be scored on synthetic data; pass "
+            f"--data_dir={trained_on} (or the directory of its eval split)")
 
 
 def directory(checkpoint, train_dir):
