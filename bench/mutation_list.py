@@ -1789,6 +1789,56 @@ MUTATIONS = [
         "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
         [T + "state/test_full_disk.py::"
          "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
+    # Issue 32: every step draws the same dropout masks (the step left out).
+    Mutation(
+        "draws_ignore_step", "towertrain/engine/step/towers.py",
+        "        key = tower.draw_key(self.seed, step, slot)",
+        "        key = tower.draw_key(self.seed, 0, slot)",
+        [T + "engine/test_dropout_towers.py::"
+         "test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives"]),
+    # Issue 32: towers draw by their local index (2 x 1 draws other masks than 1 x 2).
+    Mutation(
+        "draws_by_local_tower", "towertrain/engine/step/towers.py",
+        "                + self.tower_indices[i])", "                + i)",
+        [T + "cluster/test_synthetic_topology.py"]),
+    # Issue 32: the micro-batch left out of the slot (accumulation draws one mask twice).
+    Mutation(
+        "draws_ignore_micro_batch", "towertrain/engine/step/towers.py",
+        "        slot = (tf.cast(micro_batch, tf.int64) * self.cluster_towers",
+        "        slot = (tf.cast(micro_batch, tf.int64) * 0",
+        [T + "engine/test_random_draws.py::"
+         "test_accumulated_micro_batches_with_dropout_equal_one_step_on_them_concatenated"]),
+    # Issue 32: Keras' carried generator state drawn from again (lost at a worker's stop).
+    Mutation(
+        "seed_states_carried", "towertrain/engine/step/towers.py",
+        "        if not self.seed_states:\n            return trainable, non_trainable",
+        "        if True:\n            return trainable, non_trainable",
+        [T + "engine/test_dropout_towers.py::"
+         "test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives"]),
+    # Issue 32: synthetic data by local device (2 x 1 trains on other data than 1 x 2).
+    Mutation(
+        "synthetic_by_local_tower", "input_pipeline/synthetic.py",
+        "        towers = self.tower_indices or range(len(devices))",
+        "        towers = range(len(devices))",
+        [T + "cluster/test_synthetic_topology.py"]),
+    # Issue 32: a resumed run's header counts the plan's steps from step 0.
+    Mutation(
+        "resumed_header_counts_plan", "towertrain/engine/run/benchmark_log.py",
+        "    if start_step <= 0 or start_step >= total_steps:",
+        "    if True:",
+        [T + "state/test_resume_epochs.py::"
+         "test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact"]),
+    # Issue 32: the time after the update counted as input wait without a staged put.
+    Mutation(
+        "wait_counts_time_after_update", "towertrain/engine/step/step_outputs.py",
+        "    if not staged_put:\n        return wait", "",
+        [T + "input/test_input_wait.py::test_unstaged_synthetic_input_reports_no_wait"]),
+    # Issue 32: the header keeps quiet about a user's own random layer or input.
+    Mutation(
+        "randomness_line_missing", "towertrain/engine/run/header.py",
+        "    if unseeded:\n", "    if False:\n",
+        [T + "engine/test_random_draws.py::"
+         "test_the_header_says_a_run_is_exact_only_on_its_topology_where_it_cannot_be_more"]),
     # Issue 33, item 9: no lock on the train_dir (two runs save into one).
     Mutation(
         "train_dir_unlocked", "towertrain/state/train_dir_lock.py",

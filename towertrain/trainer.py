@@ -180,7 +180,9 @@ class Trainer:
             loss_scale=self.loss_scale, accumulators=self.accumulators,
             num_workers=plan.topology.num_workers,
             tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
-            output_levels=step_outputs.levels(plan.outputs.summary_verbosity)).fn
+            output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
+            cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
+            seed=plan.recipe.seed).fn
 
     # The plan's facts under the names callbacks, tests and users read.
     cluster = property(lambda self: self.plan.topology.cluster)
