@@ -1939,4 +1939,17 @@ MUTATIONS = [
         "                except tf.errors.ResourceExhaustedError as err:\n",
         "                except ZeroDivisionError as err:\n",
         [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 3: an out-of-memory input build (--batch_size=10000000) is a traceback.
+    Mutation(
+        "oom_input_build_not_translated", "towertrain/trainer.py",
+        "        except tf.errors.ResourceExhaustedError as err:\n"
+        "            raise self._out_of_memory(\"while building the input\",",
+        "        except ZeroDivisionError as err:\n"
+        "            raise self._out_of_memory(\"while building the input\",",
+        [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "oom_input_build_not_caught_by_cli", "towertrain/commands/train.py",
+        "            errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build",
+        "            ) as err:  # OutOfMemoryError: the input's build",
+        [T + "engine/test_out_of_memory.py::test_out_of_memory_while_the_input_is_built_is_one_line_and_exit_2"]),
 ]

@@ -109,7 +109,12 @@ class Trainer:
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)
-        self._make_feed()
+        try:  # the input's first batches are built here (synthetic: the whole batch)
+            self._make_feed()
+        except tf.errors.ResourceExhaustedError as err:
+            raise self._out_of_memory("while building the input",
+                                      "lower --batch_size (add --gradient_accumulation_steps "
+                                      "to keep the global batch)") from err
         self.variables = variable_mgr.create(self.plan.exchange, self.devices,
                                              self.plan.recipe.clipping)
         self.variables.create(self.model, optimizers.make_optimizer_factory(
@@ -222,7 +227,10 @@ class Trainer:
                 except tf.errors.ResourceExhaustedError as err:
                     if self.accumulators is not None:
                         self.accumulators.reset()
-                    raise self._out_of_memory() from err
+                    raise self._out_of_memory(
+                        "in a training step", "lower --batch_size (add "
+                        "--gradient_accumulation_steps to keep the global batch) or train a "
+                        "smaller model") from err
                 except BaseException:
                     if self.accumulators is not None:  # a failed update leaves no partial sums
                         self.accumulators.reset()
@@ -239,17 +247,16 @@ class Trainer:
                 extras["top1"] = correct / examples
             return StepResult(float(loss), examples, bool(finite), extras)
 
-    def _out_of_memory(self):
-        """The one line of a step that did not fit (TensorFlow's OOM: a page of
-        allocator state), in the run's terms."""
+    def _out_of_memory(self, where, remedy):
+        """The one line of a run that did not fit (TensorFlow's OOM: a page of
+        allocator state), in the run's terms: `where` it happened, what to try."""
         from towertrain.errors import OutOfMemoryError
-        plan = self.plan
+        plan, count = self.plan, len(self.devices)
         return OutOfMemoryError(
-            f"out of memory in a training step: --batch_size={plan.batches.per_device} per "
-            f"device on {plan.topology.device} ({len(self.devices)} device(s), global batch "
-            f"{plan.batches.global_batch}); lower --batch_size (add "
-            "--gradient_accumulation_steps to keep the global batch) or train a smaller "
-            "model")
+            f"out of memory {where}: --batch_size={plan.batches.per_device} per "
+            f"device on {plan.topology.device} ({count} device{'' if count == 1 else 's'}, "
+            "global batch "
+            f"{plan.batches.global_batch}); {remedy}")
 
     def global_step(self):
         """Updates applied so far (restored from checkpoints, drives schedules)."""

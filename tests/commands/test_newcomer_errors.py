@@ -134,6 +134,16 @@ def _out_of_memory():
         trainer.close()
 
 
+def _input_out_of_memory(mp):
+    import tensorflow as tf
+    from towertrain.input_pipeline import synthetic
+
+    def oom(self, devices):
+        raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+    mp.setattr(synthetic.SyntheticInput, "create", oom)
+    Trainer(Params(model="trivial", device="cpu", batch_size=10000000))
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -163,6 +173,7 @@ CASES = {
     "missing training file": _download_missing_a_file,
     "eval without data_dir": lambda mp: _eval_without_data_dir(),
     "out of memory": lambda mp: _out_of_memory(),
+    "out of memory building the input": _input_out_of_memory,
 }
 
 

@@ -51,7 +51,8 @@ def main(argv):
         if forward_only:  # inference reads batches as they come: no staging
             params = params.replace(staging_depth=0)
         trainer = trainer_lib.Trainer(params)
-    except (errors.ParamsError, errors.DeviceError, errors.CheckpointError) as err:
+    except (errors.ParamsError, errors.DeviceError, errors.CheckpointError,
+            errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build
         return common.fail(str(err))
     except cluster_errors as err:
         _cluster_failure(cluster, err)
