@@ -1952,4 +1952,35 @@ MUTATIONS = [
         "            errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build",
         "            ) as err:  # OutOfMemoryError: the input's build",
         [T + "engine/test_out_of_memory.py::test_out_of_memory_while_the_input_is_built_is_one_line_and_exit_2"]),
+    # Issue 33, item 8: a library run on the user's model records "trivial".
+    Mutation(
+        "user_model_recorded_as_registry", "towertrain/state/run_record.py",
+        '        "model": keras_model.name if user_model else model,\n',
+        '        "model": model,\n',
+        [T + "state/test_user_model_record.py::test_the_record_names_the_users_model"]),
+    Mutation(
+        "user_model_flag_not_passed_to_record", "towertrain/callbacks/__init__.py",
+        "data_dir=plan.input.data_dir, user_model=handles.user_model))",
+        "data_dir=plan.input.data_dir))",
+        [T + "state/test_user_model_record.py"]),
+    Mutation(
+        "user_model_eval_not_refused", "towertrain/commands/train.py",
+        '            run_record.check_rebuildable(record, f"--eval: {named}", "evaluate")\n',
+        "",
+        [T + "state/test_user_model_record.py::test_eval_on_the_command_line_says_it_needs_the_library"]),
+    Mutation(
+        "user_model_export_not_refused", "towertrain/state/export.py",
+        '    run_record.check_rebuildable(\n',
+        '    (lambda *a: None)(\n',
+        [T + "state/test_user_model_record.py::test_export_says_it_needs_the_library"]),
+    Mutation(
+        "user_model_cli_resume_not_refused", "towertrain/state/run_record.py",
+        "    elif record.get(USER_MODEL):\n",
+        "    elif False:\n",
+        [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
+    Mutation(
+        "user_model_name_compared_at_resume", "towertrain/state/run_record.py",
+        '        given = {name: value for name, value in given.items() if name != "model"}\n',
+        "        pass\n",
+        [T + "state/test_resume_guards.py::test_a_failed_resume_leaves_the_run_record_and_export_working"]),
 ]

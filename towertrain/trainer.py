@@ -91,6 +91,7 @@ class Trainer:
             devices_lib.check_data_format(layout.topology.device, layout.topology.data_format)
         keras.utils.set_random_seed(layout.input.seed)
         self.model = model or self._build_model(layout)
+        self.user_model = model is not None  # the run record names it as the user's
         if model is not None:  # before anything reads its inputs or outputs
             model_checks.check_built(model, input_source)
         self._prepare_model(layout, user_model=model is not None, loss_fn=loss_fn)
@@ -347,7 +348,8 @@ class Trainer:
             staging_depth=self.feed.staging.depth if self.feed.staging is not None else 0,
             evaluator=evaluator, eval_data=data, learning_rate=self.learning_rate,
             model=self.model, variables=self.variables, input=self.input,
-            engine_variables=self.engine_variables, stop_request=self.stop_request,
+            engine_variables=self.engine_variables, user_model=self.user_model,
+            stop_request=self.stop_request,
             trace_step=self.trace_step, settings=dataclasses.asdict(self.params))
 
     def evaluate(self, eval_data=None, write=None):

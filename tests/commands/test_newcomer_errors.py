@@ -144,6 +144,16 @@ def _input_out_of_memory(mp):
     Trainer(Params(model="trivial", device="cpu", batch_size=10000000))
 
 
+def _users_model_record(doing):
+    from towertrain.state import run_record
+    record = {"model": "mine", "user_model": True}
+    if doing == "resume":
+        run_record.check(record, {"model": "trivial", "data_name": "cifar10"},
+                         "--train_dir=run")
+    where = "--eval: --train_dir=run" if doing == "evaluate" else "--train_dir=run"
+    run_record.check_rebuildable(record, where, doing)
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -173,6 +183,9 @@ CASES = {
     "missing training file": _download_missing_a_file,
     "eval without data_dir": lambda mp: _eval_without_data_dir(),
     "out of memory": lambda mp: _out_of_memory(),
+    "eval of a user's model": lambda mp: _users_model_record("evaluate"),
+    "export of a user's model": lambda mp: _users_model_record("export"),
+    "resume of a user's model": lambda mp: _users_model_record("resume"),
     "out of memory building the input": _input_out_of_memory,
 }
 

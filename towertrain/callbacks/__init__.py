@@ -75,7 +75,9 @@ def _resuming_saver(plan, handles, checkpointer, write):
     saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
     record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
     # Another model's run: say so, instead of listing every missing variable.
-    run_record.check(record, {"model": plan.model, "data_name": plan.dataset}, where)
+    model = handles.model.name if handles.user_model else plan.model
+    run_record.check(record, {"model": model, "data_name": plan.dataset,
+                              run_record.USER_MODEL: handles.user_model}, where)
     recipe = plan.recipe
     state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
     changeable = {"accumulation_steps": plan.batches.accumulation_steps,
@@ -86,7 +88,7 @@ def _resuming_saver(plan, handles, checkpointer, write):
     saver.restore()
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
-        state, changeable, data_dir=plan.input.data_dir))
+        state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model))
     return saver
 
 

@@ -40,8 +40,9 @@ def main(argv):
                 from towertrain.state import eval_follower
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
-            params = recorded_flags.fill_params(params, flags_lib.explicit_flags(), record)
             named = where if params.checkpoint else f"--train_dir={where}"
+            run_record.check_rebuildable(record, f"--eval: {named}", "evaluate")
+            params = recorded_flags.fill_params(params, flags_lib.explicit_flags(), record)
             recorded_flags.check(record, params, named)
             run_record.check_eval_input(record, params.data_dir, named)
         # Every path the run writes, probed without creating any: a run refused

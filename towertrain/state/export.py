@@ -169,6 +169,9 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
     path = ckpt_lib.resolve(train_dir, checkpoint)
     run_dir = train_dir or os.path.dirname(path)
     info = ckpt_lib.read_run_info(run_dir)
+    from towertrain.state import run_record  # a user's own model: no registry entry to build
+    run_record.check_rebuildable(
+        info, f"--train_dir={train_dir}" if train_dir else f"--checkpoint={checkpoint}", "export")
     if model_name and info.get("model") and model_name != info["model"]:
         # Said up front: the variable check would list every variable of both models.
         raise ckpt_lib.CheckpointError(

@@ -18,6 +18,8 @@ from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
 
 # Flags whose value must be the one the run was trained with.
 RECORDED_FLAGS = ("model", "data_name")
+# True when "model" names a Keras model passed to Trainer(model=...), not the registry's.
+USER_MODEL = "user_model"
 
 # Settings that shape the saved state (which optimizer slots exist and what
 # they mean, the variables' precision and loss scale, the decay folded into
@@ -74,14 +76,17 @@ def final_step(record):
 
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
-              changeable=None, data_dir=None):
+              changeable=None, data_dir=None, user_model=False):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
     shape its saved state (state_settings) and those a resume may change
-    (changeable: accumulation_steps, total_steps)."""
+    (changeable: accumulation_steps, total_steps). user_model: the model was
+    passed to Trainer(model=...): the record names the Keras model instead of
+    the registry's, marked as the user's (no command line can rebuild it)."""
     return {
-        "model": model,
+        "model": keras_model.name if user_model else model,
+        USER_MODEL: bool(user_model),
         "data_name": data_name,
         "num_classes": int(keras_model.output_shape[-1]),
         "data_format": data_format,
@@ -176,18 +181,49 @@ def recorded_values(given, explicit, record):
             and given.get(name) != record[name]}
 
 
+def _model_text(name, user_model):
+    if user_model:
+        return f"your own Keras model {name!r} (Trainer(model=...))"
+    return f"--model={name}"
+
+
+def check_rebuildable(record, where, doing):
+    """Refuses a command line (--eval, export) on a run trained on the user's
+    own model: it cannot be built from the registry, and the registry's model
+    of the record's name would fail on missing variables. doing: what is
+    refused, 'evaluate' or 'export'."""
+    if not record.get(USER_MODEL):
+        return
+    raise CheckpointError(
+        f"{where} was trained on {_model_text(record.get('model'), True)}, which the command "
+        f"line cannot build; {doing} it in the library: Trainer(params, model=<that model>), "
+        f"then trainer.restore(<its checkpoint>) and trainer.{doing}(...)")
+
+
 def check(record, given, where, evaluating=False):
     """Raises CheckpointError when the run's values disagree with the record.
 
     given: {flag: value} for RECORDED_FLAGS, as the run resolved them (the
-    model's default dataset when --data_name is not given); where: how the
+    model's default dataset when --data_name is not given), and USER_MODEL
+    True when "model" is the Keras name of a model passed to Trainer; where: how the
     message names the record's directory, e.g. '--train_dir=D'; evaluating:
     an --eval run (the advice differs from a resume's).
     """
+    if given.get(USER_MODEL):
+        # A user's model is known by its Keras name alone (Keras numbers
+        # unnamed models per process: 'sequential_1'), so the restore, which
+        # checks every variable, judges it rather than the name.
+        given = {name: value for name, value in given.items() if name != "model"}
+    elif record.get(USER_MODEL):
+        raise CheckpointError(
+            f"--model={given.get('model')} but {where} was trained on "
+            f"{_model_text(record.get('model'), True)}, which the command line cannot build; "
+            "resume it in the library with Trainer(params, model=<that model>), or use "
+            "another --train_dir")
     for name in RECORDED_FLAGS:
         recorded = record.get(name)
         value = given.get(name)
-        if recorded is None or value == recorded:
+        if recorded is None or name not in given or value == recorded:
             continue
         advice = (f"drop --{name} or use another --train_dir" if evaluating else
                   f"pass --{name}={recorded} to resume that run, or use another --train_dir")
