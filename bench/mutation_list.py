@@ -1982,5 +1982,5 @@ MUTATIONS = [
         "user_model_name_compared_at_resume", "towertrain/state/run_record.py",
         '        given = {name: value for name, value in given.items() if name != "model"}\n',
         "        pass\n",
-        [T + "state/test_resume_guards.py::test_a_failed_resume_leaves_the_run_record_and_export_working"]),
+        [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
 ]

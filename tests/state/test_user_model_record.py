@@ -20,17 +20,17 @@ from helpers import refusals
 from state.test_resume_settings import files_of
 
 
-def _model():
+def _model(name):
     return keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(name="flat"),
-                             keras.layers.Dense(10, name="logits")], name="mine")
+                             keras.layers.Dense(10, name="logits")], name=name)
 
 
-def _train(train_dir, num_batches):
+def _train(train_dir, num_batches, name="mine"):
     rng = np.random.default_rng(0)
     images, labels = rng.random((16, 8, 8, 3), dtype=np.float32), np.arange(16) % 10
     trainer = Trainer(Params(device="cpu", num_batches=num_batches, num_warmup_batches=0,
                              display_every=100, train_dir=train_dir),
-                      model=_model(), input_source=from_arrays(images, labels, 4))
+                      model=_model(name), input_source=from_arrays(images, labels, 4))
     try:
         trainer.train(write=helpers.cli.quiet)
         return trainer.global_step()
@@ -86,4 +86,6 @@ def test_a_command_line_resume_is_refused_and_a_library_one_goes_on(run, capsys)
         "--train_dir\n")
     assert files_of(run) == before  # nothing trained, nothing written
 
-    assert _train(run, 4) == 4  # resumed at step 2, trained to 4
+    # The same network under another name (Keras numbers unnamed models per
+    # process) resumes: the restore checks its variables, not its name.
+    assert _train(run, 4, name="mine_1") == 4  # resumed at step 2, trained to 4
