@@ -1983,4 +1983,22 @@ MUTATIONS = [
         '        given = {name: value for name, value in given.items() if name != "model"}\n',
         "        pass\n",
         [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
+    # Issue 33, item 6: a resume on fewer training files fails at the first step.
+    Mutation(
+        "resume_input_not_checked", "towertrain/callbacks/__init__.py",
+        "        run_record.check_training_input(record, input_record, plan.input.data_dir, where)\n",
+        "",
+        [T + "state/test_resume_input.py"]),
+    Mutation(
+        "resume_input_not_recorded", "towertrain/state/run_record.py",
+        "        **(input_record or {}),\n",
+        "",
+        [T + "state/test_resume_input.py"]),
+    Mutation(
+        "resume_input_files_not_compared", "towertrain/state/run_record.py",
+        "    before, now = (record.get(\"input_examples\"), record[\"input_files\"]), (\n"
+        "        current[\"input_examples\"], current[\"input_files\"])\n",
+        "    before, now = (record.get(\"input_examples\"), []), (\n"
+        "        current[\"input_examples\"], [])\n",
+        [T + "state/test_resume_input.py", T + "commands/test_newcomer_errors.py"]),
 ]

@@ -154,6 +154,14 @@ def _users_model_record(doing):
     run_record.check_rebuildable(record, where, doing)
 
 
+def _resume_on_fewer_files():
+    from towertrain.state import run_record
+    files = [f"data_batch_{i}.bin" for i in range(1, 6)]
+    run_record.check_training_input(
+        {"input_examples": 2000, "input_files": files},
+        {"input_examples": 1600, "input_files": files[:4]}, "cifar", "--train_dir=run")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -186,6 +194,7 @@ CASES = {
     "eval of a user's model": lambda mp: _users_model_record("evaluate"),
     "export of a user's model": lambda mp: _users_model_record("export"),
     "resume of a user's model": lambda mp: _users_model_record("resume"),
+    "resume on fewer files": lambda mp: _resume_on_fewer_files(),
     "out of memory building the input": _input_out_of_memory,
 }
 

@@ -82,13 +82,18 @@ def _resuming_saver(plan, handles, checkpointer, write):
     state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
     changeable = {"accumulation_steps": plan.batches.accumulation_steps,
                   "total_steps": plan.steps.total}
+    input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
+                                             handles.input.num_examples)
     if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
         run_record.check_state_settings(record, state, where)
+        # ... and the same input: the checkpoint holds the position in it.
+        run_record.check_training_input(record, input_record, plan.input.data_dir, where)
         saver.resume_changes = run_record.changes_at_resume(record, changeable)
     saver.restore()
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
-        state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model))
+        state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
+        input_record=input_record))
     return saver
 
 

@@ -76,14 +76,15 @@ def final_step(record):
 
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
-              changeable=None, data_dir=None, user_model=False):
+              changeable=None, data_dir=None, user_model=False, input_record=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
     shape its saved state (state_settings) and those a resume may change
     (changeable: accumulation_steps, total_steps). user_model: the model was
     passed to Trainer(model=...): the record names the Keras model instead of
-    the registry's, marked as the user's (no command line can rebuild it)."""
+    the registry's, marked as the user's (no command line can rebuild it).
+    input_record: training_input's record of the training files."""
     return {
         "model": keras_model.name if user_model else model,
         USER_MODEL: bool(user_model),
@@ -95,6 +96,7 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
         "data_dir": os.path.abspath(data_dir) if data_dir else None,
         **(state_settings or {}),
         **(changeable or {}),
+        **(input_record or {}),
     }
 
 
@@ -151,6 +153,52 @@ def changes_at_resume(record, current):
             lines.append((label, f"CHANGED at resume: {what} was {record[name]} in the run "
                                  f"record, now {current[name]}"))
     return lines
+
+
+def training_input(data_name, data_dir, num_examples):
+    """The record of a run's training files (empty for synthetic data): its
+    examples per epoch and file names. A resume needs the same input, since
+    the checkpoint holds the position in it (a resume on fewer files failed
+    at the first step with TensorFlow's 'Expected 1 components but got 0')."""
+    if not data_dir:
+        return {}
+    from towertrain.input_pipeline import cifar10, imagenet  # as the reader picks them
+    reader = cifar10 if data_name == "cifar10" else imagenet
+    return {"input_examples": int(num_examples) if num_examples is not None else None,
+            "input_files": [os.path.basename(f) for f in reader.find_files(data_dir)]}
+
+
+def _examples_text(count):
+    return "an unknown number of" if count is None else f"{count:,}"
+
+
+def _files_text(names):
+    if len(names) <= 5:
+        return ", ".join(names)
+    return f"{len(names)} files, {names[0]} .. {names[-1]}"
+
+
+def check_training_input(record, current, data_dir, where):
+    """Refuses a resume on another training input than the record's (`current`:
+    training_input of the resuming run): more or fewer examples per epoch, or
+    other files. A record without it (older, or synthetic data) is not checked."""
+    if "input_files" not in record or not current:
+        return
+    before, now = (record.get("input_examples"), record["input_files"]), (
+        current["input_examples"], current["input_files"])
+    if before == now:
+        return
+    missing = [n for n in before[1] if n not in now[1]]
+    added = [n for n in now[1] if n not in before[1]]
+    changes = "; ".join(filter(None, (
+        f"missing now: {_files_text(missing)}" if missing else "",
+        f"new: {_files_text(added)}" if added else "")))
+    raise CheckpointError(
+        f"--data_dir={data_dir} holds {_examples_text(now[0])} training examples per epoch "
+        f"({_files_text(now[1])}) but {where} was trained on {_examples_text(before[0])} "
+        f"({_files_text(before[1])}{'; ' + changes if changes else ''}), and its checkpoint "
+        "holds the position in that input; restore the files it was trained on to resume "
+        "that run, or use another --train_dir to start a new one on these files")
 
 
 def check_eval_input(record, data_dir, where):
