@@ -31,6 +31,7 @@ setup(
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
         "test": ["pytest", "pytest-xdist"],  # the suite runs on 2 workers (README)
         "plot": ["matplotlib"],  # the PNG of python -m towertrain.scaling
+        "mutation": ["cosmic-ray"],  # bench/generated_mutants.py (not the suite)
     },
     entry_points={"console_scripts": ["towertrain=towertrain.commands.train:run"]},
 )

@@ -1720,4 +1720,338 @@ MUTATIONS = [
         "        self.options = exchange  #", "        self.params = exchange  #",
         [T + "package/test_run_plan_structure.py::"
          "test_params_is_read_only_where_the_flags_are_decided"]),
+    # --- Issue 34 (tests that bite, round 3): the review's named misses. ---
+    # --max_restarts=R counted one too many: R=0 restarts once.
+    Mutation(
+        "launch_restart_limit_off_by_one", "towertrain/commands/launch.py",
+        "restarts >= options.max_restarts", "restarts > options.max_restarts",
+        [T + "cluster/test_launch_restarts.py"]),
+    # Workers a forwarded signal stopped are restarted like failed ones.
+    Mutation(
+        "launch_restarts_after_a_signal", "towertrain/commands/launch.py",
+        'if state["signals"] or restarts >= options.max_restarts:',
+        "if restarts >= options.max_restarts:",
+        [T + "cluster/test_launch_restarts.py::test_workers_a_signal_stopped_are_not_restarted"]),
+    # --datasets_* accepted with --data_dir whatever --input is.
+    Mutation(
+        "datasets_flags_with_any_input", "towertrain/config/runtime_checks.py",
+        'if given and (p.data_dir is None or p.input != "dataset"):',
+        "if given and p.data_dir is None:",
+        [T + "config/test_refusal_table.py"]),
+    # The --batch_group_size-on-synthetic-data check disabled by a misspelt key.
+    Mutation(
+        "batch_group_size_check_misspelt", "towertrain/config/runtime_checks.py",
+        'if "batch_group_size" in explicit and p.data_dir is None:',
+        'if "batch_group_sizes" in explicit and p.data_dir is None:',
+        [T + "config/test_refusal_table.py"]),
+    # --datasets_prefetch_buffer_size refused alone, accepted with --nodatasets_use_prefetch.
+    Mutation(
+        "prefetch_buffer_conflict_inverted", "towertrain/config/runtime_checks.py",
+        'in explicit and not p.datasets_use_prefetch:', 'in explicit and p.datasets_use_prefetch:',
+        [T + "config/test_refusal_table.py"]),
+    # --sync_batch_norm accepted on TF_CONFIG and Slurm clusters (the bug this issue fixed).
+    Mutation(
+        "sync_batch_norm_resolved_cluster_unchecked", "towertrain/plan/__init__.py",
+        "    cluster_lib.check_supported(params, cluster)\n", "",
+        [T + "config/test_refusal_table.py"]),
+    # --sync_batch_norm with --worker_hosts: no longer refused by Params.
+    Mutation(
+        "sync_batch_norm_worker_hosts_unchecked", "towertrain/config/cluster_checks.py",
+        '    if p.sync_batch_norm:\n        fail("sync_batch_norm", True, "is not supported '
+        'across workers yet")\n', "",
+        [T + "config/test_refusal_table.py"]),
+    # A GPU of exactly the minimum capability called emulated.
+    Mutation(
+        "gpu_capability_threshold_exclusive", "towertrain/recipe/native_precision.py",
+        "tuple(capability) < wanted", "tuple(capability) <= wanted",
+        [T + "recipe/test_gpu_capability.py"]),
+    # bfloat16 taken as native from Volta (7.0) instead of Ampere (8.0).
+    Mutation(
+        "bf16_native_from_volta", "towertrain/recipe/native_precision.py",
+        '"bfloat16": (8, 0)}', '"bfloat16": (7, 0)}',
+        [T + "recipe/test_gpu_capability.py::test_each_precision_is_native_from_its_capability_on"]),
+    # export --data_format defaults to NHWC instead of the training run's layout.
+    Mutation(
+        "export_data_format_defaults_to_nhwc", "towertrain/state/export.py",
+        'data_format or info.get("data_format", "NHWC"),\n                                       image_size)',
+        'data_format or "NHWC",\n                                       image_size)',
+        [T + "state/test_export_options.py::test_data_format_defaults_to_the_training_run_s"]),
+    # export --include_preprocessing of an NCHW model swaps height and width.
+    Mutation(
+        "export_preprocessing_transposed_wrong", "towertrain/state/export.py",
+        "x = ops.transpose(x, (0, 3, 1, 2))", "x = ops.transpose(x, (0, 3, 2, 1))",
+        [T + "state/test_export_options.py::"
+         "test_include_preprocessing_of_an_nchw_run_takes_raw_nhwc_pixels"]),
+    # An existing directory accepted as export --output.
+    Mutation(
+        "export_output_directory_unchecked", "towertrain/state/writable.py",
+        '        if is_file and os.path.isdir(path):\n            return "is a directory"\n', "",
+        [T + "state/test_export_options.py::test_output_paths_are_checked_before_the_work"]),
+    # Any existing --output (a file to replace) called a directory.
+    Mutation(
+        "export_existing_output_file_called_a_directory", "towertrain/state/writable.py",
+        "if is_file and os.path.isdir(path):", "if is_file and os.path.exists(path):",
+        [T + "state/test_export_options.py::test_output_paths_are_checked_before_the_work"]),
+    # An existing file accepted as a directory to write (--saved_model).
+    Mutation(
+        "export_saved_model_file_unchecked", "towertrain/state/writable.py",
+        "        if not is_file and not os.path.isdir(path):\n"
+        '            return "is a file, not a directory"\n', "",
+        [T + "state/test_export_options.py::test_output_paths_are_checked_before_the_work"]),
+    # The readers get their default seed, not --tf_random_seed.
+    Mutation(
+        "reader_seed_dropped", "towertrain/engine/feed/input_factory.py",
+        "seed=input_plan.seed, data_format=data_format,", "data_format=data_format,",
+        [T + "input/test_reader_seed.py"]),
+    # A registered model's weight_decay_filter ignored for the default rule.
+    Mutation(
+        "weight_decay_filter_ignored_in_training", "towertrain/trainer.py",
+        "None if user_model else layout.model)", "None)",
+        [T + "models/test_weight_decay_filter_training.py"]),
+    # Issue 33, item 1: a resume with another optimizer is not checked.
+    Mutation(
+        "resume_state_settings_unchecked", "towertrain/callbacks/__init__.py",
+        "        run_record.check_state_settings(record, state, where)\n", "",
+        [T + "state/test_resume_settings.py::"
+         "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
+    # Issue 33, item 1: the optimizer's options are not recorded.
+    Mutation(
+        "resume_optimizer_options_unrecorded", "towertrain/state/run_record.py",
+        "        values[name] = getattr(optimizer, name)\n", "        pass\n",
+        [T + "state/test_resume_settings.py::test_each_setting_that_shapes_the_saved_state_is_refused"]),
+    # Issue 33, item 1: a changed step count is not reported at a resume.
+    Mutation(
+        "resume_changes_not_in_header", "towertrain/callbacks/checkpointing.py",
+        "            info.extend(self.resume_changes)\n", "",
+        [T + "state/test_resume_settings.py::"
+         "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
+    # Issue 33, item 2: a failed save is not caught (a traceback).
+    Mutation(
+        "save_failure_uncaught", "towertrain/callbacks/checkpointing.py",
+        "        except (tf.errors.OpError, OSError) as err:  # a full disk",
+        "        except ValueError as err:  # a full disk",
+        [T + "state/test_full_disk.py"]),
+    # Issue 33, item 2: a failed save's temporary files are left behind.
+    Mutation(
+        "save_failure_leaves_temp", "towertrain/callbacks/checkpointing.py",
+        "            self._remove_partial(os.path.join(self.train_dir, f\"ckpt-{step}\"))\n", "",
+        [T + "state/test_full_disk.py"]),
+    # Issue 33, item 2: the free space is not checked before the first step.
+    Mutation(
+        "free_space_unchecked", "towertrain/callbacks/__init__.py",
+        "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
+        [T + "state/test_full_disk.py::"
+         "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
+    # Issue 32: every step draws the same dropout masks (the step left out).
+    Mutation(
+        "draws_ignore_step", "towertrain/engine/step/towers.py",
+        "        key = tower.draw_key(self.seed, step, slot)",
+        "        key = tower.draw_key(self.seed, 0, slot)",
+        [T + "engine/test_dropout_towers.py::"
+         "test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives"]),
+    # Issue 32: towers draw by their local index (2 x 1 draws other masks than 1 x 2).
+    Mutation(
+        "draws_by_local_tower", "towertrain/engine/step/towers.py",
+        "                + self.tower_indices[i])", "                + i)",
+        [T + "cluster/test_synthetic_topology.py"]),
+    # Issue 32: the micro-batch left out of the slot (accumulation draws one mask twice).
+    Mutation(
+        "draws_ignore_micro_batch", "towertrain/engine/step/towers.py",
+        "        slot = (tf.cast(micro_batch, tf.int64) * self.cluster_towers",
+        "        slot = (tf.cast(micro_batch, tf.int64) * 0",
+        [T + "engine/test_random_draws.py::"
+         "test_accumulated_micro_batches_with_dropout_equal_one_step_on_them_concatenated"]),
+    # Issue 32: Keras' carried generator state drawn from again (lost at a worker's stop).
+    Mutation(
+        "seed_states_carried", "towertrain/engine/step/towers.py",
+        "        if not self.seed_states:\n            return trainable, non_trainable",
+        "        if True:\n            return trainable, non_trainable",
+        [T + "engine/test_dropout_towers.py::"
+         "test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives"]),
+    # Issue 32: synthetic data by local device (2 x 1 trains on other data than 1 x 2).
+    Mutation(
+        "synthetic_by_local_tower", "input_pipeline/synthetic.py",
+        "        towers = self.tower_indices or range(len(devices))",
+        "        towers = range(len(devices))",
+        [T + "cluster/test_synthetic_topology.py"]),
+    # Issue 32: a resumed run's header counts the plan's steps from step 0.
+    Mutation(
+        "resumed_header_counts_plan", "towertrain/engine/run/benchmark_log.py",
+        "    if start_step <= 0 or start_step >= total_steps:",
+        "    if True:",
+        [T + "state/test_resume_epochs.py::"
+         "test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact"]),
+    # Issue 32: the time after the update counted as input wait without a staged put.
+    Mutation(
+        "wait_counts_time_after_update", "towertrain/engine/step/step_outputs.py",
+        "    if not staged_put:\n        return wait", "",
+        [T + "input/test_input_wait.py::test_unstaged_synthetic_input_reports_no_wait"]),
+    # Issue 32: the header keeps quiet about a user's own random layer or input.
+    Mutation(
+        "randomness_line_missing", "towertrain/engine/run/header.py",
+        "    if unseeded:\n", "    if False:\n",
+        [T + "engine/test_random_draws.py::"
+         "test_the_header_says_a_run_is_exact_only_on_its_topology_where_it_cannot_be_more"]),
+    # Issue 33, item 9: no lock on the train_dir (two runs save into one).
+    Mutation(
+        "train_dir_unlocked", "towertrain/state/train_dir_lock.py",
+        "            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 9: the lock is not released at the run's end (a second
+    # run in the same process, the same command again, is refused).
+    Mutation(
+        "train_dir_lock_kept", "towertrain/callbacks/checkpointing.py",
+        "            if self.lock is not None:\n                self.lock.release()\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # Issue 33, item 9: a refused resume keeps the lock it took.
+    Mutation(
+        "train_dir_lock_kept_on_refusal", "towertrain/callbacks/__init__.py",
+        "        except BaseException:\n            lock.release()\n            raise\n",
+        "        except BaseException:\n            raise\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # --- Issue 34: the patterns closed (boundaries, lists, device branches). ---
+    # Boundaries: each comparison against a user's number moved by one.
+    Mutation(
+        "eval_every_n_steps_boundary", "towertrain/config/params.py",
+        "every > p.num_warmup_batches + p.resolved_num_batches",
+        "every >= p.num_warmup_batches + p.resolved_num_batches",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "trace_step_warmup_boundary", "towertrain/config/observe_checks.py",
+        "if p.trace_step <= p.num_warmup_batches:", "if p.trace_step < p.num_warmup_batches:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "slurm_port_base_boundary", "towertrain/config/cluster_checks.py",
+        "if not 0 < p.slurm_port_base < 65536:", "if not 0 < p.slurm_port_base <= 65536:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "gradient_repacking_boundary", "towertrain/config/exchange_checks.py",
+        "if not 0 <= packs <= MAX_PACKS:", "if not 0 <= packs < MAX_PACKS:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "task_index_boundary", "towertrain/config/cluster_checks.py",
+        "if p.task_index >= len(hosts):", "if p.task_index > len(hosts):",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "decay_steps_boundary", "towertrain/plan/schedule.py",
+        "if decay_steps < 1:", "if decay_steps <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "minimum_learning_rate_boundary", "towertrain/plan/schedule.py",
+        "schedule.minimum > schedule.initial_value", "schedule.minimum >= schedule.initial_value",
+        [T + "config/test_refusal_table.py"]),
+    # Lists: one member dropped.
+    Mutation(
+        "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
+        '                         "eval_dir")', '                         )',
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "writable_train_dir_unchecked", "towertrain/state/writable.py",
+        '        paths.append(("train_dir", outputs.train_dir, False))\n', "",
+        [T + "state/test_writable_every_path.py"]),
+    # Device branches, run with an injected machine description.
+    Mutation(
+        "gpu_intra_threads_not_one", "towertrain/plan/runtime.py",
+        '    if device == "gpu":\n        return 1\n', "",
+        [T + "plan/test_gpu_branches.py"]),
+    Mutation(
+        "collective_gpu_default_is_cpu_exchange", "towertrain/config/exchange_checks.py",
+        'return "nccl/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
+        [T + "plan/test_gpu_branches.py"]),
+    Mutation(
+        "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
+        'if xla and device != "gpu":', "if xla:",
+        [T + "plan/test_gpu_branches.py"]),
+    # Issue 33, item 4: a file missing from the CIFAR-10 download is skipped.
+    Mutation(
+        "cifar_missing_train_file_skipped", "input_pipeline/cifar10.py",
+        "    if files and missing and os.path.isfile(", "    if False and os.path.isfile(",
+        [T + "input/test_missing_training_file.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 5: --eval of a run trained on files scores synthetic data.
+    Mutation(
+        "eval_input_unchecked", "towertrain/commands/train.py",
+        "            run_record.check_eval_input(record, params.data_dir, named)\n", "",
+        [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 5: the run record forgets the training data's directory.
+    Mutation(
+        "record_without_data_dir", "towertrain/callbacks/__init__.py",
+        "        state, changeable, data_dir=plan.input.data_dir))",
+        "        state, changeable))",
+        [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 7: export into a new folder fails in Keras.
+    Mutation(
+        "export_parent_not_made", "towertrain/state/export.py",
+        "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
+        "    pass\n",
+        [T + "state/test_export_new_folder.py"]),
+    # Issue 33, item 3: an out-of-memory step is TensorFlow's traceback.
+    Mutation(
+        "oom_not_translated", "towertrain/trainer.py",
+        "                except tf.errors.ResourceExhaustedError as err:\n",
+        "                except ZeroDivisionError as err:\n",
+        [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 3: an out-of-memory input build (--batch_size=10000000) is a traceback.
+    Mutation(
+        "oom_input_build_not_translated", "towertrain/trainer.py",
+        "        except tf.errors.ResourceExhaustedError as err:\n"
+        "            raise self._out_of_memory(\"while building the input\",",
+        "        except ZeroDivisionError as err:\n"
+        "            raise self._out_of_memory(\"while building the input\",",
+        [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "oom_input_build_not_caught_by_cli", "towertrain/commands/train.py",
+        "            errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build",
+        "            ) as err:  # OutOfMemoryError: the input's build",
+        [T + "engine/test_out_of_memory.py::test_out_of_memory_while_the_input_is_built_is_one_line_and_exit_2"]),
+    # Issue 33, item 8: a library run on the user's model records "trivial".
+    Mutation(
+        "user_model_recorded_as_registry", "towertrain/state/run_record.py",
+        '        "model": keras_model.name if user_model else model,\n',
+        '        "model": model,\n',
+        [T + "state/test_user_model_record.py::test_the_record_names_the_users_model"]),
+    Mutation(
+        "user_model_flag_not_passed_to_record", "towertrain/callbacks/__init__.py",
+        "data_dir=plan.input.data_dir, user_model=handles.user_model))",
+        "data_dir=plan.input.data_dir))",
+        [T + "state/test_user_model_record.py"]),
+    Mutation(
+        "user_model_eval_not_refused", "towertrain/commands/train.py",
+        '            run_record.check_rebuildable(record, f"--eval: {named}", "evaluate")\n',
+        "",
+        [T + "state/test_user_model_record.py::test_eval_on_the_command_line_says_it_needs_the_library"]),
+    Mutation(
+        "user_model_export_not_refused", "towertrain/state/export.py",
+        '    run_record.check_rebuildable(\n',
+        '    (lambda *a: None)(\n',
+        [T + "state/test_user_model_record.py::test_export_says_it_needs_the_library"]),
+    Mutation(
+        "user_model_cli_resume_not_refused", "towertrain/state/run_record.py",
+        "    elif record.get(USER_MODEL):\n",
+        "    elif False:\n",
+        [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
+    Mutation(
+        "user_model_name_compared_at_resume", "towertrain/state/run_record.py",
+        '        given = {name: value for name, value in given.items() if name != "model"}\n',
+        "        pass\n",
+        [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
+    # Issue 33, item 6: a resume on fewer training files fails at the first step.
+    Mutation(
+        "resume_input_not_checked", "towertrain/callbacks/__init__.py",
+        "        run_record.check_training_input(record, input_record, plan.input.data_dir, where)\n",
+        "",
+        [T + "state/test_resume_input.py"]),
+    Mutation(
+        "resume_input_not_recorded", "towertrain/state/run_record.py",
+        "        **(input_record or {}),\n",
+        "",
+        [T + "state/test_resume_input.py"]),
+    Mutation(
+        "resume_input_files_not_compared", "towertrain/state/run_record.py",
+        "    before, now = (record.get(\"input_examples\"), record[\"input_files\"]), (\n"
+        "        current[\"input_examples\"], current[\"input_files\"])\n",
+        "    before, now = (record.get(\"input_examples\"), []), (\n"
+        "        current[\"input_examples\"], [])\n",
+        [T + "state/test_resume_input.py", T + "commands/test_newcomer_errors.py"]),
 ]

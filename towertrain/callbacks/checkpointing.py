@@ -6,6 +6,7 @@ trained step: a resumed run neither skips nor repeats a batch. A state with
 any non-finite value is never written.
 """
 import os
+import shutil
 import time
 
 import numpy as np
@@ -16,6 +17,10 @@ from towertrain.state import topology as topology_lib
 from towertrain.errors import TrainingDivergedError
 
 from .base import Callback
+
+# Beyond the tensors: the index file, the `checkpoint` state file and the run
+# record, each at least a file-system block.
+FILE_OVERHEAD_BYTES = 16 * 1024
 
 
 class Checkpointer:
@@ -66,9 +71,37 @@ class Checkpointer:
                 f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); the last good "
                 f"checkpoint stays {self.manager.latest_checkpoint}; try a lower "
                 f"--init_learning_rate (now {self.handles.learning_rate.initial_value:g})")
-        path = self.manager.save(checkpoint_number=step)
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as err:  # a full disk: ResourceExhaustedError
+            self._remove_partial(os.path.join(self.train_dir, f"ckpt-{step}"))
+            raise ckpt_lib.save_failed(step, self.train_dir, err,
+                                       self.manager.latest_checkpoint) from err
         self.last_saved_step = step
         return path
+
+    @staticmethod
+    def _remove_partial(prefix):
+        """Removes what a failed save of `prefix` left: TensorFlow's `<prefix>_temp/`
+        and any of the prefix's own files (a failure while they were merged)."""
+        if tf.io.gfile.exists(prefix + "_temp"):
+            tf.io.gfile.rmtree(prefix + "_temp")
+        for file in tf.io.gfile.glob(prefix + ".*"):
+            tf.io.gfile.remove(file)
+
+    def bytes_needed(self):
+        """About the bytes one checkpoint of this run takes on disk: its tensors,
+        plus room for the index, the state file and the run record."""
+        tensors = list(self.state.variables.values()) + list(self.state.engine.values())
+        tensors += [slot for slots in self.state.slots.values() for slot in slots.values()]
+        data = sum(v.shape.num_elements() * tf.as_dtype(v.dtype).size for v in tensors)
+        return data + FILE_OVERHEAD_BYTES
+
+    def check_free_space(self):
+        """Refuses a train_dir whose disk cannot hold one more checkpoint, before
+        the first step (a full disk at the end would lose the whole run)."""
+        ckpt_lib.check_free_space(self.train_dir, self.bytes_needed(),
+                                  shutil.disk_usage(self.train_dir).free)
 
     def set_aside(self, path):
         """Renames checkpoint `path` to 'diverged-<name>' (kept for inspection) and
@@ -112,6 +145,8 @@ class CheckpointSaver(Callback):
         self.save_secs = save_secs
         self.write = write
         self.resumed_from = None
+        self.resume_changes = []  # header lines: what the resume changed by design
+        self.lock = None  # the train_dir's lock (state/train_dir_lock.py), freed at close
         self._last_save_time = None
         self._pending_step = None  # a timed save waiting for the staging to drain
 
@@ -126,6 +161,7 @@ class CheckpointSaver(Callback):
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
             info.extend(self.checkpointer.topology.header_info())
+            info.extend(self.resume_changes)
         return info
 
     def _fence_after(self, step):
@@ -154,8 +190,12 @@ class CheckpointSaver(Callback):
         return self.checkpointer.save()
 
     def close(self):
-        if isinstance(self.loop and self.loop.error, TrainingDivergedError):
-            self._set_aside_poisoned(self.loop.step)
+        try:
+            if isinstance(self.loop and self.loop.error, TrainingDivergedError):
+                self._set_aside_poisoned(self.loop.step)
+        finally:
+            if self.lock is not None:
+                self.lock.release()
 
     def _set_aside_poisoned(self, diverged_step):
         """The checkpoint of the step right before a diverged step leads straight

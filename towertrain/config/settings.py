@@ -174,7 +174,8 @@ SETTINGS = (
         Setting("loss_type_to_report", ENUM, "total_loss", "The loss the step lines and "
                 "summaries show: total_loss (with weight decay) or base_loss (without).",
                 choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
-        Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers and synthetic data."),
+        Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
+                "and augmentation (every draw: README 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
                 training_only=True, scaling=NOT_USED)),

@@ -132,10 +132,11 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     once per process); cluster: the run's (default: resolved once per process);
     model_spec: the registered model's defaults (batch size, learning rate,
     dataset; default: --model's entry in the registry)."""
+    from towertrain.plan import cluster as cluster_lib
     machine = machine or machine_lib.probe()
     if cluster is None:
-        from towertrain.plan import cluster as cluster_lib
         cluster = cluster_lib.resolve(params)
+    cluster_lib.check_supported(params, cluster)
     if model_spec is None:
         from towertrain import models
         model_spec = models.get_spec(params.model)

@@ -53,11 +53,26 @@ def _probe_machine(device, dtype):
         if found:
             return Support(True, f"CPU has {', '.join(found)}")
         return Support(False, "CPU has neither avx512_bf16 nor amx_bf16")
+    return gpu_support(dtype, gpu_capabilities())
+
+
+def gpu_capabilities():
+    """(major, minor) compute capability of each GPU in use, None where
+    TensorFlow does not say."""
     import tensorflow as tf  # deferred: only a GPU run asks
     from towertrain.config import machine
-    wanted = GPU_MINIMUM[dtype]
+    capabilities = []
     for gpu in machine.physical_gpus():
-        capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
+        found = tf.config.experimental.get_device_details(gpu).get("compute_capability")
+        capabilities.append(None if found is None else tuple(found))
+    return capabilities
+
+
+def gpu_support(dtype, capabilities):
+    """Support of `dtype` on GPUs of these capabilities: native only when every
+    one has it (a run is as fast as its slowest tower)."""
+    wanted = GPU_MINIMUM[dtype]
+    for capability in capabilities:
         if capability is None or tuple(capability) < wanted:
             have = "unknown" if capability is None else f"{capability[0]}.{capability[1]}"
             return Support(False, f"GPU compute capability {have} (native {dtype} needs "

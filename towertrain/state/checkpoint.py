@@ -13,6 +13,7 @@ automatic names depend on how many layers a process built before).
 """
 import json
 import os
+import re
 import tempfile
 
 import tensorflow as tf
@@ -151,7 +152,7 @@ def check_matches(path, expected_variables):
     try:
         stored = dict(tf.train.list_variables(path))
     except (tf.errors.OpError, ValueError) as err:
-        raise CheckpointError(f"cannot read checkpoint {path}: {_first_line(err)}") from err
+        raise CheckpointError(f"cannot read checkpoint {path}: {first_line(err)}") from err
     saved = {name[len("model/"):-len(_VALUE_SUFFIX)]: shape for name, shape in stored.items()
              if name.startswith("model/") and name.endswith(_VALUE_SUFFIX)}
     missing = sorted(set(expected_variables) - set(saved))
@@ -179,7 +180,7 @@ def restore(checkpoint, path, expected_variables):
         checkpoint.read(path).expect_partial()
     except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file
         raise CheckpointError(f"cannot read checkpoint {path} (truncated or corrupt?): "
-                              f"{_first_line(err)}") from err
+                              f"{first_line(err)}") from err
 
 
 def save_portable(model, manager, path, engine_variables=None):
@@ -230,13 +231,59 @@ def ensure_writable(train_dir):
                               ) from err
 
 
+def save_failed(step, train_dir, err, kept):
+    """The CheckpointError of a save of `step` that failed with `err`; `kept`:
+    the latest checkpoint, which the failure left as it was (or None)."""
+    return CheckpointError(
+        f"saving the checkpoint of step {step} in --train_dir={train_dir} failed "
+        f"({_write_error_reason(err)}); "
+        + (f"the previous checkpoint {kept} is kept and a resume starts there" if kept
+           else "no earlier checkpoint exists")
+        + "; free space (or fix the path) and run the same command again")
+
+
+def _write_error_reason(err):
+    """'No space left on device' out of TensorFlow's '{{function_node ...}}
+    <temporary file>; No space left on device [Op:SaveV2]' (an OSError's strerror)."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    text = re.sub(r"\{\{.*?\}\}\s*", "", first_line(err))
+    text = re.sub(r"\s*\[Op:\w+\]$", "", text)
+    return text.rsplit("; ", 1)[-1]
+
+
+def check_free_space(train_dir, needed, free):
+    """Refuses a train_dir whose disk (`free` bytes) cannot hold one more
+    checkpoint (`needed` bytes), before the first step: a full disk at the
+    end would lose the whole run."""
+    if free < needed:
+        raise CheckpointError(
+            f"--train_dir={train_dir}: {_size(free)} free on its disk, but a checkpoint of "
+            f"this run needs about {_size(needed)}; free some space or use another "
+            "--train_dir (checked before training, nothing was trained)")
+
+
+def _size(num_bytes):
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if num_bytes < 1024 or unit == "GiB":
+            return f"{num_bytes:.0f} {unit}" if unit == "bytes" else f"{num_bytes:.1f} {unit}"
+        num_bytes /= 1024
+
+
 def write_run_info(train_dir, info):
     """Records what export needs to rebuild the model (name, classes, image shape)."""
     path = os.path.join(train_dir, RUN_INFO_FILE)
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(info, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)  # atomic: a crash never leaves half a file
+    try:
+        with open(tmp, "w") as f:
+            json.dump(info, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)  # atomic: a crash never leaves half a file
+    except OSError as err:  # a full disk: the old record stays whole
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise CheckpointError(f"--train_dir={train_dir}: cannot write the run record "
+                              f"{RUN_INFO_FILE} ({err.strerror or err}); free space or use "
+                              "another --train_dir") from err
 
 
 def read_run_info(train_dir):
@@ -248,6 +295,6 @@ def read_run_info(train_dir):
         return {}
 
 
-def _first_line(err):
+def first_line(err):
     text = getattr(err, "message", None) or str(err)
     return text.strip().splitlines()[0] if text.strip() else type(err).__name__

@@ -18,6 +18,26 @@ from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
 
 # Flags whose value must be the one the run was trained with.
 RECORDED_FLAGS = ("model", "data_name")
+# True when "model" names a Keras model passed to Trainer(model=...), not the registry's.
+USER_MODEL = "user_model"
+
+# Settings that shape the saved state (which optimizer slots exist and what
+# they mean, the variables' precision and loss scale, the decay folded into
+# every update): a resume that changes one is refused before any step, since
+# the checkpoint would load "fine" and train on as another run (a momentum
+# run resumed with adam: loss 2.2 -> 911,486). In the order they are checked,
+# a setting before the options it governs.
+STATE_SETTINGS = ("optimizer", "momentum", "nesterov", "rmsprop_decay", "rmsprop_momentum",
+                  "rmsprop_epsilon", "adam_beta1", "adam_beta2", "adam_epsilon",
+                  "use_fp16", "use_bf16", "fp16_vars", "fp16_loss_scale",
+                  "fp16_enable_auto_loss_scale", "fp16_inc_loss_scale_every_n",
+                  "weight_decay")
+_OPTIMIZER_OPTIONS = {"momentum": ("momentum", "nesterov"),
+                      "rmsprop": ("rmsprop_decay", "rmsprop_momentum", "rmsprop_epsilon"),
+                      "adam": ("adam_beta1", "adam_beta2", "adam_epsilon")}
+
+# What may change at a resume by design: reported in the header, not refused.
+CHANGEABLE = ("accumulation_steps", "total_steps")
 
 
 def read(train_dir):
@@ -55,17 +75,141 @@ def final_step(record):
     return record.get("final_step")
 
 
-def record_of(model, data_name, data_format, keras_model):
+def record_of(model, data_name, data_format, keras_model, state_settings=None,
+              changeable=None, data_dir=None, user_model=False, input_record=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
-    format, and the built model's classes and image shape)."""
+    format, and the built model's classes and image shape), the settings that
+    shape its saved state (state_settings) and those a resume may change
+    (changeable: accumulation_steps, total_steps). user_model: the model was
+    passed to Trainer(model=...): the record names the Keras model instead of
+    the registry's, marked as the user's (no command line can rebuild it).
+    input_record: training_input's record of the training files."""
     return {
-        "model": model,
+        "model": keras_model.name if user_model else model,
+        USER_MODEL: bool(user_model),
         "data_name": data_name,
         "num_classes": int(keras_model.output_shape[-1]),
         "data_format": data_format,
         "input_shape": [int(d) for d in keras_model.input_shape[1:]],
+        # Where the training data came from (None: synthetic), as an absolute path.
+        "data_dir": os.path.abspath(data_dir) if data_dir else None,
+        **(state_settings or {}),
+        **(changeable or {}),
+        **(input_record or {}),
     }
+
+
+def state_settings(optimizer, precision, loss):
+    """{setting: value} of STATE_SETTINGS for a run's plan sections (Optimizer,
+    Precision, Loss): only the options of the optimizer used, and the loss
+    scale's only with --use_fp16, so an option that does not apply never
+    blocks a resume."""
+    values = {"optimizer": optimizer.optimizer}
+    for name in _OPTIMIZER_OPTIONS.get(optimizer.optimizer, ()):
+        values[name] = getattr(optimizer, name)
+    values.update(use_fp16=precision.use_fp16, use_bf16=precision.use_bf16,
+                  fp16_vars=precision.fp16_vars)
+    if precision.use_fp16:
+        values.update(fp16_loss_scale=precision.fp16_loss_scale,
+                      fp16_enable_auto_loss_scale=precision.fp16_enable_auto_loss_scale)
+        if precision.fp16_enable_auto_loss_scale:
+            values["fp16_inc_loss_scale_every_n"] = precision.fp16_inc_loss_scale_every_n
+    values["weight_decay"] = loss.weight_decay
+    return values
+
+
+def _flag(name, value):
+    if isinstance(value, bool):
+        return f"--{name}" if value else f"--no{name}"
+    return f"--{name}={value}"
+
+
+def check_state_settings(record, current, where):
+    """Raises CheckpointError at the first STATE_SETTINGS value of `current`
+    (state_settings of the resuming run) that differs from the record's.
+    A record without a setting (written before it was recorded, or where it
+    does not apply) is not checked for it."""
+    for name in STATE_SETTINGS:
+        if name not in record or name not in current or record[name] == current[name]:
+            continue
+        recorded, value = record[name], current[name]
+        raise CheckpointError(
+            f"{_flag(name, value)} but {where} was trained with {_flag(name, recorded)}, "
+            "which shaped its saved state (a resume would load it and train on as another "
+            f"run); pass {_flag(name, recorded)} to resume that run, or use another "
+            "--train_dir to start a new one")
+
+
+def changes_at_resume(record, current):
+    """[(label, text)] header lines for each CHANGEABLE value of `current` that
+    differs from the record's (a resume may change them by design)."""
+    labels = {"accumulation_steps": ("Accumulation", "--gradient_accumulation_steps"),
+              "total_steps": ("Total steps", "the run's last step")}
+    lines = []
+    for name in CHANGEABLE:
+        if name in record and name in current and record[name] != current[name]:
+            label, what = labels[name]
+            lines.append((label, f"CHANGED at resume: {what} was {record[name]} in the run "
+                                 f"record, now {current[name]}"))
+    return lines
+
+
+def training_input(data_name, data_dir, num_examples):
+    """The record of a run's training files (empty for synthetic data): its
+    examples per epoch and file names. A resume needs the same input, since
+    the checkpoint holds the position in it (a resume on fewer files failed
+    at the first step with TensorFlow's 'Expected 1 components but got 0')."""
+    if not data_dir:
+        return {}
+    from towertrain.input_pipeline import cifar10, imagenet  # as the reader picks them
+    reader = cifar10 if data_name == "cifar10" else imagenet
+    return {"input_examples": int(num_examples) if num_examples is not None else None,
+            "input_files": [os.path.basename(f) for f in reader.find_files(data_dir)]}
+
+
+def _examples_text(count):
+    return "an unknown number of" if count is None else f"{count:,}"
+
+
+def _files_text(names):
+    if len(names) <= 5:
+        return ", ".join(names)
+    return f"{len(names)} files, {names[0]} .. {names[-1]}"
+
+
+def check_training_input(record, current, data_dir, where):
+    """Refuses a resume on another training input than the record's (`current`:
+    training_input of the resuming run): more or fewer examples per epoch, or
+    other files. A record without it (older, or synthetic data) is not checked."""
+    if "input_files" not in record or not current:
+        return
+    before, now = (record.get("input_examples"), record["input_files"]), (
+        current["input_examples"], current["input_files"])
+    if before == now:
+        return
+    missing = [n for n in before[1] if n not in now[1]]
+    added = [n for n in now[1] if n not in before[1]]
+    changes = "; ".join(filter(None, (
+        f"missing now: {_files_text(missing)}" if missing else "",
+        f"new: {_files_text(added)}" if added else "")))
+    raise CheckpointError(
+        f"--data_dir={data_dir} holds {_examples_text(now[0])} training examples per epoch "
+        f"({_files_text(now[1])}) but {where} was trained on {_examples_text(before[0])} "
+        f"({_files_text(before[1])}{'; ' + changes if changes else ''}), and its checkpoint "
+        "holds the position in that input; restore the files it was trained on to resume "
+        "that run, or use another --train_dir to start a new one on these files")
+
+
+def check_eval_input(record, data_dir, where):
+    """Refuses to score a run trained on files on synthetic data (no --data_dir):
+    its accuracy would be noise, reported as the run's."""
+    trained_on = record.get("data_dir")
+    if trained_on and not data_dir:
+        raise CheckpointError(
+            f"--eval: {where} was trained on files (--data_dir={trained_on}) but no "
+            "--data_dir is given, so it would be scored on synthetic data; pass "
+            f"--data_dir={trained_on} (or the directory of its eval split)")
 
 
 def directory(checkpoint, train_dir):
@@ -85,18 +229,49 @@ def recorded_values(given, explicit, record):
             and given.get(name) != record[name]}
 
 
+def _model_text(name, user_model):
+    if user_model:
+        return f"your own Keras model {name!r} (Trainer(model=...))"
+    return f"--model={name}"
+
+
+def check_rebuildable(record, where, doing):
+    """Refuses a command line (--eval, export) on a run trained on the user's
+    own model: it cannot be built from the registry, and the registry's model
+    of the record's name would fail on missing variables. doing: what is
+    refused, 'evaluate' or 'export'."""
+    if not record.get(USER_MODEL):
+        return
+    raise CheckpointError(
+        f"{where} was trained on {_model_text(record.get('model'), True)}, which the command "
+        f"line cannot build; {doing} it in the library: Trainer(params, model=<that model>), "
+        f"then trainer.restore(<its checkpoint>) and trainer.{doing}(...)")
+
+
 def check(record, given, where, evaluating=False):
     """Raises CheckpointError when the run's values disagree with the record.
 
     given: {flag: value} for RECORDED_FLAGS, as the run resolved them (the
-    model's default dataset when --data_name is not given); where: how the
+    model's default dataset when --data_name is not given), and USER_MODEL
+    True when "model" is the Keras name of a model passed to Trainer; where: how the
     message names the record's directory, e.g. '--train_dir=D'; evaluating:
     an --eval run (the advice differs from a resume's).
     """
+    if given.get(USER_MODEL):
+        # A user's model is known by its Keras name alone (Keras numbers
+        # unnamed models per process: 'sequential_1'), so the restore, which
+        # checks every variable, judges it rather than the name.
+        given = {name: value for name, value in given.items() if name != "model"}
+    elif record.get(USER_MODEL):
+        raise CheckpointError(
+            f"--model={given.get('model')} but {where} was trained on "
+            f"{_model_text(record.get('model'), True)}, which the command line cannot build; "
+            "resume it in the library with Trainer(params, model=<that model>), or use "
+            "another --train_dir")
     for name in RECORDED_FLAGS:
         recorded = record.get(name)
         value = given.get(name)
-        if recorded is None or value == recorded:
+        if recorded is None or name not in given or value == recorded:
             continue
         advice = (f"drop --{name} or use another --train_dir" if evaluating else
                   f"pass --{name}={recorded} to resume that run, or use another --train_dir")

@@ -19,13 +19,14 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
     per_process_batch: this process's examples per step. Multi-worker
     (towertrain.engine.distributed.cluster), a reader reads the cluster's
     global batches and decodes only this worker's contiguous share of each
-    (slicing.WorkerShare); synthetic data is made per worker with the seed
-    shifted by the task index."""
+    (slicing.WorkerShare); synthetic data is made per worker, each tower's
+    from the seed and its global tower index."""
     cluster = topology.cluster
     if input_plan.synthetic:
         synthetic = SyntheticInput(image_shape=image_shape, num_classes=num_classes,
                                    global_batch=per_process_batch,
-                                   seed=input_plan.seed + 7919 * cluster.task_index)
+                                   seed=input_plan.seed,
+                                   tower_indices=topology.global_tower_indices)
         return shard_for_worker(synthetic, cluster, local=True)
     share = None
     if cluster.num_workers > 1:
@@ -128,7 +129,7 @@ def describe_worker_input(input_source):
     if shard is None:
         return "this worker's own input"
     if shard.local:
-        return "its own synthetic share of each global batch (seeded by the task index)"
+        return "its own synthetic share of each global batch (each tower's by its global index)"
     share = getattr(shard.inner, "worker_share", None)
     if share is not None:
         return (f"reads every record, decodes only its share of each global batch "

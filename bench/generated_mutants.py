@@ -1,0 +1,166 @@
+"""Generated mutants of the guard modules, beside bench/mutations.py's
+hand-written list: cosmic-ray (`pip install -e .[mutation]`) makes every small
+change its operators know (a comparison flipped or moved by one, a number
+changed, a `not` added or dropped, `and` for `or`, ...) to one module, and runs
+that module's feature tests on each mutant in a fresh process (TensorFlow is
+imported per mutant, never forked after import).
+
+    python bench/generated_mutants.py --list
+    python bench/generated_mutants.py --module cluster_checks [--cap 840] [--rev HEAD]
+
+Each run works in a scratch copy (bench/mutations.py's copy_repo: the working
+tree, or the committed tree at --rev), stops after --cap seconds (what is not
+run is reported as such), and prints the score (killed / run) and every
+surviving mutant with its line and diff. Survivors are either holes in the
+tests (kill them with a test) or harmless (equivalent mutants): README's
+"Testing" section lists those with why. Not part of the suite: one module
+takes minutes (about 8 s per mutant on 2 cores, most of it TensorFlow's import).
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mutations  # noqa: E402  (copy_repo, environment)
+
+# The guard modules and the feature tests that prove their claims.
+MODULES = {
+    "cluster_checks": dict(
+        path="towertrain/config/cluster_checks.py",
+        tests=["tests/config/test_refusal_table.py", "-k",
+               "worker or task or slurm or cluster or sync or collective or refusals_only"]),
+    "exchange_checks": dict(
+        path="towertrain/config/exchange_checks.py",
+        tests=["tests/config/test_refusal_table.py", "tests/plan/test_gpu_branches.py",
+               "tests/config/test_exchange_checks.py", "-k",
+               "(all_reduce_spec or gradient_repacking or refusals_only or exchange or "
+               "gpu_branches) and not command_line and not header"]),
+    "native_precision": dict(
+        path="towertrain/recipe/native_precision.py",
+        tests=["tests/recipe/test_gpu_capability.py", "tests/recipe/test_native_precision.py",
+               "-k", "not cli"]),
+}
+
+# Operators whose mutants are never a realistic bug in these modules: shift,
+# bitwise and power operators in place of + and - inside messages' numbers.
+EXCLUDED_OPERATORS = [r"core/ReplaceBinaryOperator_.*_(LShift|RShift|BitAnd|BitOr|BitXor|Pow)"]
+
+
+def _config(module, timeout):
+    tests = " ".join(shlex.quote(part) for part in module["tests"])
+    excluded = ", ".join(json.dumps(pattern) for pattern in EXCLUDED_OPERATORS)
+    return (f'[cosmic-ray]\nmodule-path = "{module["path"]}"\ntimeout = {timeout}\n'
+            f"excluded-modules = []\n"
+            f'test-command = "{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"\n'
+            f'\n[cosmic-ray.distributor]\nname = "local"\n'
+            f"\n[cosmic-ray.filters.operators-filter]\nexclude-operators = [{excluded}]\n")
+
+
+def _results(scratch, session):
+    done = subprocess.run(["cosmic-ray", "dump", session], cwd=scratch, capture_output=True,
+                          text=True, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def run_module(name, cap, rev, per_mutant_timeout, keep):
+    module = MODULES[name]
+    scratch = tempfile.mkdtemp(prefix=f"towertrain_cr_{name}_")
+    try:
+        mutations.copy_repo(os.path.join(scratch, "repo"), rev)
+        repo = os.path.join(scratch, "repo")
+        env = dict(mutations.environment(repo), PYTHONPATH=os.pathsep.join(
+            [repo, os.path.join(repo, "tests")]))
+        with open(os.path.join(scratch, "config.toml"), "w") as f:
+            f.write(_config(module, per_mutant_timeout))
+        config, session = os.path.join(scratch, "config.toml"), os.path.join(scratch, "s.sqlite")
+
+        def cosmic(*args, timeout=None):
+            return subprocess.run(["cosmic-ray", *args], cwd=repo, env=env, timeout=timeout,
+                                  capture_output=True, text=True)
+        for step in (["init", config, session], ):
+            done = cosmic(*step)
+            if done.returncode:
+                sys.exit(f"cosmic-ray {step[0]} failed:\n{done.stderr[-2000:]}")
+        subprocess.run(["cr-filter-operators", session, config], cwd=repo, env=env,
+                       check=True, capture_output=True)
+        started = time.monotonic()
+        baseline = cosmic("baseline", config, timeout=per_mutant_timeout * 2)
+        if baseline.returncode:
+            sys.exit(f"{name}: the tests fail on the unmutated copy:\n"
+                     f"{(baseline.stdout + baseline.stderr)[-3000:]}")
+        left = cap - (time.monotonic() - started)
+        worker = subprocess.Popen(["cosmic-ray", "exec", config, session], cwd=repo, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        try:
+            worker.wait(timeout=max(left, 1))
+        except subprocess.TimeoutExpired:  # the cap: what ran is in the session
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        report(name, module, _results(repo, session), time.monotonic() - started)
+    finally:
+        if keep:
+            print(f"kept {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def report(name, module, results, seconds):
+    counts = {"killed": 0, "survived": 0, "incompetent": 0, "not run": 0, "skipped": 0}
+    survivors = []
+    for item, result in results:
+        if result is None:
+            counts["not run"] += 1
+            continue
+        if result.get("worker_outcome") == "skipped":
+            counts["skipped"] += 1
+            continue
+        outcome = result.get("test_outcome") or "incompetent"
+        counts[outcome] = counts.get(outcome, 0) + 1
+        if outcome == "survived":
+            survivors.append((item, result))
+    scored = counts["killed"] + counts["survived"]
+    score = f"{100.0 * counts['killed'] / scored:.0f}%" if scored else "n/a"
+    print(f"{name} ({module['path']}): {len(results)} mutants, killed {counts['killed']}, "
+          f"survived {counts['survived']}, incompetent {counts['incompetent']}, filtered "
+          f"{counts['skipped']}, not run {counts['not run']}; score {score} of those run "
+          f"({seconds / 60:.1f} min)")
+    for item, result in survivors:
+        mutation = item["mutations"][0]
+        line = mutation["start_pos"][0]
+        print(f"\nSURVIVED {mutation['module_path']}:{line} {mutation['operator_name']} "
+              f"#{mutation['occurrence']}")
+        print(result.get("diff", "").rstrip())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--module", action="append", choices=sorted(MODULES),
+                        help="a guard module to mutate (repeatable; default: all)")
+    parser.add_argument("--cap", type=float, default=840,
+                        help="seconds per module, baseline included (default 840: 14 min)")
+    parser.add_argument("--timeout", type=float, default=180,
+                        help="seconds per mutant's test run (a hang counts as killed)")
+    parser.add_argument("--rev", help="mutate the committed tree at this revision")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
+    parser.add_argument("--list", action="store_true", help="list the modules and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, module in MODULES.items():
+            print(f"{name}: {module['path']} <- {' '.join(module['tests'])}")
+        return
+    if shutil.which("cosmic-ray") is None:
+        sys.exit("cosmic-ray is not installed: pip install -e .[mutation]")
+    for name in args.module or list(MODULES):
+        run_module(name, args.cap, args.rev, args.timeout, args.keep)
+
+
+if __name__ == "__main__":
+    main()
