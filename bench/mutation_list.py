@@ -9,6 +9,7 @@ T = "tests/"
 DOORS = T + "input/test_input_doors.py::"
 CHECKS = T + "engine/test_model_checks.py::"
 GPU_GRAPH = T + "engine/test_collective_gpu_graph.py::"
+SHARE = T + "input/test_worker_share.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -810,6 +811,49 @@ MUTATIONS = [
         '    if spec is not None and split_spec(spec)[0] == "pscpu":\n        fail(',
         '    if False:\n        fail(',
         [T + "config/test_exchange_checks.py::test_nccl_is_refused_where_it_cannot_run"]),
+    # Every worker decodes whole global batches again (and slices its share after).
+    Mutation(
+        "workers_decode_whole_batches", "towertrain/engine/feed/input_factory.py",
+        "        share = WorkerShare(cluster.num_workers, cluster.task_index, topology.num_towers)\n",
+        "        share = None\n",
+        [T + "engine/test_multiworker.py::"
+         "test_two_workers_on_files_decode_only_their_share_and_equal_one_process"]),
+    # A worker's share taken from the first towers, whatever its task.
+    Mutation(
+        "worker_share_ignores_task", "input_pipeline/slicing.py",
+        "        return self.task_index * self.towers_per_worker\n",
+        "        return 0\n",
+        [SHARE + "test_cifar_workers_decode_only_their_rows",
+         SHARE + "test_a_share_of_an_uneven_batch_is_the_split_of_one_process"]),
+    # A file reader's resume ignores the step: it starts from batch 0.
+    Mutation(
+        "file_reader_resume_ignores_position", "input_pipeline/arrays.py",
+        "            self.start_position.assign(step)\n",
+        "            pass\n",
+        [SHARE + "test_resume_after_sets_where_the_iterator_starts",
+         T + "cluster/test_topology_change.py"]),
+    # The file reader's tf.data iterator (a worker's own share prefetched) in the checkpoint.
+    Mutation(
+        "file_reader_iterator_in_checkpoint", "input_pipeline/arrays.py",
+        "        return None if self.start_position is not None else self._iterator\n",
+        "        return self._iterator\n",
+        [SHARE + "test_a_file_reader_restarts_at_any_batch_without_decoding_what_it_skips"]),
+    # A restart that decodes the examples it skips.
+    Mutation(
+        "restart_decodes_what_it_skips", "input_pipeline/arrays.py",
+        "            return data.skip(skipped * global_batch).map(\n"
+        "                mapped, num_parallel_calls=tf.data.AUTOTUNE,\n"
+        "                deterministic=True).batch(",
+        "            return data.map(\n"
+        "                mapped, num_parallel_calls=tf.data.AUTOTUNE,\n"
+        "                deterministic=True).skip(skipped * global_batch).batch(",
+        [SHARE + "test_a_file_reader_restarts_at_any_batch_without_decoding_what_it_skips"]),
+    # The queue input let through with several workers (each would decode everything).
+    Mutation(
+        "queue_input_with_workers_accepted", "towertrain/engine/feed/input_factory.py",
+        '        if input_plan.input == "queue":\n            raise InputError(',
+        '        if False:\n            raise InputError(',
+        [SHARE + "test_the_queue_input_is_refused_with_several_workers"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",

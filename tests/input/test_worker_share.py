@@ -132,3 +132,19 @@ def test_resume_after_sets_where_the_iterator_starts(tmp_path):
         (images, labels), = reader.tower_batches(["/cpu:0"])
         np.testing.assert_array_equal(labels.numpy(), want_labels)
         np.testing.assert_array_equal(images.numpy(), want_images)
+
+
+def test_the_queue_input_is_refused_with_several_workers(tmp_path):
+    from towertrain import Params, Trainer
+    from towertrain.errors import InputError
+    from towertrain.engine.variable_mgr import collective_graph
+    from towertrain.plan import cluster as plan_cluster
+    data_dir = str(tmp_path / "cifar")
+    cifar_files.write_dataset(data_dir, 20, 2)
+    params = Params(model="trivial", device="cpu", num_gpus=1, input="queue",
+                    data_dir=data_dir, variable_update="collective_all_reduce",
+                    worker_hosts="127.0.0.1:1,127.0.0.1:2")
+    with collective_graph.stand_in_cluster(plan_cluster.resolve(params)):
+        with pytest.raises(InputError, match=r"^--input=queue: not with 2 workers: its feeder "
+                           r"augments one epoch's examples from one random stream in order"):
+            Trainer(params, check_devices=False)
