@@ -2001,4 +2001,22 @@ MUTATIONS = [
         "    before, now = (record.get(\"input_examples\"), []), (\n"
         "        current[\"input_examples\"], [])\n",
         [T + "state/test_resume_input.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 10: any graph error of a step on files is "bad input data".
+    Mutation(
+        "step_error_always_blamed_on_input", "towertrain/engine/step/train_step.py",
+        "            if input_source.description and from_input_pipeline(err):\n",
+        "            if input_source.description:\n",
+        [T + "engine/test_step_error_blame.py::test_a_kernels_error_in_a_step_is_not_blamed_on_the_data"]),
+    Mutation(
+        "step_input_error_never_blamed", "towertrain/engine/step/train_step.py",
+        '    return "IteratorGetNext" in err.message or "Iterator::" in err.message\n',
+        "    return False\n",
+        [T + "engine/test_step_error_blame.py::test_an_input_pipeline_error_in_a_step_names_the_data",
+         T + "input/test_input_readers.py::test_imagenet_payload_corruption_fails_step_naming_data_dir"]),
+    Mutation(
+        "cpu_fp16_nchw_not_refused", "towertrain/engine/process/devices.py",
+        '    if device == "cpu" and data_format == "NCHW" and use_fp16:\n',
+        "    if False:\n",
+        [T + "engine/test_step_error_blame.py::test_cpu_float16_nchw_is_refused_before_any_step",
+         T + "commands/test_newcomer_errors.py"]),
 ]
