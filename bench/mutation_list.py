@@ -2019,4 +2019,24 @@ MUTATIONS = [
         "    if False:\n",
         [T + "engine/test_step_error_blame.py::test_cpu_float16_nchw_is_refused_before_any_step",
          T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 11: --num_epochs on synthetic data needs --num_examples_per_epoch.
+    Mutation(
+        "synthetic_epochs_without_known_size", "towertrain/plan/steps.py",
+        "    if input_facts.synthetic and params.num_epochs is not None and (\n",
+        "    if False and (\n",
+        [T + "plan/test_synthetic_epochs.py", T + "config/test_refusal_table.py"]),
+    Mutation(
+        "synthetic_known_size_for_user_inputs", "towertrain/plan/steps.py",
+        "    if input_facts.synthetic and params.num_epochs is not None and (\n",
+        "    if params.num_epochs is not None and (\n",
+        [T + "input/test_input_epochs.py::test_num_epochs_needs_finite_data"]),
+    Mutation(
+        "epoch_line_missing", "towertrain/engine/run/header.py",
+        '        *([("Epoch", static["Epoch"])] if "Epoch" in static else []),\n',
+        "",
+        [T + "plan/test_synthetic_epochs.py"]),
+    Mutation(
+        "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
+        '"imagenet": 1281167,', '"imagenet": 1281168,',
+        [T + "plan/test_synthetic_epochs.py"]),
 ]
