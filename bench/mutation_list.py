@@ -2098,4 +2098,42 @@ MUTATIONS = [
         "    before, now = (record.get(\"input_examples\"), []), (\n"
         "        current[\"input_examples\"], [])\n",
         [T + "state/test_resume_input.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 10: any graph error of a step on files is "bad input data".
+    Mutation(
+        "step_error_always_blamed_on_input", "towertrain/engine/step/train_step.py",
+        "            if input_source.description and from_input_pipeline(err):\n",
+        "            if input_source.description:\n",
+        [T + "engine/test_step_error_blame.py::test_a_kernels_error_in_a_step_is_not_blamed_on_the_data"]),
+    Mutation(
+        "step_input_error_never_blamed", "towertrain/engine/step/train_step.py",
+        '    return "IteratorGetNext" in err.message or "Iterator::" in err.message\n',
+        "    return False\n",
+        [T + "engine/test_step_error_blame.py::test_an_input_pipeline_error_in_a_step_names_the_data",
+         T + "input/test_input_readers.py::test_imagenet_payload_corruption_fails_step_naming_data_dir"]),
+    Mutation(
+        "cpu_fp16_nchw_not_refused", "towertrain/engine/process/devices.py",
+        '    if device == "cpu" and data_format == "NCHW" and use_fp16:\n',
+        "    if False:\n",
+        [T + "engine/test_step_error_blame.py::test_cpu_float16_nchw_is_refused_before_any_step",
+         T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 11: --num_epochs on synthetic data needs --num_examples_per_epoch.
+    Mutation(
+        "synthetic_epochs_without_known_size", "towertrain/plan/steps.py",
+        "    if input_facts.synthetic and params.num_epochs is not None and (\n",
+        "    if False and (\n",
+        [T + "plan/test_synthetic_epochs.py", T + "config/test_refusal_table.py"]),
+    Mutation(
+        "synthetic_known_size_for_user_inputs", "towertrain/plan/steps.py",
+        "    if input_facts.synthetic and params.num_epochs is not None and (\n",
+        "    if params.num_epochs is not None and (\n",
+        [T + "input/test_input_epochs.py::test_num_epochs_needs_finite_data"]),
+    Mutation(
+        "epoch_line_missing", "towertrain/engine/run/header.py",
+        '        *([("Epoch", static["Epoch"])] if "Epoch" in static else []),\n',
+        "",
+        [T + "plan/test_synthetic_epochs.py"]),
+    Mutation(
+        "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
+        '"imagenet": 1281167,', '"imagenet": 1281168,',
+        [T + "plan/test_synthetic_epochs.py"]),
 ]

@@ -89,6 +89,8 @@ class Trainer:
                                   if check_devices else None)
         if check_devices:
             devices_lib.check_data_format(layout.topology.device, layout.topology.data_format)
+            devices_lib.check_half_precision_layout(
+                layout.topology.device, layout.topology.data_format, layout.precision.use_fp16)
         keras.utils.set_random_seed(layout.input.seed)
         self.model = model or self._build_model(layout)
         self.user_model = model is not None  # the run record names it as the user's

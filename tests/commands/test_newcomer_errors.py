@@ -195,6 +195,9 @@ CASES = {
     "export of a user's model": lambda mp: _users_model_record("export"),
     "resume of a user's model": lambda mp: _users_model_record("resume"),
     "resume on fewer files": lambda mp: _resume_on_fewer_files(),
+    "cpu float16 NCHW": lambda mp: Trainer(Params(
+        model="trivial", device="cpu", data_format="NCHW", use_fp16=True,
+        allow_emulated_precision=True)),
     "out of memory building the input": _input_out_of_memory,
 }
 

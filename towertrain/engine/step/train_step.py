@@ -36,10 +36,19 @@ def input_errors(input_source, staging, global_step):
             found = model_checks.error_from(err)
             if found is not None:
                 raise found from err
-            if input_source.description:
+            # Only an error of the input pipeline is the data's: a kernel's (a
+            # layout an op lacks, a shape) is raised as it is.
+            if input_source.description and from_input_pipeline(err):
                 raise InputError(f"bad input data in {input_source.description}: "
                                  f"{err.message}") from err
         raise
+
+
+def from_input_pipeline(err):
+    """Whether a step's error arose in a tf.data iterator (where files are read
+    and decoded): TensorFlow names the iterator's node ([[IteratorGetNext]],
+    'with iterator: Iterator::...') in the message of such errors."""
+    return "IteratorGetNext" in err.message or "Iterator::" in err.message
 
 
 def _after(op, device, tensors):
