@@ -854,6 +854,26 @@ MUTATIONS = [
         '        if input_plan.input == "queue":\n            raise InputError(',
         '        if False:\n            raise InputError(',
         [SHARE + "test_the_queue_input_is_refused_with_several_workers"]),
+    # Multi-worker: the batch-norm statistics no longer ride in the first pack
+    # (a flat collective over every device again, inside the update's branch).
+    Mutation(
+        "stats_not_in_first_pack", "towertrain/engine/variable_mgr/collective.py",
+        "            riders, layout = self._stats_riders(tower_non_trainable)\n",
+        "            riders, layout = None, None\n",
+        [GPU_GRAPH + "test_the_step_tail_is_one_scalar_collective_beside_the_packs"]),
+    # Every worker's tower 0 contributes its statistics (summed, not worker 0's).
+    Mutation(
+        "stats_riders_not_masked", "towertrain/engine/variable_mgr/collective.py",
+        "                keep = self.task == 0 and i == source\n",
+        "                keep = i == source\n",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # The finite flag not exchanged: a worker with finite towers applies alone.
+    Mutation(
+        "finite_flag_not_exchanged", "towertrain/engine/variable_mgr/collective.py",
+        "        return both[1] < 0.5, both[0]\n",
+        "        return finite, both[0]\n",
+        [T + "engine/test_multiworker.py::"
+         "test_a_non_finite_step_on_one_worker_applies_nothing_on_any"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
