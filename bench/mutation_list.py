@@ -2156,4 +2156,27 @@ MUTATIONS = [
         "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
         '"imagenet": 1281167,', '"imagenet": 1281168,',
         [T + "plan/test_synthetic_epochs.py"]),
+    # Issue 33, items 12 and 13: what the library and the messages should say.
+    Mutation(
+        "uint8_images_accepted", "input_pipeline/arrays.py",
+        "    array_checks.check(images)  # raw pixels\n", "",
+        [T + "input/test_array_checks.py", T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "data_dir_file_called_missing", "towertrain/config/params.py",
+        "              if os.path.isfile(p.data_dir) else \"no such directory\")",
+        "              if False else \"no such directory\")",
+        [T + "commands/test_small_messages.py::test_a_data_dir_naming_a_file_says_so"]),
+    Mutation(
+        "model_without_did_you_mean", "towertrain/config/params.py",
+        "        close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)\n",
+        "        close = []\n",
+        [T + "commands/test_small_messages.py::test_a_misspelled_model_gets_a_did_you_mean"]),
+    Mutation(
+        "header_without_weight_decay", "towertrain/engine/run/header.py",
+        '        ("Weight decay", f"{recipe.loss.weight_decay:g}"),\n', "",
+        [T + "commands/test_small_messages.py::test_the_header_shows_the_weight_decay"]),
+    Mutation(
+        "one_devices_plural", "towertrain/plan/describe.py",
+        "f\"{towers} device{'' if towers == 1 else 's'}\")", "f\"{towers} devices\")",
+        [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
 ]
