@@ -1758,7 +1758,7 @@ MUTATIONS = [
     # Issue 33, item 1: a resume with another optimizer is not checked.
     Mutation(
         "resume_state_settings_unchecked", "towertrain/callbacks/__init__.py",
-        "            run_record.check_state_settings(record, state, where)\n", "",
+        "        run_record.check_state_settings(record, state, where)\n", "",
         [T + "state/test_resume_settings.py::"
          "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
     # Issue 33, item 1: the optimizer's options are not recorded.
@@ -1786,9 +1786,78 @@ MUTATIONS = [
     # Issue 33, item 2: the free space is not checked before the first step.
     Mutation(
         "free_space_unchecked", "towertrain/callbacks/__init__.py",
-        "        checkpointer.check_free_space()\n", "",
+        "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
         [T + "state/test_full_disk.py::"
          "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
+    # Issue 32: every step draws the same dropout masks (the step left out).
+    Mutation(
+        "draws_ignore_step", "towertrain/engine/step/towers.py",
+        "        key = tower.draw_key(self.seed, step, slot)",
+        "        key = tower.draw_key(self.seed, 0, slot)",
+        [T + "engine/test_dropout_towers.py::"
+         "test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives"]),
+    # Issue 32: towers draw by their local index (2 x 1 draws other masks than 1 x 2).
+    Mutation(
+        "draws_by_local_tower", "towertrain/engine/step/towers.py",
+        "                + self.tower_indices[i])", "                + i)",
+        [T + "cluster/test_synthetic_topology.py"]),
+    # Issue 32: the micro-batch left out of the slot (accumulation draws one mask twice).
+    Mutation(
+        "draws_ignore_micro_batch", "towertrain/engine/step/towers.py",
+        "        slot = (tf.cast(micro_batch, tf.int64) * self.cluster_towers",
+        "        slot = (tf.cast(micro_batch, tf.int64) * 0",
+        [T + "engine/test_random_draws.py::"
+         "test_accumulated_micro_batches_with_dropout_equal_one_step_on_them_concatenated"]),
+    # Issue 32: Keras' carried generator state drawn from again (lost at a worker's stop).
+    Mutation(
+        "seed_states_carried", "towertrain/engine/step/towers.py",
+        "        if not self.seed_states:\n            return trainable, non_trainable",
+        "        if True:\n            return trainable, non_trainable",
+        [T + "engine/test_dropout_towers.py::"
+         "test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives"]),
+    # Issue 32: synthetic data by local device (2 x 1 trains on other data than 1 x 2).
+    Mutation(
+        "synthetic_by_local_tower", "input_pipeline/synthetic.py",
+        "        towers = self.tower_indices or range(len(devices))",
+        "        towers = range(len(devices))",
+        [T + "cluster/test_synthetic_topology.py"]),
+    # Issue 32: a resumed run's header counts the plan's steps from step 0.
+    Mutation(
+        "resumed_header_counts_plan", "towertrain/engine/run/benchmark_log.py",
+        "    if start_step <= 0 or start_step >= total_steps:",
+        "    if True:",
+        [T + "state/test_resume_epochs.py::"
+         "test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact"]),
+    # Issue 32: the time after the update counted as input wait without a staged put.
+    Mutation(
+        "wait_counts_time_after_update", "towertrain/engine/step/step_outputs.py",
+        "    if not staged_put:\n        return wait", "",
+        [T + "input/test_input_wait.py::test_unstaged_synthetic_input_reports_no_wait"]),
+    # Issue 32: the header keeps quiet about a user's own random layer or input.
+    Mutation(
+        "randomness_line_missing", "towertrain/engine/run/header.py",
+        "    if unseeded:\n", "    if False:\n",
+        [T + "engine/test_random_draws.py::"
+         "test_the_header_says_a_run_is_exact_only_on_its_topology_where_it_cannot_be_more"]),
+    # Issue 33, item 9: no lock on the train_dir (two runs save into one).
+    Mutation(
+        "train_dir_unlocked", "towertrain/state/train_dir_lock.py",
+        "            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 9: the lock is not released at the run's end (a second
+    # run in the same process, the same command again, is refused).
+    Mutation(
+        "train_dir_lock_kept", "towertrain/callbacks/checkpointing.py",
+        "            if self.lock is not None:\n                self.lock.release()\n",
+        "            pass\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # Issue 33, item 9: a refused resume keeps the lock it took.
+    Mutation(
+        "train_dir_lock_kept_on_refusal", "towertrain/callbacks/__init__.py",
+        "        except BaseException:\n            lock.release()\n            raise\n",
+        "        except BaseException:\n            raise\n",
+        [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
     # --- Issue 34: the patterns closed (boundaries, lists, device branches). ---
     # Boundaries: each comparison against a user's number moved by one.
     Mutation(
@@ -1867,4 +1936,132 @@ MUTATIONS = [
         "cpu_branch_by_identity", "towertrain/recipe/native_precision.py",
         'if device == "cpu":', 'if device is "cpu":',
         [T + "recipe/test_gpu_capability.py"]),
+    # Issue 33, item 4: a file missing from the CIFAR-10 download is skipped.
+    Mutation(
+        "cifar_missing_train_file_skipped", "input_pipeline/cifar10.py",
+        "    if files and missing and os.path.isfile(", "    if False and os.path.isfile(",
+        [T + "input/test_missing_training_file.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 5: --eval of a run trained on files scores synthetic data.
+    Mutation(
+        "eval_input_unchecked", "towertrain/commands/train.py",
+        "            run_record.check_eval_input(record, params.data_dir, named)\n", "",
+        [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 5: the run record forgets the training data's directory.
+    Mutation(
+        "record_without_data_dir", "towertrain/callbacks/__init__.py",
+        "        state, changeable, data_dir=plan.input.data_dir))",
+        "        state, changeable))",
+        [T + "state/test_eval_input_recorded.py"]),
+    # Issue 33, item 7: export into a new folder fails in Keras.
+    Mutation(
+        "export_parent_not_made", "towertrain/state/export.py",
+        "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
+        "    pass\n",
+        [T + "state/test_export_new_folder.py"]),
+    # Issue 33, item 3: an out-of-memory step is TensorFlow's traceback.
+    Mutation(
+        "oom_not_translated", "towertrain/trainer.py",
+        "                except tf.errors.ResourceExhaustedError as err:\n",
+        "                except ZeroDivisionError as err:\n",
+        [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 3: an out-of-memory input build (--batch_size=10000000) is a traceback.
+    Mutation(
+        "oom_input_build_not_translated", "towertrain/trainer.py",
+        "        except tf.errors.ResourceExhaustedError as err:\n"
+        "            raise self._out_of_memory(\"while building the input\",",
+        "        except ZeroDivisionError as err:\n"
+        "            raise self._out_of_memory(\"while building the input\",",
+        [T + "engine/test_out_of_memory.py", T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "oom_input_build_not_caught_by_cli", "towertrain/commands/train.py",
+        "            errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build",
+        "            ) as err:  # OutOfMemoryError: the input's build",
+        [T + "engine/test_out_of_memory.py::test_out_of_memory_while_the_input_is_built_is_one_line_and_exit_2"]),
+    # Issue 33, item 8: a library run on the user's model records "trivial".
+    Mutation(
+        "user_model_recorded_as_registry", "towertrain/state/run_record.py",
+        '        "model": keras_model.name if user_model else model,\n',
+        '        "model": model,\n',
+        [T + "state/test_user_model_record.py::test_the_record_names_the_users_model"]),
+    Mutation(
+        "user_model_flag_not_passed_to_record", "towertrain/callbacks/__init__.py",
+        "data_dir=plan.input.data_dir, user_model=handles.user_model))",
+        "data_dir=plan.input.data_dir))",
+        [T + "state/test_user_model_record.py"]),
+    Mutation(
+        "user_model_eval_not_refused", "towertrain/commands/train.py",
+        '            run_record.check_rebuildable(record, f"--eval: {named}", "evaluate")\n',
+        "",
+        [T + "state/test_user_model_record.py::test_eval_on_the_command_line_says_it_needs_the_library"]),
+    Mutation(
+        "user_model_export_not_refused", "towertrain/state/export.py",
+        '    run_record.check_rebuildable(\n',
+        '    (lambda *a: None)(\n',
+        [T + "state/test_user_model_record.py::test_export_says_it_needs_the_library"]),
+    Mutation(
+        "user_model_cli_resume_not_refused", "towertrain/state/run_record.py",
+        "    elif record.get(USER_MODEL):\n",
+        "    elif False:\n",
+        [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
+    Mutation(
+        "user_model_name_compared_at_resume", "towertrain/state/run_record.py",
+        '        given = {name: value for name, value in given.items() if name != "model"}\n',
+        "        pass\n",
+        [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
+    # Issue 33, item 6: a resume on fewer training files fails at the first step.
+    Mutation(
+        "resume_input_not_checked", "towertrain/callbacks/__init__.py",
+        "        run_record.check_training_input(record, input_record, plan.input.data_dir, where)\n",
+        "",
+        [T + "state/test_resume_input.py"]),
+    Mutation(
+        "resume_input_not_recorded", "towertrain/state/run_record.py",
+        "        **(input_record or {}),\n",
+        "",
+        [T + "state/test_resume_input.py"]),
+    Mutation(
+        "resume_input_files_not_compared", "towertrain/state/run_record.py",
+        "    before, now = (record.get(\"input_examples\"), record[\"input_files\"]), (\n"
+        "        current[\"input_examples\"], current[\"input_files\"])\n",
+        "    before, now = (record.get(\"input_examples\"), []), (\n"
+        "        current[\"input_examples\"], [])\n",
+        [T + "state/test_resume_input.py", T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 10: any graph error of a step on files is "bad input data".
+    Mutation(
+        "step_error_always_blamed_on_input", "towertrain/engine/step/train_step.py",
+        "            if input_source.description and from_input_pipeline(err):\n",
+        "            if input_source.description:\n",
+        [T + "engine/test_step_error_blame.py::test_a_kernels_error_in_a_step_is_not_blamed_on_the_data"]),
+    Mutation(
+        "step_input_error_never_blamed", "towertrain/engine/step/train_step.py",
+        '    return "IteratorGetNext" in err.message or "Iterator::" in err.message\n',
+        "    return False\n",
+        [T + "engine/test_step_error_blame.py::test_an_input_pipeline_error_in_a_step_names_the_data",
+         T + "input/test_input_readers.py::test_imagenet_payload_corruption_fails_step_naming_data_dir"]),
+    Mutation(
+        "cpu_fp16_nchw_not_refused", "towertrain/engine/process/devices.py",
+        '    if device == "cpu" and data_format == "NCHW" and use_fp16:\n',
+        "    if False:\n",
+        [T + "engine/test_step_error_blame.py::test_cpu_float16_nchw_is_refused_before_any_step",
+         T + "commands/test_newcomer_errors.py"]),
+    # Issue 33, item 11: --num_epochs on synthetic data needs --num_examples_per_epoch.
+    Mutation(
+        "synthetic_epochs_without_known_size", "towertrain/plan/steps.py",
+        "    if input_facts.synthetic and params.num_epochs is not None and (\n",
+        "    if False and (\n",
+        [T + "plan/test_synthetic_epochs.py", T + "config/test_refusal_table.py"]),
+    Mutation(
+        "synthetic_known_size_for_user_inputs", "towertrain/plan/steps.py",
+        "    if input_facts.synthetic and params.num_epochs is not None and (\n",
+        "    if params.num_epochs is not None and (\n",
+        [T + "input/test_input_epochs.py::test_num_epochs_needs_finite_data"]),
+    Mutation(
+        "epoch_line_missing", "towertrain/engine/run/header.py",
+        '        *([("Epoch", static["Epoch"])] if "Epoch" in static else []),\n',
+        "",
+        [T + "plan/test_synthetic_epochs.py"]),
+    Mutation(
+        "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
+        '"imagenet": 1281167,', '"imagenet": 1281168,',
+        [T + "plan/test_synthetic_epochs.py"]),
 ]

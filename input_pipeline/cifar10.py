@@ -22,6 +22,9 @@ RECORD_BYTES = LABEL_BYTES + IMAGE_BYTES
 NUM_CLASSES = 10
 TRAIN_FILES = [f"data_batch_{i}.bin" for i in range(1, 6)]
 EVAL_FILES = ["test_batch.bin"]
+# In cifar-10-binary.tar.gz beside the batches: marks a directory as the
+# official download, whose training split is complete.
+DOWNLOAD_MARKER = "batches.meta.txt"
 
 
 def find_files(data_dir, train=True):
@@ -34,6 +37,17 @@ def find_files(data_dir, train=True):
     names = TRAIN_FILES if train else EVAL_FILES
     files = [os.path.join(data_dir, n) for n in names
              if os.path.isfile(os.path.join(data_dir, n))]
+    missing = [n for n in names if os.path.join(data_dir, n) not in files]
+    if files and missing and os.path.isfile(os.path.join(data_dir, DOWNLOAD_MARKER)):
+        # The official download holds all five training files: one missing is
+        # a broken copy, and training on the rest would silently drop a fifth
+        # of the data. A set of one's own (no marker) may hold any of them.
+        raise InputError(
+            f"--data_dir={data_dir}: {', '.join(missing)} missing from the CIFAR-10 "
+            f"binary download ({DOWNLOAD_MARKER} is there; its training split is "
+            f"{TRAIN_FILES[0]} .. {TRAIN_FILES[-1]}); restore it from "
+            f"cifar-10-binary.tar.gz, or delete {DOWNLOAD_MARKER} to train on the files "
+            "present")
     if files:
         return files
     pickled = [n for n in ("data_batch_1", "test_batch", "batches.meta")

@@ -1,7 +1,10 @@
 """Synthetic input: random images and labels generated once on each device.
 
 As in tf_cnn_benchmarks, the data never moves during a step, so the numbers
-measure the model and the gradient exchange alone.
+measure the model and the gradient exchange alone. Each tower's batch is a
+function of the seed and its global tower index alone (the same every step),
+so any topology with the same towers and per-tower batch trains on the same
+data: 2 workers x 1 device as 1 process x 2.
 """
 import numpy as np
 import tensorflow as tf
@@ -14,23 +17,27 @@ SYNTHETIC_EVAL_BATCHES = 10
 
 
 class SyntheticInput(Input):
-    """Per-device constant batches; `global_batch` examples per step."""
+    """Per-device constant batches; `global_batch` examples per step.
+    tower_indices: each local device's index among the cluster's towers
+    (default 0, 1, ...: one process)."""
 
     name = "synthetic"
     stage = False  # the data already lives on each device; staging would only copy it
 
-    def __init__(self, image_shape, num_classes, global_batch, seed=0):
+    def __init__(self, image_shape, num_classes, global_batch, seed=0, tower_indices=None):
         self.image_shape = tuple(image_shape)
         self.num_classes = num_classes
         self.global_batch = global_batch
         self.seed = seed
+        self.tower_indices = tower_indices
         self._batches = None
 
     def create(self, devices):
         """Makes the per-device data; call once, eagerly, before tracing a step."""
         self._batches = []
-        for i, (device, size) in enumerate(zip(devices, split_sizes(self.global_batch,
-                                                                     len(devices)))):
+        towers = self.tower_indices or range(len(devices))
+        for i, device, size in zip(towers, devices, split_sizes(self.global_batch,
+                                                                len(devices))):
             with tf.device(device):
                 images = tf.random.stateless_truncated_normal(
                     (size,) + self.image_shape, seed=(self.seed, i))

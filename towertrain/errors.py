@@ -27,6 +27,11 @@ class DeviceError(RuntimeError):
     """The requested devices cannot be had in this process."""
 
 
+class OutOfMemoryError(RuntimeError):
+    """A step did not fit in the devices' memory; the message names the batch,
+    the device and what to try."""
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint cannot be written, found, read or matched to the model."""
 

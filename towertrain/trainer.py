@@ -89,8 +89,11 @@ class Trainer:
                                   if check_devices else None)
         if check_devices:
             devices_lib.check_data_format(layout.topology.device, layout.topology.data_format)
+            devices_lib.check_half_precision_layout(
+                layout.topology.device, layout.topology.data_format, layout.precision.use_fp16)
         keras.utils.set_random_seed(layout.input.seed)
         self.model = model or self._build_model(layout)
+        self.user_model = model is not None  # the run record names it as the user's
         if model is not None:  # before anything reads its inputs or outputs
             model_checks.check_built(model, input_source)
         self._prepare_model(layout, user_model=model is not None, loss_fn=loss_fn)
@@ -109,7 +112,12 @@ class Trainer:
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)
-        self._make_feed()
+        try:  # the input's first batches are built here (synthetic: the whole batch)
+            self._make_feed()
+        except tf.errors.ResourceExhaustedError as err:
+            raise self._out_of_memory("while building the input",
+                                      "lower --batch_size (add --gradient_accumulation_steps "
+                                      "to keep the global batch)") from err
         self.variables = variable_mgr.create(self.plan.exchange, self.devices,
                                              self.plan.recipe.clipping)
         self.variables.create(self.model, optimizers.make_optimizer_factory(
@@ -180,7 +188,9 @@ class Trainer:
             loss_scale=self.loss_scale, accumulators=self.accumulators,
             num_workers=plan.topology.num_workers,
             tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
-            output_levels=step_outputs.levels(plan.outputs.summary_verbosity)).fn
+            output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
+            cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
+            seed=plan.recipe.seed).fn
 
     # The plan's facts under the names callbacks, tests and users read.
     cluster = property(lambda self: self.plan.topology.cluster)
@@ -217,6 +227,13 @@ class Trainer:
                             put, outputs if phase == accumulate.APPLY else 0, phase)
                     if self._sync_devices is not None:  # --sync_on_finish
                         self._sync_devices()
+                except tf.errors.ResourceExhaustedError as err:
+                    if self.accumulators is not None:
+                        self.accumulators.reset()
+                    raise self._out_of_memory(
+                        "in a training step", "lower --batch_size (add "
+                        "--gradient_accumulation_steps to keep the global batch) or train a "
+                        "smaller model") from err
                 except BaseException:
                     if self.accumulators is not None:  # a failed update leaves no partial sums
                         self.accumulators.reset()
@@ -232,6 +249,17 @@ class Trainer:
             if correct is not None and examples:
                 extras["top1"] = correct / examples
             return StepResult(float(loss), examples, bool(finite), extras)
+
+    def _out_of_memory(self, where, remedy):
+        """The one line of a run that did not fit (TensorFlow's OOM: a page of
+        allocator state), in the run's terms: `where` it happened, what to try."""
+        from towertrain.errors import OutOfMemoryError
+        plan, count = self.plan, len(self.devices)
+        return OutOfMemoryError(
+            f"out of memory {where}: --batch_size={plan.batches.per_device} per "
+            f"device on {plan.topology.device} ({count} device{'' if count == 1 else 's'}, "
+            "global batch "
+            f"{plan.batches.global_batch}); {remedy}")
 
     def global_step(self):
         """Updates applied so far (restored from checkpoints, drives schedules)."""
@@ -322,7 +350,8 @@ class Trainer:
             staging_depth=self.feed.staging.depth if self.feed.staging is not None else 0,
             evaluator=evaluator, eval_data=data, learning_rate=self.learning_rate,
             model=self.model, variables=self.variables, input=self.input,
-            engine_variables=self.engine_variables, stop_request=self.stop_request,
+            engine_variables=self.engine_variables, user_model=self.user_model,
+            stop_request=self.stop_request,
             trace_step=self.trace_step, settings=dataclasses.asdict(self.params))
 
     def evaluate(self, eval_data=None, write=None):

@@ -1,11 +1,9 @@
 """A checkpoint of W workers x L devices continues on W' x L' with the same
-global batch: 1 x 2 -> 2 x 1 -> 1 x 2, the 2-worker run killed at a
-checkpoint, ends on the uninterrupted run's weights with its epochs exact. A
-changed global batch is said at the resume.
-
-The first 1 x 2 checkpoint is the uninterrupted (1 x 2) reference's own of
-epoch 1, which the same Trainer as `python -m towertrain` wrote: it saves a
-third worker launch, and both directions still cross through the CLI."""
+global batch: 2 x 1 -> 1 x 2 -> 2 x 1, each leg killed at a checkpoint but
+the last, ends on the uninterrupted 1 x 2 run's weights with its epochs
+exact, dropout and random crops included (the shared run: cifar_cnn with
+--distortions, tests/helpers/cluster_runs.py). A changed global batch is said
+at the resume."""
 import os
 import signal
 
@@ -33,7 +31,9 @@ def _run(tmp_path, data_dir, train_dir, workers, devices, name, kill_after=None)
     kill_after, SIGKILLs every process once a checkpoint past that step exists.
     Returns the chief's log."""
     flags = runs.run_flags(data_dir, train_dir, EPOCHS, *runs.topology(workers, devices),
-                           "--save_model_steps=6")
+                           "--save_model_steps=6", "--max_ckpts_to_keep=20")
+    if workers == 1:  # the reference's threads (a worker's share): the same sums
+        flags += runs.reference_threads()
     with runs.Processes(str(tmp_path)) as procs:
         _start(procs, flags, workers, name)
         if kill_after is None:
@@ -48,19 +48,23 @@ def _run(tmp_path, data_dir, train_dir, workers, devices, name, kill_after=None)
 
 
 @pytest.mark.slow
-def test_one_process_to_two_workers_and_back_continues_exactly(tmp_path, tmp_path_factory):
+def test_two_workers_to_one_process_and_back_continues_exactly(tmp_path, tmp_path_factory):
     data_dir, reference = runs.data_and_reference(tmp_path_factory)
     train_dir = str(tmp_path / "train")
-    runs.seed_checkpoint(reference, 6, train_dir)  # 1 x 2, after epoch 1
-    log = _run(tmp_path, data_dir, train_dir, 2, 1, "run1", kill_after=6)
-    assert "from step 6" in log, log[:3000]
-    assert ("checkpoint written by 1 worker(s) x 2 device(s), now 2 x 1; same global batch "
-            "8: continues exactly") in log, log[:3000]
+    _run(tmp_path, data_dir, train_dir, 2, 1, "run1", kill_after=0)
     first = runs.checkpoint_steps(train_dir)[-1]
-    assert 6 < first < 6 * EPOCHS, "the run finished before the kill"
-    log = _run(tmp_path, data_dir, train_dir, 1, 2, "run2")
+    assert 0 < first < 6 * EPOCHS, "the run finished before the kill"
+    # 2 x 1 equals 1 x 2 from the first step on (dropout masks, crops, flips).
+    runs.assert_same_model(train_dir, reference, step=first)
+    log = _run(tmp_path, data_dir, train_dir, 1, 2, "run2", kill_after=first)
     assert f"from step {first}" in log, log[:3000]
-    assert "written by 2 worker(s) x 1 device(s), now 1 x 2; same global batch" in log
+    assert ("checkpoint written by 2 worker(s) x 1 device(s), now 1 x 2; same global batch "
+            "8: continues exactly") in log, log[:3000]
+    second = runs.checkpoint_steps(train_dir)[-1]
+    assert first < second < 6 * EPOCHS, "the run finished before the kill"
+    log = _run(tmp_path, data_dir, train_dir, 2, 1, "run3")
+    assert f"from step {second}" in log, log[:3000]
+    assert "written by 1 worker(s) x 2 device(s), now 2 x 1; same global batch" in log
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * EPOCHS  # epochs exact
     runs.assert_same_model(train_dir, reference)
 

@@ -94,6 +94,74 @@ def _save_failed():
     raise ckpt_lib.save_failed(12, "run", err, "run/ckpt-6")
 
 
+def _train_dir_in_use(mp):
+    import fcntl
+    import tempfile
+    from towertrain.state import train_dir_lock
+    mp.chdir(tempfile.mkdtemp())
+    os.mkdir("run")
+    with open(os.path.join("run", train_dir_lock.LOCK_FILE), "w") as held:
+        held.write("4242")  # the holder's pid, as a live run writes it
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open file: flock refuses the second
+        train_dir_lock.acquire("run")
+
+
+def _download_missing_a_file(mp):
+    import tempfile
+    from towertrain.input_pipeline import cifar10
+    mp.chdir(tempfile.mkdtemp())
+    os.mkdir("cifar")
+    for name in cifar10.TRAIN_FILES[:4] + [cifar10.DOWNLOAD_MARKER]:
+        open(os.path.join("cifar", name), "wb").close()
+    cifar10.find_files("cifar")
+
+
+def _eval_without_data_dir():
+    from towertrain.state import run_record
+    run_record.check_eval_input({"data_dir": "/data/cifar"}, None, "--train_dir=run")
+
+
+def _out_of_memory():
+    import tensorflow as tf
+    trainer = Trainer(Params(model="trivial", device="cpu", batch_size=256,
+                             num_batches=1, num_warmup_batches=0))
+    trainer._step_fn = lambda *args: (_ for _ in ()).throw(
+        tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"))
+    try:
+        trainer.step()
+    finally:
+        trainer.close()
+
+
+def _input_out_of_memory(mp):
+    import tensorflow as tf
+    from towertrain.input_pipeline import synthetic
+
+    def oom(self, devices):
+        raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+    mp.setattr(synthetic.SyntheticInput, "create", oom)
+    Trainer(Params(model="trivial", device="cpu", batch_size=10000000))
+
+
+def _users_model_record(doing):
+    from towertrain.state import run_record
+    record = {"model": "mine", "user_model": True}
+    if doing == "resume":
+        run_record.check(record, {"model": "trivial", "data_name": "cifar10"},
+                         "--train_dir=run")
+    where = "--eval: --train_dir=run" if doing == "evaluate" else "--train_dir=run"
+    run_record.check_rebuildable(record, where, doing)
+
+
+def _resume_on_fewer_files():
+    from towertrain.state import run_record
+    files = [f"data_batch_{i}.bin" for i in range(1, 6)]
+    run_record.check_training_input(
+        {"input_examples": 2000, "input_files": files},
+        {"input_examples": 1600, "input_files": files[:4]}, "cifar", "--train_dir=run")
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -119,6 +187,18 @@ CASES = {
     "resume optimizer": lambda mp: _resume_with_adam(),
     "disk too full": lambda mp: _disk_too_full(),
     "save failed": lambda mp: _save_failed(),
+    "train_dir in use": _train_dir_in_use,
+    "missing training file": _download_missing_a_file,
+    "eval without data_dir": lambda mp: _eval_without_data_dir(),
+    "out of memory": lambda mp: _out_of_memory(),
+    "eval of a user's model": lambda mp: _users_model_record("evaluate"),
+    "export of a user's model": lambda mp: _users_model_record("export"),
+    "resume of a user's model": lambda mp: _users_model_record("resume"),
+    "resume on fewer files": lambda mp: _resume_on_fewer_files(),
+    "cpu float16 NCHW": lambda mp: Trainer(Params(
+        model="trivial", device="cpu", data_format="NCHW", use_fp16=True,
+        allow_emulated_precision=True)),
+    "out of memory building the input": _input_out_of_memory,
 }
 
 

@@ -12,9 +12,10 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from towertrain import Params, ParamsError, Trainer
-from towertrain.input_pipeline import from_arrays
+from towertrain.input_pipeline import from_arrays, from_dataset
 
 from towertrain.config import flags as flags_lib
 
@@ -133,8 +134,6 @@ CASES = [
     (["--max_ckpts_to_keep=5"], "--max_ckpts_to_keep=5: ", "needs --train_dir", E),
     (["--input=dataset"], "--input=dataset: ", "needs --data_dir", E),
     (["--staging_depth=2"], "--staging_depth=2: ", "needs --data_dir", E),
-    (["--num_epochs=2"], "--num_epochs=2: ", "needs --data_dir, or --num_examples_per_epoch "
-     "for synthetic data", E),
     # --- towertrain/config/mode_checks.py (test_ignored_flags.py: every such flag)
     (["--momentum=0.9"], "--momentum=0.9: ", "only applies to --optimizer=momentum "
      "(got --optimizer=sgd)", E),
@@ -408,8 +407,11 @@ LIBRARY_CASES = [
     (lambda d: Params(scale_learning_rate="x"), "--scale_learning_rate=x: must be one of"),
     (lambda d: Params(variable_consistency="x"), "--variable_consistency=x: must be one of"),
     (lambda d: Params(cluster_source="x"), "--cluster_source=x: must be one of"),
-    # The command line refuses --num_epochs without an epoch length before the plan does.
-    (lambda d: Trainer(Params(model="trivial", device="cpu", num_epochs=1)),
+    # An input of the library's without a length (synthetic data has its
+    # dataset's known size; the command line has no other input).
+    (lambda d: Trainer(Params(model="trivial", device="cpu", num_epochs=1),
+                       input_source=from_dataset(tf.data.Dataset.from_tensors(
+                           (np.zeros((32, 32, 3), np.float32), 0)).repeat(), 8)),
      "--num_epochs=1: needs the epoch length"),
     # 64 examples in steps of 8 are 8 steps; --num_examples_per_epoch=100 says 13.
     (lambda d: Trainer(Params(model="trivial", device="cpu", batch_size=8,
@@ -431,6 +433,8 @@ UNREACHABLE = {
 # Command lines at the boundary of a refusal above (the last value accepted),
 # and next to it: each gets past every check, to the start of real work.
 ACCEPTED = [
+    # Synthetic data: --num_epochs counts the dataset's known size (issue 33, item 11).
+    (["--num_epochs=2"], E),
     (["--data_dir={data}", "--input=dataset", "--datasets_prefetch_buffer_size=4"], E),
     (["--data_dir={data}", "--input=dataset", *DATASETS_FLAGS[:4]], E),
     (["--data_dir={data}", "--batch_group_size=2"], E),

@@ -15,7 +15,7 @@ from helpers.run_handles import checkpointer_for
 
 
 # ---------------------------------------------------------------------------
-# 3. Dropout: each tower draws its own mask; one tower draws what Keras draws.
+# 3. Dropout: each tower draws its own mask, the fold-in of (seed, step, tower).
 
 DROP_UNITS = 16
 
@@ -74,16 +74,35 @@ def test_towers_draw_independent_dropout_masks():
     assert not np.array_equal(masks[1][0], masks[1][1])
 
 
-def test_one_tower_draws_what_keras_stateless_call_draws():
+def _folded_state(seed, step, slot, generator=0):
+    """The independent reference of a tower's seed state: TensorFlow's
+    stateless fold-in of (seed, step, slot, generator), as the README says."""
+    def fold(key, data):
+        return tf.random.experimental.stateless_fold_in(key, tf.constant(data, tf.int64))
+    key = fold(fold(fold(tf.constant([seed, 0], tf.int64), step), slot), generator)
+    return key.numpy()
+
+
+def test_each_tower_draws_what_the_fold_in_of_seed_step_and_tower_gives():
+    """Replaces "one tower draws what Keras' own generator draws": every draw is
+    set from (seed, global step, slot) before the step, so a stop and resume
+    (or another topology) draws the same values."""
     store = {}
     model = _dropout_model()
     trainable = [v.numpy() for v in model.trainable_variables]
     non_trainable = [v.numpy() for v in model.non_trainable_variables]
-    x = np.ones((4, DROP_UNITS), np.float32)
-    expected, _ = model.stateless_call(trainable, non_trainable, x, training=True)
-    trainer = _dropout_trainer(1, 4, store, model=model)
+    trainer = _dropout_trainer(2, 4, store, model=model)
     trainer.step()
-    np.testing.assert_array_equal(store[0][0], expected.numpy())
+    trainer.step()
+    x = np.ones((4, DROP_UNITS), np.float32)
+    for step in range(2):
+        for tower in range(2):
+            state = _folded_state(trainer.params.tf_random_seed, step, tower)
+            expected, _ = model.stateless_call(trainable, [state], x, training=True)
+            # The identity kernel barely moves (learning rate 1e-6): the mask shows.
+            np.testing.assert_allclose(store[tower][step], expected.numpy(), atol=1e-3,
+                                       err_msg=f"step {step} tower {tower}")
+    assert len(non_trainable) == 1  # the generator's state alone
 
 
 # ---------------------------------------------------------------------------

@@ -29,9 +29,10 @@ EPOCHS = 10
 
 
 def run_flags(data_dir, train_dir, num_epochs, *extra):
-    """The run every cluster test trains: the trivial model on CIFAR-layout
-    files, global batch 8 however it is split."""
-    return ["--model=trivial", "--device=cpu", "--data_dir=" + data_dir,
+    """The run every cluster test trains: a model with dropout (cifar_cnn) on
+    CIFAR-layout files with random crops and flips, global batch 8 however it
+    is split, so every exactness claim covers randomness."""
+    return ["--model=cifar_cnn", "--distortions", "--device=cpu", "--data_dir=" + data_dir,
             "--num_epochs=%d" % num_epochs, "--num_warmup_batches=0", "--optimizer=momentum",
             "--init_learning_rate=0.01", "--train_dir=" + train_dir, "--display_every=1",
             "--collective_timeout_secs=20", *extra]
@@ -45,7 +46,8 @@ def topology(workers, devices):
 
 
 def env(**extra):
-    out = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    out = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1",
+               TF_DETERMINISTIC_OPS="1")
     out["PYTHONPATH"] = os.pathsep.join([REPO, TESTS, out.get("PYTHONPATH", "")])
     for name in [n for n in out if n.startswith("SLURM_")] + ["TF_CONFIG"]:
         out.pop(name, None)
@@ -146,12 +148,15 @@ def checkpoint_steps(train_dir):
 
 def model_tensors(train_dir, step=None):
     """Model variables, optimizer slots and step of the latest checkpoint (of
-    ckpt-`step` if given)."""
+    ckpt-`step` if given). Seed-generator states are left out: the step sets
+    them from (seed, step, tower) before each use, so what was kept of them
+    is never read (and is a slot's of whichever tower kept it)."""
     import tensorflow as tf
     reader = tf.train.load_checkpoint(
         train_dir if step is None else os.path.join(train_dir, f"ckpt-{step}"))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if name.startswith(("model/", "slots/", "step/"))}
+            if name.startswith(("model/", "slots/", "step/"))
+            and "seed_generator_state" not in name}
 
 
 def assert_same_model(got_dir, expected_dir, tolerance=1e-5, step=None):
@@ -175,27 +180,31 @@ def seed_checkpoint(from_dir, step, train_dir):
                 f'all_model_checkpoint_paths: "ckpt-{step}"\n')
 
 
+def reference_threads():
+    """The intra-op threads of a one-process run that sums as a worker of 2 on
+    this host does (its share of the cores): oneDNN's convolutions split their
+    sums by thread, measured 1e-8 apart after one step with 2 threads against
+    1, which 60 steps of dropout training amplify to 0.3."""
+    from towertrain.config import machine
+    return [f"--num_intra_threads={max(1, machine.available_cores() // 2)}"]
+
+
 def data_and_reference(tmp_path_factory, num_epochs=EPOCHS):
     """(data_dir, train_dir of the uninterrupted reference): one process with
-    both devices trains `num_epochs` in this process, once per test session,
-    keeping a checkpoint of every step (a test may compare at any step)."""
+    both devices (`python -m towertrain`, deterministic ops) trains
+    `num_epochs` once per test session, keeping a checkpoint of every step (a
+    test may compare at any step)."""
     from helpers import cifar_files
-    from helpers.cli import quiet
     root = tmp_path_factory.getbasetemp() / "cluster_reference"
     data_dir = str(root / "data")
     train_dir = str(root / f"reference_{num_epochs}")
     if not os.path.exists(os.path.join(data_dir, "test_batch.bin")):
         cifar_files.write_dataset(data_dir, NUM_TRAIN, 8)
     if not checkpoint_steps(train_dir):
-        from towertrain import Params, Trainer
-        params = Params(model="trivial", device="cpu", num_gpus=2, batch_size=4,
-                        variable_update="replicated", data_dir=data_dir, num_epochs=num_epochs,
-                        num_warmup_batches=0, optimizer="momentum", init_learning_rate=0.01,
-                        train_dir=train_dir, save_model_steps=1,
-                        max_ckpts_to_keep=6 * num_epochs + 1)
-        trainer = Trainer(params)
-        try:
-            trainer.train(write=quiet)
-        finally:
-            trainer.close()
+        done = subprocess.run(
+            towertrain(*run_flags(data_dir, train_dir, num_epochs, *topology(1, 2),
+                                  "--save_model_steps=1", *reference_threads(),
+                                  f"--max_ckpts_to_keep={6 * num_epochs + 1}")),
+            cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return data_dir, train_dir

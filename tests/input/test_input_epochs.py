@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.input_pipeline import from_arrays
+from towertrain.input_pipeline import from_arrays, from_dataset
 from towertrain.engine.feed.staging import StagedInput
 
 from helpers.recording import id_model as _id_model, recording_loss as _recording_loss
@@ -61,8 +61,13 @@ def test_train_runs_num_epochs_and_drains_staging():
 
 
 def test_num_epochs_needs_finite_data():
-    with pytest.raises(ValueError, match="--num_epochs"):
-        Trainer(Params(device="cpu", num_gpus=1, num_epochs=1, batch_size=2))
+    # An input without a length (synthetic data counts its dataset's known
+    # size instead: tests/plan/test_synthetic_epochs.py).
+    endless = from_dataset(tf.data.Dataset.from_tensors(
+        (np.zeros((32, 32, 3), np.float32), 0)).repeat(), 2)
+    with pytest.raises(ValueError, match="--num_epochs=1: needs the epoch length"):
+        Trainer(Params(device="cpu", num_gpus=1, num_epochs=1, batch_size=2),
+                input_source=endless)
 
 
 def _conv_model(data_format="channels_last"):

@@ -54,7 +54,9 @@ def assert_same_tensors(got, expected, note=""):
 
 
 # 72 examples in global batches of 16: 5 steps an epoch, the last partial (8).
-FLAGS = ["--num_epochs=4", "--save_model_steps=3"]  # 20 steps; saves never at an epoch's end
+# cifar_cnn has dropout; --distortions adds random crops and flips. 20 steps;
+# the saves never land at an epoch's end.
+FLAGS = ["--num_epochs=4", "--save_model_steps=3", "--distortions"]
 STEPS = 20
 
 
@@ -96,6 +98,12 @@ def test_kill_9_with_staging_on_an_epoch_run_then_resume_is_exact(straight_run, 
     # Step lines continue from the global step, and the run ends at its last batch.
     steps = [int(m) for m in re.findall(r"^(\d+)\timages/sec", done.stdout, re.M)]
     assert steps and steps[0] > killed_at and steps[-1] == STEPS, done.stdout
+    # The header counts the steps this run runs (every one timed is printed).
+    counts = re.search(r"^Num batches: (\d+) timed\n\s+of the (\d+) steps left \(steps "
+                       r"(\d+)-(\d+),", done.stdout, re.M)
+    assert counts, done.stdout[:3000]
+    assert [int(c) for c in counts.groups()] == [len(steps), STEPS - killed_at,
+                                                 killed_at + 1, STEPS], done.stdout[:3000]
     assert_same_tensors(model_tensors(interrupted), expected,
                         f"(kill points {kill_points})")
 
@@ -105,7 +113,8 @@ def test_finished_epoch_run_extended_to_more_epochs_equals_a_straight_run(straig
                                                                           tmp_path):
     data_dir, straight = straight_run
     run = str(tmp_path / "run")
-    subprocess.run(command(data_dir, run, "--num_epochs=2", "--save_model_steps=3"),
+    subprocess.run(command(data_dir, run, "--num_epochs=2", "--save_model_steps=3",
+                           "--distortions"),
                    check=True, capture_output=True, timeout=300)
     assert latest_step(run) == 10
     done = subprocess.run(command(data_dir, run, *FLAGS), capture_output=True,

@@ -1,48 +1,56 @@
-"""Resume restores the input position: a shuffled tf.data input continues
-where it stopped, so a split run equals an uninterrupted one (in-process)."""
+"""Extending a finished run on another training input is refused (issue 33,
+item 6): the run record keeps the training files' examples per epoch and
+names, and a resume whose --data_dir holds others stops before any step
+naming both and the way out (it failed at the first step with TensorFlow's
+'Expected 1 components but got 0'). With the files back, the resume equals
+an uninterrupted run."""
+import json
+import os
+
 import numpy as np
-import tensorflow as tf
 
-from towertrain import Trainer
-from towertrain.input_pipeline import from_arrays
+from towertrain.state import checkpoint as ckpt_lib
 
-from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
+from helpers import refusals
+from helpers.cifar_files import write_dataset
+from state.test_resume_settings import files_of, saved_tensors
 
-
-def make_trainer(train_dir, num_batches, **kw):
-    tf.random.set_seed(1)  # the shuffle's seed pair includes the global seed
-    rng = np.random.default_rng(3)
-    images = rng.standard_normal((36, 8, 8, 3)).astype(np.float32)
-    labels = rng.integers(0, 10, 36).astype(np.int32)
-    # staging_depth=0: staged batches are drawn ahead of training and would be
-    # skipped on resume (the iterator has moved past them).
-    params = tiny_models.tiny_params("parameter_server", 2, train_dir=train_dir,
-                                         num_batches=num_batches, staging_depth=0, **kw)
-    return Trainer(params, input_source=from_arrays(images, labels, 6, shuffle=True, seed=5))
+FLAGS = ["--model=trivial", "--device=cpu", "--batch_size=4", "--num_warmup_batches=0",
+         "--display_every=100"]
+FILES = [f"data_batch_{i}.bin" for i in range(1, 6)]
 
 
-def weights(trainer):
-    trainable, non_trainable = trainer.variables.primary_variables()
-    return [v.numpy() for v in trainable + non_trainable]
+def test_a_resume_on_fewer_files_is_refused_and_resumes_exactly_with_them_back(
+        tmp_path, capsys):
+    data_dir = write_dataset(str(tmp_path / "cifar"), num_train=40, num_test=8,
+                             train_files=5)
+    run, reference = str(tmp_path / "run"), str(tmp_path / "reference")
+    common = [*FLAGS, f"--data_dir={data_dir}"]
+    assert refusals.run_cli([*common, "--num_epochs=1", f"--train_dir={run}"], capsys)[0] == 0
+    with open(os.path.join(run, ckpt_lib.RUN_INFO_FILE)) as f:
+        record = json.load(f)
+    assert (record["input_examples"], record["input_files"]) == (40, FILES)
+    before = files_of(run)
 
+    os.rename(os.path.join(data_dir, FILES[-1]), str(tmp_path / "aside.bin"))
+    status, err = refusals.run_cli([*common, "--num_epochs=2", f"--train_dir={run}"], capsys)
+    assert status == 2
+    assert err == (
+        f"towertrain: error: --data_dir={data_dir} holds 32 training examples per epoch "
+        "(data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, data_batch_4.bin) but "
+        f"--train_dir={run} was trained on 40 (data_batch_1.bin, data_batch_2.bin, "
+        "data_batch_3.bin, data_batch_4.bin, data_batch_5.bin; missing now: "
+        "data_batch_5.bin), and its checkpoint holds the position in that input; restore "
+        "the files it was trained on to resume that run, or use another --train_dir to start "
+        "a new one on these files\n")
+    assert files_of(run) == before  # nothing trained, nothing written
 
-def test_split_run_with_shuffled_input_equals_uninterrupted(tmp_path):
-    whole = make_trainer(str(tmp_path / "whole"), 11)
-    whole.train(write=lambda line: None)
-    make_trainer(str(tmp_path / "split"), 4).train(write=lambda line: None)
-    lines = []
-    resumed = make_trainer(str(tmp_path / "split"), 11)
-    resumed.train(write=lines.append)
-    assert any(line.startswith("Resumed:") and "from step 4" in line for line in lines)
-    for got, expected in zip(weights(resumed), weights(whole)):
-        np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
-
-
-def test_eval_during_training_prints_accuracy(tmp_path):
-    lines = []
-    trainer = make_trainer(str(tmp_path), 4, eval_during_training_every_n_steps=2)
-    trainer.train(write=lines.append,
-                  eval_data=tiny_models.eval_data(trainer.data_format))
-    evals = [line for line in lines if line.startswith("Accuracy @ 1 = ")]
-    assert len(evals) == 2 and "(step 4)" in evals[-1]
-    assert evals[-1].endswith(f"[{tiny_models.NUM_EVAL} examples, test eval set]")
+    os.rename(str(tmp_path / "aside.bin"), os.path.join(data_dir, FILES[-1]))
+    for train_dir in (run, reference):
+        assert refusals.run_cli([*common, "--num_epochs=2", f"--train_dir={train_dir}"],
+                                capsys)[0] == 0
+    resumed, uninterrupted = saved_tensors(run), saved_tensors(reference)
+    assert sorted(resumed) == sorted(uninterrupted)
+    for name in resumed:
+        np.testing.assert_allclose(resumed[name], uninterrupted[name], rtol=0, atol=1e-6,
+                                   err_msg=name)

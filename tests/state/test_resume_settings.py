@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain.plan import sections
-from towertrain.state import run_record
+from towertrain.state import run_record, train_dir_lock
 from towertrain.state.checkpoint import CheckpointError
 
 from helpers.cli import run_cases
@@ -20,9 +20,10 @@ COMMON = ["--model=trivial", "--device=cpu", "--batch_size=2", "--num_warmup_bat
 
 
 def files_of(directory):
-    """{name: bytes} of every file in `directory`."""
+    """{name: bytes} of every file in `directory` but the lock (which holds the
+    pid of the last run that took it)."""
     out = {}
-    for name in sorted(os.listdir(directory)):
+    for name in sorted(set(os.listdir(directory)) - {train_dir_lock.LOCK_FILE}):
         with open(os.path.join(directory, name), "rb") as f:
             out[name] = f.read()
     return out
@@ -34,6 +35,7 @@ def saved_tensors(train_dir):
             if name.startswith(("model/", "slots/", "step"))}
 
 
+@pytest.mark.slow
 def test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly(tmp_path):
     run, reference = str(tmp_path / "run"), str(tmp_path / "reference")
     [(code, _, err)] = run_cases("train", [[*COMMON, "--num_batches=3", f"--train_dir={run}"]],

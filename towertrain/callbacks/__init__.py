@@ -27,8 +27,7 @@ def default_callbacks(plan, handles, write=print):
     (towertrain.engine.run.handles.RunHandles). With --train_dir this restores
     the latest checkpoint (so the loop starts at its step) and only then records
     the run, so a failed resume leaves the train_dir's record as it was."""
-    from towertrain.state import checkpoint as ckpt_lib
-    from towertrain.state import run_record
+    from towertrain.state import train_dir_lock
     out, warmup = plan.outputs, plan.steps.warmup
     if not plan.topology.is_chief:
         return _worker_callbacks(plan, handles, write)  # multi-worker: the chief writes
@@ -50,26 +49,52 @@ def default_callbacks(plan, handles, write=print):
     saver = None
     if out.train_dir:
         checkpointer = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep)
-        saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
-        record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
-        # Another model's run: say so, instead of listing every missing variable.
-        run_record.check(record, {"model": plan.model, "data_name": plan.dataset}, where)
-        recipe = plan.recipe
-        state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
-        changeable = {"accumulation_steps": plan.batches.accumulation_steps,
-                      "total_steps": plan.steps.total}
-        if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
-            run_record.check_state_settings(record, state, where)
-            saver.resume_changes = run_record.changes_at_resume(record, changeable)
-        checkpointer.check_free_space()
-        saver.restore()
-        ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
-            plan.model, plan.dataset, plan.topology.data_format, handles.model,
-            state, changeable))
+        checkpointer.check_free_space()  # a disk that cannot hold one: refused now
+        # One training run per train_dir: held until the saver's close (or the
+        # process's end), released at once if this run is refused below.
+        lock = train_dir_lock.acquire(out.train_dir)
+        try:
+            saver = _resuming_saver(plan, handles, checkpointer, write)
+        except BaseException:
+            lock.release()
+            raise
+        saver.lock = lock
         callbacks.append(saver)
     callbacks.extend(_observers(plan, handles, summaries, write))
     callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))
     return callbacks
+
+
+def _resuming_saver(plan, handles, checkpointer, write):
+    """The CheckpointSaver of the chief's train_dir, its checkpoint restored
+    once the run record agrees with this run and the disk has room; then the
+    record is rewritten for this run."""
+    from towertrain.state import checkpoint as ckpt_lib
+    from towertrain.state import run_record
+    out = plan.outputs
+    saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
+    record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
+    # Another model's run: say so, instead of listing every missing variable.
+    model = handles.model.name if handles.user_model else plan.model
+    run_record.check(record, {"model": model, "data_name": plan.dataset,
+                              run_record.USER_MODEL: handles.user_model}, where)
+    recipe = plan.recipe
+    state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
+    changeable = {"accumulation_steps": plan.batches.accumulation_steps,
+                  "total_steps": plan.steps.total}
+    input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
+                                             handles.input.num_examples)
+    if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
+        run_record.check_state_settings(record, state, where)
+        # ... and the same input: the checkpoint holds the position in it.
+        run_record.check_training_input(record, input_record, plan.input.data_dir, where)
+        saver.resume_changes = run_record.changes_at_resume(record, changeable)
+    saver.restore()
+    ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
+        plan.model, plan.dataset, plan.topology.data_format, handles.model,
+        state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
+        input_record=input_record))
+    return saver
 
 
 def _stop_on_signal(plan, handles, saves_on_stop, write):

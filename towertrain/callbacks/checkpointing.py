@@ -146,6 +146,7 @@ class CheckpointSaver(Callback):
         self.write = write
         self.resumed_from = None
         self.resume_changes = []  # header lines: what the resume changed by design
+        self.lock = None  # the train_dir's lock (state/train_dir_lock.py), freed at close
         self._last_save_time = None
         self._pending_step = None  # a timed save waiting for the staging to drain
 
@@ -189,8 +190,12 @@ class CheckpointSaver(Callback):
         return self.checkpointer.save()
 
     def close(self):
-        if isinstance(self.loop and self.loop.error, TrainingDivergedError):
-            self._set_aside_poisoned(self.loop.step)
+        try:
+            if isinstance(self.loop and self.loop.error, TrainingDivergedError):
+                self._set_aside_poisoned(self.loop.step)
+        finally:
+            if self.lock is not None:
+                self.lock.release()
 
     def _set_aside_poisoned(self, diverged_step):
         """The checkpoint of the step right before a diverged step leads straight

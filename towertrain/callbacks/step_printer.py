@@ -34,14 +34,17 @@ class StepPrinter(Callback):
 
     def before_train(self, loop):
         super().before_train(loop)
-        for line in benchmark_log.header_lines(loop.header_info()):
-            self.write(line)
         remaining = loop.total_steps - loop.start_step
+        self._warmup = min(self.num_warmup_batches, max(remaining - 1, 0))
+        # A resumed run says the steps it runs, not the plan's from step 0.
+        info = benchmark_log.with_resumed_counts(loop.header_info(), loop.start_step,
+                                                 loop.total_steps, self._warmup)
+        for line in benchmark_log.header_lines(info):
+            self.write(line)
         if remaining <= 0:
             self.write(f"Already at step {loop.start_step} of {loop.total_steps}; "
                        "nothing to train")
             return
-        self._warmup = min(self.num_warmup_batches, remaining - 1)
         if self._warmup:
             self.write("Running warm up")
 

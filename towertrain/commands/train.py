@@ -40,9 +40,11 @@ def main(argv):
                 from towertrain.state import eval_follower
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
+            named = where if params.checkpoint else f"--train_dir={where}"
+            run_record.check_rebuildable(record, f"--eval: {named}", "evaluate")
             params = recorded_flags.fill_params(params, flags_lib.explicit_flags(), record)
-            recorded_flags.check(record, params, where if params.checkpoint
-                                 else f"--train_dir={where}")
+            recorded_flags.check(record, params, named)
+            run_record.check_eval_input(record, params.data_dir, named)
         # Every path the run writes, probed without creating any: a run refused
         # later in setup (precision, devices, data) leaves nothing behind.
         writable.check_run(common.outputs_of(params), training=not params.eval)
@@ -50,7 +52,8 @@ def main(argv):
         if forward_only:  # inference reads batches as they come: no staging
             params = params.replace(staging_depth=0)
         trainer = trainer_lib.Trainer(params)
-    except (errors.ParamsError, errors.DeviceError, errors.CheckpointError) as err:
+    except (errors.ParamsError, errors.DeviceError, errors.CheckpointError,
+            errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build
         return common.fail(str(err))
     except cluster_errors as err:
         _cluster_failure(cluster, err)
@@ -63,7 +66,7 @@ def main(argv):
                           trainer.feed, trainer.loss_fn)
         else:
             trainer.train()
-    except (errors.TrainingDivergedError, errors.CheckpointError,
+    except (errors.TrainingDivergedError, errors.CheckpointError, errors.OutOfMemoryError,
             errors.ParamsError) as err:  # ParamsError covers InputError (bad data)
         return common.fail(str(err))
     except cluster_errors as err:

@@ -94,7 +94,7 @@ def check_command_line(p, explicit):
               "needs --train_dir (nothing is saved without one)")
     if p.data_dir is None:
         # The CLI's synthetic input lives on the devices: no tf.data, no
-        # staging, no epochs. (Library users may pass their own input, so
+        # staging. (Library users may pass their own input, so
         # Params cannot check these.)
         if "input" in explicit:
             _fail("input", p.input, "needs --data_dir (synthetic data is generated on "
@@ -102,6 +102,3 @@ def check_command_line(p, explicit):
         if "staging_depth" in explicit and p.staging_depth > 0:
             _fail("staging_depth", p.staging_depth, "needs --data_dir (synthetic data is "
                   "generated on each device and never staged)")
-        if p.num_epochs is not None and p.num_examples_per_epoch is None:
-            _fail("num_epochs", p.num_epochs, "needs --data_dir, or "
-                  "--num_examples_per_epoch for synthetic data")

@@ -146,8 +146,9 @@ SETTINGS = (
                 "not with --num_epochs).", training_only=True),
         Setting("num_warmup_batches", INTEGER, 10, "Untimed steps before the timed ones.",
                 training_only=True),
-        Setting("num_epochs", INTEGER, None, "Train this many passes over --data_dir instead "
-                "of --num_batches steps.", training_only=True, scaling=NOT_USED),
+        Setting("num_epochs", INTEGER, None, "Train this many passes over --data_dir (on "
+                "synthetic data, over the dataset's known size) instead of --num_batches "
+                "steps.", training_only=True, scaling=NOT_USED),
         Setting("gradient_accumulation_steps", INTEGER, 1, "Sum the gradients of this many "
                 "consecutive global batches on each device, then exchange and apply one "
                 "update of their mean; a step is one update.", training_only=True),
@@ -173,7 +174,8 @@ SETTINGS = (
         Setting("loss_type_to_report", ENUM, "total_loss", "The loss the step lines and "
                 "summaries show: total_loss (with weight decay) or base_loss (without).",
                 choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
-        Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers and synthetic data."),
+        Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
+                "and augmentation (every draw: README 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
                 training_only=True, scaling=NOT_USED)),
@@ -200,7 +202,8 @@ SETTINGS = (
                 "was tuned for (with --scale_learning_rate).", training_only=True,
                 applies_with=("scale_learning_rate", ("linear",))),
         Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
-                "(epoch-based schedules); --data_dir sets it from its files.",
+                "(default with --num_epochs: the dataset's known size, ImageNet 1,281,167, "
+                "CIFAR-10 50,000); --data_dir sets it from its files.",
                 training_only=True)),
     *group("Optimizer options",
         Setting("nesterov", BOOLEAN, False, "Nesterov momentum (--optimizer=momentum).",

@@ -44,11 +44,15 @@ class InputFacts:
     """What the plan needs to know of the input it will train on."""
     steps_per_epoch: Optional[int] = None  # global batches per epoch
     global_batch: Optional[int] = None  # the input's own global batch, if it sets one
+    num_examples: Optional[int] = None  # examples per epoch, where the input knows them
+    synthetic: bool = False  # the plan's synthetic data (stands in for the dataset)
 
     @classmethod
     def of(cls, input_source):
         return cls(getattr(input_source, "steps_per_epoch", None),
-                   getattr(input_source, "global_batch", None))
+                   getattr(input_source, "global_batch", None),
+                   getattr(input_source, "num_examples", None),
+                   getattr(input_source, "name", None) == "synthetic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +166,7 @@ def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> Run
                       global_batch=global_batch,
                       eval_per_device=layout.eval_batch_per_device,
                       accumulation_steps=accumulation_steps)
-    steps = steps_lib.plan_steps(params, input_facts.steps_per_epoch, global_batch)
+    steps = steps_lib.plan_steps(params, input_facts, global_batch, layout.dataset)
     recipe = Recipe(
         optimizer=_take(Optimizer, params),
         learning_rate=schedule_lib.learning_rate(

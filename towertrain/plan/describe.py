@@ -19,6 +19,17 @@ def num_batches(plan):
             f"{steps.warmup} are warmup, untimed)"]
 
 
+def epoch(plan):
+    """The epoch's length and where it came from (the dataset's known size,
+    the files, the input or --num_examples_per_epoch); None without one."""
+    steps = plan.steps
+    if steps.epoch_source is None:
+        return None
+    examples = "" if steps.epoch_examples is None else f"{steps.epoch_examples:,} examples, "
+    return (f"{examples}{steps.batches_per_epoch} batches of {plan.batches.global_batch} "
+            f"({steps.epoch_source})")
+
+
 def static_lines(plan):
     """{label: value} of the header lines the plan decides; a line that does
     not apply to this run is absent."""
@@ -26,6 +37,8 @@ def static_lines(plan):
              "Devices": str(list(plan.topology.tower_devices)),
              "Data format": plan.topology.data_format,
              "Variables": plan.exchange.variable_update}
+    if epoch(plan) is not None:
+        lines["Epoch"] = epoch(plan)
     if plan.topology.num_workers > 1:
         lines["Cluster"] = (f"{plan.topology.num_workers} workers x "
                             f"{plan.topology.num_towers} devices")

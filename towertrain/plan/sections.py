@@ -73,6 +73,10 @@ class Steps:
     batches_per_epoch: Optional[int]  # global batches (None: no epoch length)
     accumulation: "object"  # towertrain.plan.accumulation.Plan
     eval_schedule: Optional["object"] = None  # towertrain.plan.eval_schedule.EvalSchedule
+    # Where the epoch length came from (the header's Epoch line): examples per
+    # epoch (None: the input gives batches only) and the source's words.
+    epoch_examples: Optional[int] = None
+    epoch_source: Optional[str] = None
 
     @property
     def total(self) -> int:

@@ -15,6 +15,11 @@ from towertrain.plan.sections import Steps
 
 DEFAULT_NUM_BATCHES = 100
 
+# Training examples per epoch of the datasets synthetic data stands in for
+# (tf_cnn_benchmarks' datasets.py: ImageNet's train split, CIFAR-10's): what
+# --num_epochs counts on synthetic data without --num_examples_per_epoch.
+KNOWN_EXAMPLES_PER_EPOCH = {"imagenet": 1281167, "cifar10": 50000}
+
 
 def epoch_batches(num_examples_per_epoch, input_steps_per_epoch, global_batch):
     """Global batches per epoch: the input's, or --num_examples_per_epoch's;
@@ -44,8 +49,29 @@ def warmup_and_timed(params, updates_per_epoch):
     return warmup, total - warmup
 
 
-def plan_steps(params, input_steps_per_epoch, global_batch) -> Steps:
-    """The Steps section: length, epochs, accumulation and the eval schedule."""
+def epoch_origin(params, input_facts, dataset):
+    """(examples per epoch, where they come from) for the header; with
+    --num_epochs on synthetic data and no --num_examples_per_epoch, the
+    dataset's known size. (None, None) when nothing says."""
+    if params.num_examples_per_epoch is not None:
+        return params.num_examples_per_epoch, "--num_examples_per_epoch"
+    if input_facts.steps_per_epoch is not None:
+        return input_facts.num_examples, ("the files in --data_dir" if params.data_dir
+                                          else "the input")
+    if input_facts.synthetic and params.num_epochs is not None and (
+            dataset in KNOWN_EXAMPLES_PER_EPOCH):
+        return KNOWN_EXAMPLES_PER_EPOCH[dataset], (
+            f"{dataset}'s known training size, as tf_cnn_benchmarks; the data is synthetic")
+    return None, None
+
+
+def plan_steps(params, input_facts, global_batch, dataset=None) -> Steps:
+    """The Steps section: length, epochs, accumulation and the eval schedule.
+    input_facts: the plan's InputFacts; dataset: the run's (for its known size)."""
+    examples, source = epoch_origin(params, input_facts, dataset)
+    input_steps_per_epoch = input_facts.steps_per_epoch
+    if input_steps_per_epoch is None and examples is not None:
+        input_steps_per_epoch = math.ceil(examples / global_batch)  # synthetic: known size
     batches_per_epoch = epoch_batches(params.num_examples_per_epoch, input_steps_per_epoch,
                                       global_batch)
     accumulation = accumulation_lib.Plan(params.gradient_accumulation_steps,
@@ -55,4 +81,6 @@ def plan_steps(params, input_steps_per_epoch, global_batch) -> Steps:
                                         accumulation.updates_per_epoch)
     return Steps(warmup=warmup, timed=timed, num_epochs=params.num_epochs,
                  batches_per_epoch=batches_per_epoch, accumulation=accumulation,
-                 eval_schedule=schedule)
+                 eval_schedule=schedule,
+                 epoch_examples=examples if batches_per_epoch else None,
+                 epoch_source=source if batches_per_epoch else None)

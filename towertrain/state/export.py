@@ -98,8 +98,15 @@ def save_stock_keras(model, path):
         stock = to_stock_keras(model)
     except ValueError:  # the user's own layer classes: no stock stand-in needed
         stock = model
+    _make_parent(path)
     stock.save(path)
     return stock
+
+
+def _make_parent(path):
+    """Creates the folder of the file `path` (Keras would fail on a missing one;
+    writable.check proved it can be created)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
 
 def load_model_from_checkpoint(path, model_name, num_classes, data_format, image_size=None):
@@ -162,6 +169,9 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
     path = ckpt_lib.resolve(train_dir, checkpoint)
     run_dir = train_dir or os.path.dirname(path)
     info = ckpt_lib.read_run_info(run_dir)
+    from towertrain.state import run_record  # a user's own model: no registry entry to build
+    run_record.check_rebuildable(
+        info, f"--train_dir={train_dir}" if train_dir else f"--checkpoint={checkpoint}", "export")
     if model_name and info.get("model") and model_name != info["model"]:
         # Said up front: the variable check would list every variable of both models.
         raise ckpt_lib.CheckpointError(
@@ -181,6 +191,7 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
         stock = with_eval_preprocessing(stock, info.get("data_name") or "cifar10",
                                         data_format or info.get("data_format", "NHWC"))
     if output:
+        _make_parent(output)
         stock.save(output)
     if saved_model:
         # A 'serve' endpoint and a 'serving_default' signature taking images.

@@ -18,6 +18,8 @@ from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
 
 # Flags whose value must be the one the run was trained with.
 RECORDED_FLAGS = ("model", "data_name")
+# True when "model" names a Keras model passed to Trainer(model=...), not the registry's.
+USER_MODEL = "user_model"
 
 # Settings that shape the saved state (which optimizer slots exist and what
 # they mean, the variables' precision and loss scale, the decay folded into
@@ -74,20 +76,27 @@ def final_step(record):
 
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
-              changeable=None):
+              changeable=None, data_dir=None, user_model=False, input_record=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
     shape its saved state (state_settings) and those a resume may change
-    (changeable: accumulation_steps, total_steps)."""
+    (changeable: accumulation_steps, total_steps). user_model: the model was
+    passed to Trainer(model=...): the record names the Keras model instead of
+    the registry's, marked as the user's (no command line can rebuild it).
+    input_record: training_input's record of the training files."""
     return {
-        "model": model,
+        "model": keras_model.name if user_model else model,
+        USER_MODEL: bool(user_model),
         "data_name": data_name,
         "num_classes": int(keras_model.output_shape[-1]),
         "data_format": data_format,
         "input_shape": [int(d) for d in keras_model.input_shape[1:]],
+        # Where the training data came from (None: synthetic), as an absolute path.
+        "data_dir": os.path.abspath(data_dir) if data_dir else None,
         **(state_settings or {}),
         **(changeable or {}),
+        **(input_record or {}),
     }
 
 
@@ -146,6 +155,63 @@ def changes_at_resume(record, current):
     return lines
 
 
+def training_input(data_name, data_dir, num_examples):
+    """The record of a run's training files (empty for synthetic data): its
+    examples per epoch and file names. A resume needs the same input, since
+    the checkpoint holds the position in it (a resume on fewer files failed
+    at the first step with TensorFlow's 'Expected 1 components but got 0')."""
+    if not data_dir:
+        return {}
+    from towertrain.input_pipeline import cifar10, imagenet  # as the reader picks them
+    reader = cifar10 if data_name == "cifar10" else imagenet
+    return {"input_examples": int(num_examples) if num_examples is not None else None,
+            "input_files": [os.path.basename(f) for f in reader.find_files(data_dir)]}
+
+
+def _examples_text(count):
+    return "an unknown number of" if count is None else f"{count:,}"
+
+
+def _files_text(names):
+    if len(names) <= 5:
+        return ", ".join(names)
+    return f"{len(names)} files, {names[0]} .. {names[-1]}"
+
+
+def check_training_input(record, current, data_dir, where):
+    """Refuses a resume on another training input than the record's (`current`:
+    training_input of the resuming run): more or fewer examples per epoch, or
+    other files. A record without it (older, or synthetic data) is not checked."""
+    if "input_files" not in record or not current:
+        return
+    before, now = (record.get("input_examples"), record["input_files"]), (
+        current["input_examples"], current["input_files"])
+    if before == now:
+        return
+    missing = [n for n in before[1] if n not in now[1]]
+    added = [n for n in now[1] if n not in before[1]]
+    changes = "; ".join(filter(None, (
+        f"missing now: {_files_text(missing)}" if missing else "",
+        f"new: {_files_text(added)}" if added else "")))
+    raise CheckpointError(
+        f"--data_dir={data_dir} holds {_examples_text(now[0])} training examples per epoch "
+        f"({_files_text(now[1])}) but {where} was trained on {_examples_text(before[0])} "
+        f"({_files_text(before[1])}{'; ' + changes if changes else ''}), and its checkpoint "
+        "holds the position in that input; restore the files it was trained on to resume "
+        "that run, or use another --train_dir to start a new one on these files")
+
+
+def check_eval_input(record, data_dir, where):
+    """Refuses to score a run trained on files on synthetic data (no --data_dir):
+    its accuracy would be noise, reported as the run's."""
+    trained_on = record.get("data_dir")
+    if trained_on and not data_dir:
+        raise CheckpointError(
+            f"--eval: {where} was trained on files (--data_dir={trained_on}) but no "
+            "--data_dir is given, so it would be scored on synthetic data; pass "
+            f"--data_dir={trained_on} (or the directory of its eval split)")
+
+
 def directory(checkpoint, train_dir):
     """Where the record of the checkpoint a run evaluates or resumes lives:
     next to `checkpoint` (--checkpoint) when given, else `train_dir`."""
@@ -163,18 +229,49 @@ def recorded_values(given, explicit, record):
             and given.get(name) != record[name]}
 
 
+def _model_text(name, user_model):
+    if user_model:
+        return f"your own Keras model {name!r} (Trainer(model=...))"
+    return f"--model={name}"
+
+
+def check_rebuildable(record, where, doing):
+    """Refuses a command line (--eval, export) on a run trained on the user's
+    own model: it cannot be built from the registry, and the registry's model
+    of the record's name would fail on missing variables. doing: what is
+    refused, 'evaluate' or 'export'."""
+    if not record.get(USER_MODEL):
+        return
+    raise CheckpointError(
+        f"{where} was trained on {_model_text(record.get('model'), True)}, which the command "
+        f"line cannot build; {doing} it in the library: Trainer(params, model=<that model>), "
+        f"then trainer.restore(<its checkpoint>) and trainer.{doing}(...)")
+
+
 def check(record, given, where, evaluating=False):
     """Raises CheckpointError when the run's values disagree with the record.
 
     given: {flag: value} for RECORDED_FLAGS, as the run resolved them (the
-    model's default dataset when --data_name is not given); where: how the
+    model's default dataset when --data_name is not given), and USER_MODEL
+    True when "model" is the Keras name of a model passed to Trainer; where: how the
     message names the record's directory, e.g. '--train_dir=D'; evaluating:
     an --eval run (the advice differs from a resume's).
     """
+    if given.get(USER_MODEL):
+        # A user's model is known by its Keras name alone (Keras numbers
+        # unnamed models per process: 'sequential_1'), so the restore, which
+        # checks every variable, judges it rather than the name.
+        given = {name: value for name, value in given.items() if name != "model"}
+    elif record.get(USER_MODEL):
+        raise CheckpointError(
+            f"--model={given.get('model')} but {where} was trained on "
+            f"{_model_text(record.get('model'), True)}, which the command line cannot build; "
+            "resume it in the library with Trainer(params, model=<that model>), or use "
+            "another --train_dir")
     for name in RECORDED_FLAGS:
         recorded = record.get(name)
         value = given.get(name)
-        if recorded is None or value == recorded:
+        if recorded is None or name not in given or value == recorded:
             continue
         advice = (f"drop --{name} or use another --train_dir" if evaluating else
                   f"pass --{name}={recorded} to resume that run, or use another --train_dir")

@@ -17,12 +17,13 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
     per_process_batch: this process's examples per step. Multi-worker
     (towertrain.engine.distributed.cluster), a reader yields the cluster's global batch and each
     worker trains on its contiguous share (WorkerShard); synthetic data is
-    made per worker with the seed shifted by the task index."""
+    made per worker, each tower's from the seed and its global tower index."""
     cluster = topology.cluster
     if input_plan.synthetic:
         synthetic = SyntheticInput(image_shape=image_shape, num_classes=num_classes,
                                    global_batch=per_process_batch,
-                                   seed=input_plan.seed + 7919 * cluster.task_index)
+                                   seed=input_plan.seed,
+                                   tower_indices=topology.global_tower_indices)
         return shard_for_worker(synthetic, cluster, local=True)
     return shard_for_worker(_reader(input_plan, image_shape, num_classes,
                                     per_process_batch * cluster.num_workers,

@@ -115,6 +115,19 @@ def prepare(topology, check: bool = True) -> list:
                          indices=topology.gpu_indices)
 
 
+def check_half_precision_layout(device: str, data_format: str, use_fp16: bool) -> None:
+    """TensorFlow's CPU float16 convolution gradients (Conv2DCustomBackprop*Op)
+    support only NHWC: tf_cnn_benchmarks' own --data_format=NCHW --use_fp16 line
+    with --device=cpu fails at the first step, so it is refused up front
+    (bfloat16 NCHW runs: measured with TF 2.21)."""
+    if device == "cpu" and data_format == "NCHW" and use_fp16:
+        raise DeviceError(
+            "--data_format=NCHW with --use_fp16 on --device=cpu: TensorFlow's CPU float16 "
+            "convolution gradients support only NHWC (Conv2DCustomBackpropInputOp only "
+            "supports NHWC), so the first step would fail; use --data_format=NHWC (the CPU "
+            "default) or drop --use_fp16")
+
+
 def check_data_format(device: str, data_format: str) -> None:
     """NCHW on a CPU needs TensorFlow's oneDNN kernels; without them the first
     backward convolution fails deep inside the step, so say it up front."""

@@ -13,6 +13,25 @@ def header_lines(info):
     return lines
 
 
+def resumed_num_batches(start_step, total_steps, warmup):
+    """The 'Num batches' of a run resumed after `start_step`: the steps this
+    process runs and times, not the plan's from step 0 (warmup: the untimed
+    steps it runs first)."""
+    remaining = total_steps - start_step
+    return [f"{remaining - warmup} timed",
+            f"of the {remaining} steps left (steps {start_step + 1}-{total_steps}, resumed "
+            f"after step {start_step}; the first {warmup} are warmup, untimed)"]
+
+
+def with_resumed_counts(info, start_step, total_steps, warmup):
+    """The header's (label, value) pairs with 'Num batches' counting what a
+    resumed run runs; unchanged for a run from step 0 or one already done."""
+    if start_step <= 0 or start_step >= total_steps:
+        return list(info)
+    return [(label, resumed_num_batches(start_step, total_steps, warmup)
+             if label == "Num batches" else value) for label, value in info]
+
+
 def speed_stats(speeds):
     """(mean, uncertainty, jitter) of per-step images/sec.
 

@@ -30,6 +30,8 @@ Who uses what:
     engine_variables()          model (keys, shapes), the variable   (model, variables); the run
                                 manager, the input position, the     record (model)
                                 loss scale and manager state
+    user_model                  the model was passed to              the run record
+                                Trainer(model=...), not the registry's
     stop_request                multi-worker: this worker's stop     ClusterStop
                                 request (a variable), else None
     trace_step()                the step's traced function           GraphFile
@@ -64,6 +66,7 @@ class RunHandles:
     variables: Any = None
     input: Any = None
     engine_variables: Optional[Callable[[], Mapping[str, Any]]] = None
+    user_model: bool = False
     stop_request: Any = None
     trace_step: Optional[Callable[[], Any]] = None
     settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)

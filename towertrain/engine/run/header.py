@@ -34,6 +34,7 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         ("Mode", "training"),
         ("Batch size", static["Batch size"]),
         ("Num batches", static["Num batches"]),
+        *([("Epoch", static["Epoch"])] if "Epoch" in static else []),
         ("Devices", static["Devices"]),
         ("Data format", static["Data format"]),
         ("Optimizer", optimizers.describe(recipe.optimizer)),
@@ -60,4 +61,45 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
     native = precision_support and native_precision.describe(precision_support,
                                                              plan.topology.device)
     info.extend(precision.header_info(recipe.precision, loss_scale, native))
+    unseeded = randomness_outside_the_step(model, input_origin)
+    if unseeded:
+        info.append(("Randomness", f"{unseeded}: exact only on the same topology (README "
+                                   "'Randomness and exactness')"))
     return info
+
+
+# Packages whose layers draw only through Keras seed generators, which the step
+# sets from (seed, step, tower) (towertrain.engine.step.tower), and whose
+# inputs draw from (seed, epoch, example position).
+_OWN_PACKAGES = ("keras", "towertrain")
+
+
+def randomness_outside_the_step(model, input_origin=None):
+    """What in this run may draw random numbers the step does not set from
+    (seed, step, tower): layers of the user's own classes (they may draw
+    without a Keras SeedGenerator), a user's tf.data pipeline or Input. ''
+    when there is none: then every topology with the same towers and
+    per-tower batch draws the same values."""
+    own_classes = sorted({type(layer).__name__ for layer in _layers(model)
+                          if type(layer).__module__.split(".")[0] not in _OWN_PACKAGES})
+    found = []
+    if own_classes:
+        found.append(f"your layer class{'es' if len(own_classes) > 1 else ''} "
+                     f"{', '.join(own_classes)}")
+    # from_arrays is towertrain's own (seeded by epoch and position); any
+    # other input a user passes may draw as it likes.
+    if input_origin and not input_origin.startswith("from_arrays"):
+        found.append(f"your input ({input_origin})")
+    return " and ".join(found)
+
+
+def _layers(model):
+    """The model and every layer under it that Keras lists (nested models too)."""
+    stack, seen = [model], set()
+    while stack:
+        layer = stack.pop()
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        yield layer
+        stack.extend(getattr(layer, "layers", None) or [])

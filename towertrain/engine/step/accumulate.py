@@ -43,6 +43,8 @@ class Accumulators:
             self.loss = tf.Variable(0.0, dtype=tf.float32, trainable=False)
             self.correct = tf.Variable(0, dtype=tf.int64, trainable=False)
             self.finite = tf.Variable(True, trainable=False)
+            # The micro-batch of the update being accumulated (its random draws').
+            self.micro_batch = tf.Variable(0, dtype=tf.int64, trainable=False)
 
     def add(self, results, count, loss, correct, finite):
         """Adds one micro-batch: results[i] is tower i's TowerResult or None.
@@ -61,6 +63,7 @@ class Accumulators:
                 ops.append(self.correct.assign_add(correct, read_value=False))
             ops.append(self.finite.assign(tf.logical_and(self.finite, finite),
                                           read_value=False))
+            ops.append(self.micro_batch.assign_add(1, read_value=False))
         return ops
 
     def take(self, results, count, loss, correct, finite):
@@ -89,6 +92,7 @@ class Accumulators:
         self.loss.assign(0.0)
         self.correct.assign(0)
         self.finite.assign(True)
+        self.micro_batch.assign(0)
 
     def reset(self):
         """Eager: drops a partial update (after a step failed mid-update)."""

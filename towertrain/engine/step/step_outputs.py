@@ -48,11 +48,15 @@ def extras(results, loss_scale, all_finite, level, grad_scale=None):
     return out
 
 
-def input_wait(clock):
+def input_wait(clock, staged_put):
     """Seconds waiting for input, from in-graph timestamps: start -> batch
-    ready, plus the staging put's overrun past the update."""
-    overrun = tf.maximum(clock["end"] - clock["computed"], 0.0)
-    return (clock["ready"] - clock["start"]) + overrun
+    ready, plus, when the step staged the next batch (staged_put), the put's
+    overrun past the update. Without a put the time after the update is the
+    step's own work (its last assignments, its outputs), never input."""
+    wait = clock["ready"] - clock["start"]
+    if not staged_put:
+        return wait
+    return wait + tf.maximum(clock["end"] - clock["computed"], 0.0)
 
 
 def to_python(extras):

@@ -133,11 +133,15 @@ def _as_float32(tensor):
     return tensor
 
 
-# Towers draw independent random numbers (dropout masks): tower i offsets the
-# counter half of each Keras seed-generator state by i * 2**40, and the offset
-# is taken off again before the state is kept, so tower 0 draws exactly what a
-# single device would and the kept state advances as in serial training.
-_TOWER_SEED_STRIDE = 2 ** 40
+# Every random draw of a training step is a function of the run's seed and
+# the draw's place in the run: the global step (updates applied) and the
+# tower's slot, micro-batch x cluster towers + global tower index. Before a
+# tower runs, each Keras seed-generator state it reads is set from a
+# stateless fold-in of (seed, step, slot, generator), so no random state is
+# carried from step to step: nothing to save, nothing a worker can lose at a
+# stop, and every topology with the same slots (2 workers x 1 device, 1 x 2;
+# 1 device accumulating 2 micro-batches) draws the same values. The states
+# the towers hand back are kept as any non-trainable value and never read.
 
 
 def seed_state_indices(model):
@@ -146,14 +150,20 @@ def seed_state_indices(model):
     return [i for i, v in enumerate(model.non_trainable_variables) if id(v) in states]
 
 
-def offset_seed_states(values, indices, tower, undo=False):
-    """`values` with tower `tower`'s offset added to (or, undo, taken off) the seed states."""
-    if tower == 0 or not indices:
-        return list(values)
+def draw_key(seed, step, slot):
+    """The key of one tower's draws in one step: (seed, step, slot) folded in."""
+    key = tf.random.experimental.stateless_fold_in(
+        tf.constant([seed, 0], tf.int64), tf.cast(step, tf.int64))
+    return tf.random.experimental.stateless_fold_in(key, tf.cast(slot, tf.int64))
+
+
+def seeded_states(values, indices, key):
+    """`values` with the seed state at each of `indices` set from `key`
+    (each generator its own stream: the key with its position folded in)."""
     out = list(values)
-    for i in indices:
-        offset = tf.constant([0, tower * _TOWER_SEED_STRIDE], dtype=out[i].dtype)
-        out[i] = out[i] - offset if undo else out[i] + offset
+    for position, i in enumerate(indices):
+        state = tf.random.experimental.stateless_fold_in(key, tf.constant(position, tf.int64))
+        out[i] = tf.cast(state, out[i].dtype)
     return out
 
 

@@ -2,7 +2,8 @@
 slice, under its device (tensorpack's towers, before exchange-and-apply).
 
 Each tower reads its copy of the variables from the variable manager, with
-its random-stream offset applied (engine/step/tower.py), and hands back a
+its seed-generator states set for this step and its slot (engine/step/tower.py:
+random draws are a function of seed, step and global tower), and hands back a
 TowerResult; with --sync_batch_norm the towers are traced in lockstep so
 batch norm sees the whole global batch (engine/step/lockstep.py).
 """
@@ -28,11 +29,14 @@ class Towers:
     trainable variables get weight decay; loss: the recipe's Loss section;
     lockstep: --sync_batch_norm; xla_compile: each tower as one XLA cluster;
     tower_indices: each tower's index among the cluster's (random streams;
-    default 0..n-1); unscale: the towers divide their gradients by the loss
-    scale (not when a half-precision transfer carries them scaled)."""
+    default 0..n-1); cluster_towers: the towers of the whole cluster (default:
+    these); seed: the run's seed (--tf_random_seed); unscale: the towers
+    divide their gradients by the loss scale (not when a half-precision
+    transfer carries them scaled)."""
 
     def __init__(self, model, devices, variables, loss_fn, decay_mask, loss, lockstep=False,
-                 xla_compile=False, tower_indices=None, unscale=True):
+                 xla_compile=False, tower_indices=None, unscale=True, cluster_towers=None,
+                 seed=0):
         self.model, self.devices, self.variables = model, list(devices), variables
         self.loss_fn, self.decay_mask = loss_fn, decay_mask
         self.weight_decay = loss.weight_decay
@@ -41,6 +45,8 @@ class Towers:
         self.unscale = unscale
         self.tower_indices = (tuple(tower_indices) if tower_indices is not None
                               else tuple(range(len(self.devices))))
+        self.cluster_towers = cluster_towers or len(self.devices)
+        self.seed = seed
         self.seed_states = tower.seed_state_indices(model)
         self.count_correct = tower.is_classifier(model)
         self.compute_tower = tower.compute_tower
@@ -49,41 +55,46 @@ class Towers:
             # the exchange and the update stay outside (they cross devices).
             self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
 
-    def compute(self, batches, denominator, loss_scale):
+    def compute(self, batches, denominator, loss_scale, step=0, micro_batch=0):
         """(results, finite): each tower's TowerResult (None for a statically
         empty slice) and, for each computed one, whether its loss and
-        gradients are finite."""
+        gradients are finite. step, micro_batch (tensors or ints): where in
+        the run the draws are (the updates applied so far; the micro-batch
+        of the update under --gradient_accumulation_steps)."""
+        draw = (step, micro_batch)
         # A statically empty slice (fewer examples than towers) computes nothing.
         active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
         if self.lockstep and len(active) > 1:
-            computed = self._towers_in_lockstep(active, batches, denominator, loss_scale)
+            computed = self._towers_in_lockstep(active, batches, denominator, loss_scale,
+                                                draw)
         else:
-            computed = {i: self._tower(i, *batches[i], denominator, loss_scale)
+            computed = {i: self._tower(i, *batches[i], denominator, loss_scale, draw)
                         for i in active}
         results, finite = [], []
         for i, device in enumerate(self.devices):
             result = computed.get(i)
             if result is not None:
                 with tf.device(device):
-                    result = result._replace(non_trainable=tower.offset_seed_states(
-                        result.non_trainable, self.seed_states, self.tower_indices[i],
-                        undo=True))
                     finite.append(tower.all_finite(result))
             results.append(result)
         return results, finite
 
-    def _tower_values(self, i):
+    def _tower_values(self, i, draw):
         """Tower i's (trainable, non-trainable) values, read on the current
-        device, with its random-stream offset applied (multi-worker: by its
-        global index)."""
+        device, with its seed states set for this step and its slot."""
         trainable, non_trainable = self.variables.tower_inputs(i)
-        return trainable, tower.offset_seed_states(non_trainable, self.seed_states,
-                                                   self.tower_indices[i])
+        if not self.seed_states:
+            return trainable, non_trainable
+        step, micro_batch = draw
+        slot = (tf.cast(micro_batch, tf.int64) * self.cluster_towers
+                + self.tower_indices[i])
+        key = tower.draw_key(self.seed, step, slot)
+        return trainable, tower.seeded_states(non_trainable, self.seed_states, key)
 
-    def _tower(self, i, images, labels, global_count, loss_scale):
+    def _tower(self, i, images, labels, global_count, loss_scale, draw):
         """Tower i's TowerResult, computed on its own."""
         with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
-            trainable, non_trainable = self._tower_values(i)
+            trainable, non_trainable = self._tower_values(i, draw)
             denominator = global_count if self.variables.synchronous else tf.shape(images)[0]
             compute = functools.partial(
                 self.compute_tower, self.model, trainable, non_trainable, images,
@@ -98,7 +109,7 @@ class Towers:
                     _empty_tower, trainable, non_trainable, self.count_correct))
             return compute()
 
-    def _towers_in_lockstep(self, active, batches, global_count, loss_scale):
+    def _towers_in_lockstep(self, active, batches, global_count, loss_scale, draw):
         """{i: TowerResult} of the active towers traced together, so batch-norm
         layers normalize with the statistics of the whole global batch
         (--sync_batch_norm). No empty-slice guard is needed: the counts travel
@@ -108,7 +119,7 @@ class Towers:
 
             def run():
                 with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
-                    trainable, non_trainable = self._tower_values(i)
+                    trainable, non_trainable = self._tower_values(i, draw)
                     return trainable, labels, tower.forward(
                         self.model, trainable, non_trainable, images, labels, global_count,
                         self.loss_fn, self.weight_decay, self.decay_mask, loss_scale,

@@ -36,10 +36,19 @@ def input_errors(input_source, staging, global_step):
             found = model_checks.error_from(err)
             if found is not None:
                 raise found from err
-            if input_source.description:
+            # Only an error of the input pipeline is the data's: a kernel's (a
+            # layout an op lacks, a shape) is raised as it is.
+            if input_source.description and from_input_pipeline(err):
                 raise InputError(f"bad input data in {input_source.description}: "
                                  f"{err.message}") from err
         raise
+
+
+def from_input_pipeline(err):
+    """Whether a step's error arose in a tf.data iterator (where files are read
+    and decoded): TensorFlow names the iterator's node ([[IteratorGetNext]],
+    'with iterator: Iterator::...') in the message of such errors."""
+    return "IteratorGetNext" in err.message or "Iterator::" in err.message
 
 
 def _after(op, device, tensors):
@@ -53,7 +62,8 @@ class TrainStep:
 
     feed: the run's engine.feed.position.Feed (its input and staging);
     exchange: the plan's Exchange section; loss_fn, decay_mask, loss,
-    xla_compile, tower_indices: the towers' (engine/step/towers.py);
+    xla_compile, tower_indices, cluster_towers, seed: the towers'
+    (engine/step/towers.py: seed, step and slot make every random draw);
     loss_scale: a recipe.precision.LossScale or None; accumulators: the
     per-device sums of --gradient_accumulation_steps, or None; nominal_batch:
     the global batch a micro-batch's loss is divided by; stop_request: this
@@ -64,7 +74,7 @@ class TrainStep:
     def __init__(self, model, devices, variables, feed, *, loss_fn, decay_mask, loss,
                  exchange, nominal_batch, xla_compile=False, loss_scale=None,
                  accumulators=None, num_workers=1, tower_indices=None, stop_request=None,
-                 output_levels=(step_outputs.SCALARS,)):
+                 output_levels=(step_outputs.SCALARS,), cluster_towers=None, seed=0):
         self.devices, self.variables = list(devices), variables
         self.input, self.staging = feed.input, feed.staging
         self.loss_scale = loss_scale
@@ -76,7 +86,8 @@ class TrainStep:
         self.towers = towers_lib.Towers(
             model, self.devices, variables, loss_fn, decay_mask, loss,
             lockstep=exchange.sync_batch_norm, xla_compile=xla_compile,
-            tower_indices=tower_indices, unscale=not self.scaled_transfer)
+            tower_indices=tower_indices, unscale=not self.scaled_transfer,
+            cluster_towers=cluster_towers, seed=seed)
         self.count_correct = self.towers.count_correct
         # --gradient_accumulation_steps: the per-device sums between an
         # update's micro-batches, and the loss denominator of one micro-batch
@@ -135,9 +146,15 @@ class TrainStep:
             if phase == accumulate.WHOLE:
                 denominator = global_count
             loss_scale = self.loss_scale.value() if self.loss_scale else None
-        results, finite = self.towers.compute(batches, denominator, loss_scale)
+            # Where the draws are: the updates applied so far, the micro-batch.
+            step = tf.convert_to_tensor(self.variables.iterations())
+            micro_batch = (self.accumulators.micro_batch.read_value()
+                           if phase != accumulate.WHOLE else 0)
+        results, finite = self.towers.compute(batches, denominator, loss_scale, step,
+                                              micro_batch)
         if phase == accumulate.ACCUMULATE:
-            return self._accumulate(results, finite, local_count, clock, timed, now)
+            return self._accumulate(results, finite, local_count, clock, timed, now,
+                                    staged_put=self.staging is not None and put)
         update_loss = update_correct = None
         if phase == accumulate.APPLY:
             (results, global_count, update_loss, update_correct, finite,
@@ -173,7 +190,8 @@ class TrainStep:
             with tf.control_dependencies([clock["computed"]]):
                 clock["end"] = now()
             if timed:
-                extras["input_wait_seconds"] = step_outputs.input_wait(clock)
+                extras["input_wait_seconds"] = step_outputs.input_wait(
+                    clock, staged_put=self.staging is not None and put)
             if stop_requests is not None:
                 extras["stop_requests"] = stop_requests
             if update_loss is not None:
@@ -193,7 +211,7 @@ class TrainStep:
             correct = tf.add_n([r.correct for r in live]) if self.count_correct else None
             return tf.add_n([r.loss for r in live]), correct, tf.reduce_all(tf.stack(finite))
 
-    def _accumulate(self, results, finite, local_count, clock, timed, now):
+    def _accumulate(self, results, finite, local_count, clock, timed, now, staged_put):
         """ACCUMULATE: adds the micro-batch to the accumulators and keeps its
         batch-norm statistics; returns (loss, local examples, finite, extras)."""
         loss, correct, all_finite = self._local_sums(results, finite)
@@ -203,7 +221,8 @@ class TrainStep:
             with tf.control_dependencies(done):
                 clock["computed"] = now()
                 clock["end"] = now()
-            extras = {"input_wait_seconds": step_outputs.input_wait(clock)} if timed else {}
+            extras = ({"input_wait_seconds": step_outputs.input_wait(clock, staged_put)}
+                      if timed else {})
             return loss, local_count, all_finite, extras
 
     def _take_update(self, results, finite, local_count):
