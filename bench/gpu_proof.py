@@ -18,6 +18,13 @@ more steps and reports images/sec. Paths:
   ring_logical     distinct GPUs, so only these two run there)
   fp16             --use_fp16 with a loss scale of 128, replicated psgpu
   xla              --xla_compile, replicated psgpu
+  xring_nccl       collective_all_reduce nccl/xring in one process: the local
+                   NCCL sum, every member's output used (needs 2+ GPUs)
+  xring_2workers   collective_all_reduce, 2 worker processes x 1 GPU on
+                   127.0.0.1: the cross-worker collective with NCCL (with one
+                   GPU both workers share it, and the hint is ring: NCCL
+                   cannot place two ranks on one GPU); its CPU reference is
+                   1 process x 2 devices, which 2 workers must equal
 
 Every path runs in a process of its own (logical GPUs must be configured
 before TensorFlow starts; memory is returned between paths). TF32 is turned
@@ -25,11 +32,14 @@ off, so float32 paths agree with the CPU to float32 rounding. Exit status: 0
 when every run path matches, 1 otherwise.
 
 Without a GPU it says so, traces each path's step for GPU device names
-(nothing runs: the ops are counted per device) and exits 0. On a machine
+(nothing runs: the ops are counted per device) and exits 0; the collective
+paths are traced for 2 workers x 2 GPUs and their graphs checked: no
+collective left to be pruned, one ordering chain per GPU, NCCL hints. On a machine
 whose driver shows a GPU that TensorFlow cannot use (tensorflow-cpu, or
 CUDA libraries that did not load) it says why and exits 1.
 """
 import argparse
+import collections
 import json
 import os
 import subprocess
@@ -40,6 +50,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 REPLICATED_PSGPU = dict(variable_update="replicated", all_reduce_spec="psgpu")
+COLLECTIVE_NCCL = dict(variable_update="collective_all_reduce", all_reduce_spec="nccl/xring")
 # name -> (what it proves, Params overrides, towers: "all" GPUs or "logical" 2)
 PATHS = {
     "nchw_ps_cpu": ("NCHW towers, variables on the CPU (parameter_server)",
@@ -60,7 +71,12 @@ PATHS = {
     "fp16": ("--use_fp16, loss scale 128, replicated psgpu",
              dict(REPLICATED_PSGPU, use_fp16=True, fp16_loss_scale=128.0), "all"),
     "xla": ("--xla_compile, replicated psgpu", dict(REPLICATED_PSGPU, xla_compile=True), "all"),
+    "xring_nccl": ("collective_all_reduce nccl/xring, one process (local NCCL sum)",
+                        COLLECTIVE_NCCL, "all"),
+    "xring_2workers": ("collective_all_reduce, 2 worker processes x 1 GPU",
+                         COLLECTIVE_NCCL, "workers"),
 }
+NEEDS_TWO_GPUS = ("nccl", "xring_nccl")
 # Ops a path's traced step must place on the GPUs (checked without a GPU).
 EXPECTED_GPU_OPS = {"nccl": ("NcclAllReduce",), "staging_gpu": ("Unstage",)}
 # Relative weight difference allowed against the CPU: float32 rounding in a
@@ -78,25 +94,43 @@ def cpu_overrides(overrides):
         cpu["local_parameter_device"] = "cpu"
     if cpu.get("all_reduce_spec") in ("nccl", "psgpu"):
         cpu["all_reduce_spec"] = "pscpu"
+    if cpu.get("all_reduce_spec") in ("nccl/xring", "psgpu/xring"):
+        cpu["all_reduce_spec"] = "pscpu/xring"
+    cpu.pop("collective_implementation", None)
     return cpu
 
 
-def make_trainer(args, overrides, device, towers, check_devices=True):
-    """A Trainer on fixed in-memory batches (the same on every device kind)."""
+def make_params(args, overrides, device, towers, workers=1):
+    """The path's Params; with workers > 1, those of worker args.task_index."""
+    from towertrain import Params, models
+    size = models.get_spec(args.model).default_image_size
+    if workers > 1:
+        overrides = dict(overrides, worker_hosts=args.worker_hosts,
+                         task_index=args.task_index)
+    return Params(model=args.model, device=device, num_gpus=towers, data_format="NCHW",
+                  batch_size=args.batch_size, data_name="cifar10" if size <= 32 else None,
+                  optimizer="momentum", init_learning_rate=0.01, num_warmup_batches=0,
+                  num_batches=args.steps + args.timing_steps, **overrides)
+
+
+def fixed_input(args, params, workers=1):
+    """The same in-memory global batches on every device kind and topology."""
     import numpy as np
-    from towertrain import Params, Trainer, models
+    from towertrain import models
     from towertrain.input_pipeline import from_arrays
-    spec = models.get_spec(args.model)
-    size = spec.default_image_size
-    global_batch = args.batch_size * towers
+    size = models.get_spec(args.model).default_image_size
+    global_batch = args.batch_size * params.num_gpus * workers
     rng = np.random.default_rng(0)
     images = rng.standard_normal((4 * global_batch, 3, size, size)).astype(np.float32)
     labels = rng.integers(0, 10, 4 * global_batch).astype(np.int32)
-    params = Params(model=args.model, device=device, num_gpus=towers, data_format="NCHW",
-                    batch_size=args.batch_size, data_name="cifar10" if size <= 32 else None,
-                    optimizer="momentum", init_learning_rate=0.01, num_warmup_batches=0,
-                    num_batches=args.steps + args.timing_steps, **overrides)
-    return Trainer(params, input_source=from_arrays(images, labels, global_batch),
+    return from_arrays(images, labels, global_batch)
+
+
+def make_trainer(args, overrides, device, towers, check_devices=True, workers=1):
+    """A Trainer on fixed in-memory batches (the same on every device kind)."""
+    from towertrain import Trainer
+    params = make_params(args, overrides, device, towers, workers)
+    return Trainer(params, input_source=fixed_input(args, params, workers),
                    check_devices=check_devices)
 
 
@@ -105,6 +139,9 @@ def child(args):
     import numpy as np
     import tensorflow as tf
     _, overrides, kind = PATHS[args.path]
+    workers = 2 if kind == "workers" and args.device == "gpu" else 1
+    if workers > 1 and args.single_gpu:
+        overrides = dict(overrides, collective_implementation="ring")
     if args.device == "gpu":
         tf.config.experimental.enable_tensor_float_32_execution(False)
         gpus = tf.config.list_physical_devices("GPU")
@@ -116,7 +153,10 @@ def child(args):
                 tf.config.experimental.set_memory_growth(gpu, True)
     else:
         overrides = cpu_overrides(overrides)
-    trainer = make_trainer(args, overrides, args.device, args.towers)
+    if workers > 1:  # before TensorFlow runs any op
+        from towertrain.trainer import join_cluster
+        join_cluster(make_params(args, overrides, args.device, args.towers, workers))
+    trainer = make_trainer(args, overrides, args.device, args.towers, workers=workers)
     losses = [float(trainer.step()) for _ in range(args.steps)]
     weights = np.concatenate([v.numpy().ravel().astype(np.float64)
                               for v in trainer.variables.primary_variables()[0]])
@@ -137,10 +177,48 @@ def run_child(args, path, device, towers, out):
                f"--device={device}", f"--towers={towers}", f"--out={out}",
                f"--model={args.model}", f"--steps={args.steps}",
                f"--batch_size={args.batch_size}", f"--timing_steps={args.timing_steps}"]
+    if PATHS[path][2] == "workers" and device == "gpu":
+        return run_workers(args, command)
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return None, (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]
     return json.loads(done.stdout.strip().splitlines()[-1]), None
+
+
+def run_workers(args, command, workers=2, timeout=600):
+    """The path as `workers` processes of one cluster on 127.0.0.1, each on a
+    GPU of its own where there are enough (else all on GPU 0); the chief's
+    result (its weights are every worker's)."""
+    import socket
+    ports = []
+    for _ in range(workers):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
+    shared = args.num_gpus < workers
+    procs = []
+    for task in range(workers):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(0 if shared else task))
+        # Only the chief's weights are compared (every worker holds the same).
+        own = [a if task == 0 or not a.startswith("--out=") else f"{a}.task{task}.npy"
+               for a in command]
+        own += [f"--worker_hosts={hosts}", f"--task_index={task}"]
+        own += ["--single_gpu"] if shared else []
+        procs.append(subprocess.Popen(own, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env))
+    outputs = []
+    for proc in procs:
+        try:
+            outputs.append(proc.communicate(timeout=timeout))
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            return None, f"workers did not finish within {timeout}s (a collective hangs?)"
+    for proc, (stdout, stderr) in zip(procs, outputs):
+        if proc.returncode != 0:
+            return None, (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    return json.loads(outputs[0][0].strip().splitlines()[-1]), None
 
 
 def prove(args, num_gpus):
@@ -156,7 +234,7 @@ def prove(args, num_gpus):
     with tempfile.TemporaryDirectory() as scratch:
         for path, (what, overrides, kind) in PATHS.items():
             towers = 2 if kind == "logical" else towers_all
-            if path == "nccl" and num_gpus < 2:
+            if path in NEEDS_TWO_GPUS and num_gpus < 2:
                 print(f"{path:<15}{'-':>7}{'-':>12}{'-':>14}  skipped: NCCL needs 2+ distinct "
                       "GPUs (the *_logical paths split one)")
                 continue
@@ -191,7 +269,10 @@ def trace_only(args):
     print(f"no GPU found{devices_lib.no_gpu_note()}: nothing can run on one here. Tracing "
           "each path's step with GPU device names instead (the graphs a GPU machine runs).")
     missing = 0
-    for path, (what, overrides, _) in PATHS.items():
+    for path, (what, overrides, kind) in PATHS.items():
+        if overrides.get("variable_update") == "collective_all_reduce":
+            missing += not trace_collective(args, path, what, overrides)
+            continue
         trainer = make_trainer(args, overrides, "gpu", 2, check_devices=False)
         graph_def = trainer.trace_step().graph.as_graph_def()
         # The step's ops and those of the functions nested in it (the exchange
@@ -217,6 +298,31 @@ def trace_only(args):
     return 0
 
 
+def trace_collective(args, path, what, overrides):
+    """Traces worker 0 of 2 workers x 2 GPUs and checks the step's collectives
+    (towertrain.engine.variable_mgr.collective_graph); True if they hold."""
+    from towertrain.engine.variable_mgr import collective_graph
+    args.worker_hosts, args.task_index = "127.0.0.1:1,127.0.0.1:2", 0
+    params = make_params(args, overrides, "gpu", 2, workers=2)
+    trainer, graph = collective_graph.trace_cluster_step(
+        params, input_source=fixed_input(args, params, workers=2))
+    found = collective_graph.collectives(graph)
+    problems = []
+    if collective_graph.pruned(graph):
+        problems.append(f"{len(collective_graph.pruned(graph))} collectives left to be pruned")
+    if collective_graph.unordered_on_gpus(graph):
+        problems.append("collectives on one GPU not ordered")
+    if ("GPU", "nccl") not in collective_graph.hints(graph):
+        problems.append("no cross-worker collective carries the nccl hint")
+    trainer.close()
+    kinds = ", ".join(f"{n} {t}" for t, n in sorted(
+        collections.Counter(op.type for _, op in found).items()))
+    print(f"{path:<15}traced, 2 workers x 2 GPUs: {kinds} - {what}"
+          + (f"; MISSING: {'; '.join(problems)}" if problems else
+             "; every collective kept, one chain per GPU, NCCL across workers"))
+    return not problems
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="resnet20")
@@ -227,6 +333,9 @@ def main(argv=None):
     parser.add_argument("--device", help=argparse.SUPPRESS)
     parser.add_argument("--towers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--worker_hosts", help=argparse.SUPPRESS)
+    parser.add_argument("--task_index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--single_gpu", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import towertrain  # noqa: F401 - sets TF_ENABLE_ONEDNN_OPTS before TensorFlow (NCHW on CPU)
     if args.child:
@@ -243,6 +352,7 @@ def main(argv=None):
         print(f"a GPU is present but TensorFlow cannot use it: "
               f"{devices_lib.why_gpus_are_missing()}. Nothing was proved.")
         return 1
+    args.num_gpus = num_gpus
     return prove(args, num_gpus) if num_gpus else trace_only(args)
 
 

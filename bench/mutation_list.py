@@ -8,6 +8,8 @@ Mutation = collections.namedtuple("Mutation", "name file old new tests")
 T = "tests/"
 DOORS = T + "input/test_input_doors.py::"
 CHECKS = T + "engine/test_model_checks.py::"
+GPU_GRAPH = T + "engine/test_collective_gpu_graph.py::"
+SHARE = T + "input/test_worker_share.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -757,6 +759,101 @@ MUTATIONS = [
         "                sums = (self._hierarchical_sum(flats, key) if self.local\n",
         "                sums = (self._hierarchical_sum(flats, key) if False\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # GPU cluster path: only GPU 0's NCCL output kept, the others' NcclAllReduce
+    # pruned (its peers then wait forever).
+    Mutation(
+        "nccl_member_outputs_dropped", "towertrain/engine/variable_mgr/collective.py",
+        "        return private_api.nccl_all_sum(flats)\n",
+        "        return private_api.nccl_all_sum(flats)[:1]\n",
+        [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned",
+         GPU_GRAPH + "test_cpu_analog_every_member_runs_and_the_sum_arrives",
+         T + "package/test_gpu_proof.py"]),
+    # Across workers, the other GPUs' NCCL outputs no longer control inputs of
+    # their copy of the sum.
+    Mutation(
+        "nccl_members_not_control_inputs", "towertrain/engine/variable_mgr/collective.py",
+        "                    [local[i].op] if 0 < i < len(local) else []):",
+        "                    []):",
+        [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned"]),
+    # No ordering chain on a GPU: NCCL launches in any order.
+    Mutation(
+        "gpu_collectives_unchained", "towertrain/engine/variable_mgr/ordering.py",
+        "        with tf.control_dependencies([ends[k] for k in keys if k in ends]):",
+        "        with tf.control_dependencies([]):",
+        [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
+    # The cross-worker sum of a pack without its communication hint (ring over gRPC).
+    Mutation(
+        "cross_worker_pack_without_hint", "towertrain/engine/variable_mgr/collective.py",
+        "                communication_hint=self._hint(member))",
+        '                communication_hint="auto")',
+        [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default"]),
+    # auto no longer means NCCL on GPUs.
+    Mutation(
+        "collective_auto_is_ring", "towertrain/config/exchange_checks.py",
+        '    return "nccl" if device == "gpu" and requested != "ring" else "ring"',
+        '    return "nccl" if device == "gpu" and requested == "nccl" else "ring"',
+        [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default",
+         GPU_GRAPH + "test_the_header_says_how_collectives_cross"]),
+    # --collective_implementation=ring ignored on GPUs.
+    Mutation(
+        "collective_ring_ignored", "towertrain/config/exchange_checks.py",
+        '    return "nccl" if device == "gpu" and requested != "ring" else "ring"',
+        '    return "nccl" if device == "gpu" else "ring"',
+        [GPU_GRAPH + "test_ring_is_selectable_and_a_cpu_member_crosses_by_ring"]),
+    # --collective_implementation=nccl let through on CPU devices, or with a CPU member.
+    Mutation(
+        "nccl_implementation_on_cpu_accepted", "towertrain/config/exchange_checks.py",
+        '    if device != "gpu":\n        fail("collective_implementation"',
+        '    if False:\n        fail("collective_implementation"',
+        [T + "config/test_exchange_checks.py::test_nccl_is_refused_where_it_cannot_run"]),
+    Mutation(
+        "nccl_implementation_with_cpu_member_accepted", "towertrain/config/exchange_checks.py",
+        '    if spec is not None and split_spec(spec)[0] == "pscpu":\n        fail(',
+        '    if False:\n        fail(',
+        [T + "config/test_exchange_checks.py::test_nccl_is_refused_where_it_cannot_run"]),
+    # Every worker decodes whole global batches again (and slices its share after).
+    Mutation(
+        "workers_decode_whole_batches", "towertrain/engine/feed/input_factory.py",
+        "        share = WorkerShare(cluster.num_workers, cluster.task_index, topology.num_towers)\n",
+        "        share = None\n",
+        [T + "engine/test_multiworker.py::"
+         "test_two_workers_on_files_decode_only_their_share_and_equal_one_process"]),
+    # A worker's share taken from the first towers, whatever its task.
+    Mutation(
+        "worker_share_ignores_task", "input_pipeline/slicing.py",
+        "        return self.task_index * self.towers_per_worker\n",
+        "        return 0\n",
+        [SHARE + "test_cifar_workers_decode_only_their_rows",
+         SHARE + "test_a_share_of_an_uneven_batch_is_the_split_of_one_process"]),
+    # A file reader's resume ignores the step: it starts from batch 0.
+    Mutation(
+        "file_reader_resume_ignores_position", "input_pipeline/arrays.py",
+        "            self.start_position.assign(step)\n",
+        "            pass\n",
+        [SHARE + "test_resume_after_sets_where_the_iterator_starts",
+         T + "cluster/test_topology_change.py"]),
+    # The file reader's tf.data iterator (a worker's own share prefetched) in the checkpoint.
+    Mutation(
+        "file_reader_iterator_in_checkpoint", "input_pipeline/arrays.py",
+        "        return None if self.start_position is not None else self._iterator\n",
+        "        return self._iterator\n",
+        [SHARE + "test_a_file_reader_restarts_at_any_batch_without_decoding_what_it_skips"]),
+    # A restart that decodes the examples it skips.
+    Mutation(
+        "restart_decodes_what_it_skips", "input_pipeline/arrays.py",
+        "            return data.skip(skipped * global_batch).map(\n"
+        "                mapped, num_parallel_calls=tf.data.AUTOTUNE,\n"
+        "                deterministic=True).batch(",
+        "            return data.map(\n"
+        "                mapped, num_parallel_calls=tf.data.AUTOTUNE,\n"
+        "                deterministic=True).skip(skipped * global_batch).batch(",
+        [SHARE + "test_a_file_reader_restarts_at_any_batch_without_decoding_what_it_skips"]),
+    # The queue input let through with several workers (each would decode everything).
+    Mutation(
+        "queue_input_with_workers_accepted", "towertrain/engine/feed/input_factory.py",
+        '        if input_plan.input == "queue":\n            raise InputError(',
+        '        if False:\n            raise InputError(',
+        [SHARE + "test_the_queue_input_is_refused_with_several_workers"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
@@ -2064,4 +2161,27 @@ MUTATIONS = [
         "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
         '"imagenet": 1281167,', '"imagenet": 1281168,',
         [T + "plan/test_synthetic_epochs.py"]),
+    # Issue 33, items 12 and 13: what the library and the messages should say.
+    Mutation(
+        "uint8_images_accepted", "input_pipeline/arrays.py",
+        "    array_checks.check(images)  # raw pixels\n", "",
+        [T + "input/test_array_checks.py", T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "data_dir_file_called_missing", "towertrain/config/params.py",
+        "              if os.path.isfile(p.data_dir) else \"no such directory\")",
+        "              if False else \"no such directory\")",
+        [T + "commands/test_small_messages.py::test_a_data_dir_naming_a_file_says_so"]),
+    Mutation(
+        "model_without_did_you_mean", "towertrain/config/params.py",
+        "        close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)\n",
+        "        close = []\n",
+        [T + "commands/test_small_messages.py::test_a_misspelled_model_gets_a_did_you_mean"]),
+    Mutation(
+        "header_without_weight_decay", "towertrain/engine/run/header.py",
+        '        ("Weight decay", f"{recipe.loss.weight_decay:g}"),\n', "",
+        [T + "commands/test_small_messages.py::test_the_header_shows_the_weight_decay"]),
+    Mutation(
+        "one_devices_plural", "towertrain/plan/describe.py",
+        "f\"{towers} device{'' if towers == 1 else 's'}\")", "f\"{towers} devices\")",
+        [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
 ]

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from towertrain.errors import ParamsError
 
-from . import dataset_options
+from . import array_checks, dataset_options
 from .base import EvalData, Input
 from .slicing import split_to_devices
 from towertrain.errors import InputError  # noqa: F401 - raised here
@@ -42,6 +42,18 @@ class DatasetInput(Input):
     known_examples = None
     epochs_fn = None
     origin = None  # where the data comes from, for the header (e.g. 'from_arrays: ...')
+    # A multi-worker reader's slicing.WorkerShare: its batches hold only this
+    # worker's rows of each global batch (None: whole global batches).
+    worker_share = None
+    # File readers, whose batches are a function of their position: the
+    # variable their pipeline reads its first global batch from, when it
+    # reads its first element. Such an input keeps its position out of
+    # checkpoints: resume_after sets it before the first step (the examples
+    # before it are read, not decoded), so a checkpoint of any topology
+    # resumes on any other. The tf.data iterator's own state would carry the
+    # chief's prefetched share of each batch into the other workers.
+    start_position = None
+    restart_fn = None  # restart_fn(position): the same batches from there (a dataset)
 
     def __init__(self, dataset, global_batch=None, num_examples=None, description=None,
                  eval_fn=None, num_epochs=None):
@@ -70,6 +82,10 @@ class DatasetInput(Input):
         with tf.device("/cpu:0"):
             self._iterator = iter(self.dataset)
 
+    def resume_after(self, step):
+        if self.start_position is not None:
+            self.start_position.assign(step)
+
     def tower_batches(self, devices):
         with tf.device("/cpu:0"):
             batch = next(self._iterator)
@@ -83,7 +99,7 @@ class DatasetInput(Input):
         return self._eval_fn(batch_size)
 
     def checkpoint_state(self):
-        return self._iterator
+        return None if self.start_position is not None else self._iterator
 
 
 LABEL_CHECK = "towertrain label check:"  # towertrain.engine.run.model_checks.error_from reads it
@@ -111,7 +127,8 @@ def to_data_format(images, data_format):
 
 def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0,
                   buffer_size=10000, map_fn=None, data_format="NHWC", drop_remainder=False,
-                  options=dataset_options.DEFAULT):
+                  options=dataset_options.DEFAULT, share=None, start_batch=0,
+                  epoch_examples=None, finish=True):
     """Global batches from single examples, epoch by epoch.
 
     examples: a dataset of single examples, or a function (epoch: int64 tensor)
@@ -123,26 +140,66 @@ def epoch_batches(examples, global_batch, num_epochs=None, shuffle=False, seed=0
     Every random choice is a function of (seed, epoch, position in the epoch):
     the shuffle seed of epoch e and each example's augmentation seed are derived
     from them, never from a generator that advances across epochs. A run resumed
-    from a checkpoint (the tf.data iterator state) therefore sees exactly the
-    batches an uninterrupted run sees, an epoch boundary included, and so does
+    from a checkpoint (the tf.data iterator state, or start_batch) therefore
+    sees exactly the batches an uninterrupted run sees, an epoch boundary
+    included, and so does
     a finished run extended by more epochs. options: the --datasets_* knobs
     at the end of the pipeline (input_pipeline.dataset_options).
+
+    share (a slicing.WorkerShare, with map_fn): a worker of a multi-worker run
+    reads every example but maps (decodes, augments) only the rows of its
+    own towers in each global batch, each with the seed pair it has in the
+    whole batch; the batches it yields hold those rows alone.
+
+    start_batch: begin at that global batch of the stream (the examples
+    before it are read, never mapped); needs every epoch but the last to be
+    whole batches apart, as here (each epoch ends with its partial batch):
+    pass the number of examples per epoch in `epoch_examples`.
     """
+    first_epoch, skip = 0, 0
+    if not (isinstance(start_batch, int) and start_batch == 0):
+        batches_per_epoch = -(-epoch_examples // global_batch)
+        start_batch = tf.cast(start_batch, tf.int64)
+        first_epoch, skip = start_batch // batches_per_epoch, start_batch % batches_per_epoch
+
     def one_epoch(epoch):
         data = examples(epoch) if callable(examples) else examples
         if shuffle:
             data = seeded_shuffle(data, buffer_size, epoch_seed(seed, epoch, SHUFFLE))
-        if map_fn is not None:
-            # Example i of the epoch gets the seed pair (epoch key, i).
-            augment_key = epoch_seed(seed, epoch, AUGMENT)
-            data = data.enumerate().map(
-                lambda index, example: map_fn(example, tf.stack([augment_key, index])),
-                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return data.batch(global_batch, drop_remainder=drop_remainder)
+        skipped = tf.where(epoch == first_epoch, tf.cast(skip, tf.int64),
+                           tf.constant(0, tf.int64))
+        if map_fn is None:
+            return data.batch(global_batch, drop_remainder=drop_remainder).skip(skipped)
+        # Example i of the epoch gets the seed pair (epoch key, i).
+        augment_key = epoch_seed(seed, epoch, AUGMENT)
 
-    batches = epoch_indices(num_epochs).flat_map(one_epoch)
+        def mapped(index, example):
+            return map_fn(example, tf.stack([augment_key, index]))
+        data = data.enumerate()
+        if share is None:
+            return data.skip(skipped * global_batch).map(
+                mapped, num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True).batch(global_batch, drop_remainder=drop_remainder)
+        return data.batch(global_batch, drop_remainder=drop_remainder).skip(skipped).map(
+            _share_mapper(share, mapped, data.map(mapped).element_spec),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    batches = epoch_indices(num_epochs, first_epoch).flat_map(one_epoch)
     batches = batches.map(lambda images, labels: (to_data_format(images, data_format), labels))
+    if not finish:  # the caller applies the batch-level options on its own dataset
+        return batches
     return with_epoch_seeded_shuffle(dataset_options.on_batches(batches, options))
+
+
+def _share_mapper(share, mapped, output_spec):
+    """(indices, examples) of a global batch -> this worker's rows, mapped one
+    by one (a batch whose share is empty gives an empty batch: every worker
+    yields one batch per step)."""
+    def map_share(indices, examples):
+        start, end = share.rows(tf.shape(indices, out_type=tf.int64)[0])
+        rows = tf.nest.map_structure(lambda t: t[start:end], (indices, examples))
+        return tf.map_fn(lambda row: mapped(*row), rows, fn_output_signature=output_spec)
+    return map_share
 
 
 def seeded_shuffle(data, buffer_size, seed):
@@ -169,11 +226,11 @@ def with_epoch_seeded_shuffle(dataset):
     return dataset.with_options(options)
 
 
-def epoch_indices(num_epochs=None):
-    """0, 1, ... num_epochs - 1 (int64), or without end for None."""
+def epoch_indices(num_epochs=None, first=0):
+    """first, first + 1, ... num_epochs - 1 (int64), or without end for None."""
     if num_epochs is None:
-        return tf.data.Dataset.counter()
-    return tf.data.Dataset.range(num_epochs)
+        return tf.data.Dataset.counter(start=first)
+    return tf.data.Dataset.range(first, num_epochs)
 
 
 def epoch_seed(seed, epoch, stream):
@@ -189,17 +246,33 @@ AUGMENT, SHUFFLE, SHARDS = range(3)
 
 def records_input(records, data_dir, global_batch, num_examples, train, num_epochs, seed,
                   train_map, eval_map, data_format, eval_fn=None,
-                  options=dataset_options.DEFAULT):
+                  options=dataset_options.DEFAULT, share=None, start_batch=0,
+                  epoch_examples=None, finish=True):
     """A DatasetInput over a dataset file's records: shuffled and augmented with
-    train_map for training, eval_map in file order otherwise."""
+    train_map for training, eval_map in file order otherwise. share: a
+    multi-worker run's WorkerShare (each batch then holds only its rows)."""
     records = dataset_options.on_records(records, options, num_examples)
-    batches = epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
-                            buffer_size=min(num_examples, 10000),
-                            map_fn=train_map if train else eval_map, data_format=data_format,
-                            options=options)
-    return DatasetInput(batches, global_batch, num_examples=num_examples,
-                        description=f"--data_dir={data_dir}", eval_fn=eval_fn,
-                        num_epochs=num_epochs)
+
+    def batches(start_batch=0, finish=True):
+        return epoch_batches(records, global_batch, num_epochs, shuffle=train, seed=seed,
+                             buffer_size=min(num_examples, 10000),
+                             map_fn=train_map if train else eval_map, data_format=data_format,
+                             options=options, share=share, start_batch=start_batch,
+                             epoch_examples=num_examples, finish=finish)
+    with tf.device("/cpu:0"):
+        start = tf.Variable(0, dtype=tf.int64, trainable=False, name="input_start")
+    # The gate's function runs at the iterator's first element, so the
+    # pipeline starts where resume_after has set `start` by then. The
+    # batch-level options go outside it (tf.data drops a function's own).
+    gated = tf.data.Dataset.range(1).flat_map(
+        lambda _: batches(start.read_value(), finish=False))
+    gated = with_epoch_seeded_shuffle(dataset_options.on_batches(gated, options))
+    result = DatasetInput(gated, global_batch,
+                          num_examples=num_examples, description=f"--data_dir={data_dir}",
+                          eval_fn=eval_fn, num_epochs=num_epochs)
+    result.worker_share = share
+    result.start_position, result.restart_fn = start, batches
+    return result
 
 
 def eval_records(records, num_examples, batch_size, eval_map, data_format, description):
@@ -218,6 +291,7 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     """
     check_global_batch("from_arrays", global_batch)
     check_num_epochs("from_arrays", num_epochs)
+    array_checks.check(images)  # raw pixels
     images = np.asarray(images)
     labels = np.asarray(labels)
     if len(images) != len(labels):

@@ -86,10 +86,11 @@ def decode(record):
 
 
 def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
-                  data_format="NHWC", distortions=True, options=None):
+                  data_format="NHWC", distortions=True, options=None, share=None):
     """A DatasetInput of preprocessed global batches in `data_format`.
     distortions: random pad-4 crops and flips in training (Params' and the
-    command line's default is tf_cnn_benchmarks' --nodistortions)."""
+    command line's default is tf_cnn_benchmarks' --nodistortions). share: a
+    multi-worker run's slicing.WorkerShare (only its rows are decoded)."""
     files = find_files(data_dir, train)
     num_examples = sum(check_file(f) for f in files)
     records = tf.data.FixedLengthRecordDataset(files, RECORD_BYTES)
@@ -108,7 +109,8 @@ def dataset_input(data_dir, global_batch, train=True, num_epochs=None, seed=0,
 
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
                          seed, train_map, eval_map, data_format, eval_fn=eval_fn,
-                         options=options or dataset_options.DEFAULT)
+                         options=options or dataset_options.DEFAULT,
+                         share=share if train else None)
 
 
 def eval_data(data_dir, batch_size, data_format="NHWC"):

@@ -102,10 +102,11 @@ def parse(record, filename, num_classes, label_offset=1):
 
 def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=True,
                   num_epochs=None, seed=0, data_format="NHWC", label_offset=1,
-                  distortions=False, resize_method="bilinear", options=None):
+                  distortions=False, resize_method="bilinear", options=None, share=None):
     """A DatasetInput of preprocessed global batches in `data_format`.
     distortions adds random colours to training; resize_method is
-    tf_cnn_benchmarks' (towertrain.input_pipeline.preprocessing)."""
+    tf_cnn_benchmarks' (towertrain.input_pipeline.preprocessing). share: a
+    multi-worker run's slicing.WorkerShare (only its rows are decoded)."""
     files = find_files(data_dir, train)
     num_examples = sum(count_records(f) for f in files)
     if train:
@@ -131,7 +132,8 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
 
     return records_input(records, data_dir, global_batch, num_examples, train, num_epochs,
                          seed, train_map, eval_map, data_format, eval_fn=eval_fn,
-                         options=options or dataset_options.DEFAULT)
+                         options=options or dataset_options.DEFAULT,
+                         share=share if train else None)
 
 
 def _records(files, shuffle_seed=None, options=None):

@@ -1,4 +1,6 @@
 """Splitting a global batch into per-device sub-batches on the CPU."""
+import collections
+
 import tensorflow as tf
 
 
@@ -38,3 +40,36 @@ def split_to_devices(tensors, devices):
         with tf.device(device):
             per_device.append(tuple(tf.identity(piece[i]) for piece in pieces))
     return per_device
+
+
+class WorkerShare(collections.namedtuple("WorkerShare",
+                                         "num_workers task_index towers_per_worker")):
+    """One worker's part of every global batch in a multi-worker run: the rows
+    of its towers when the batch is split over all num_workers x
+    towers_per_worker towers as split_sizes splits it (the first towers take
+    the remainder), so each worker's towers get exactly the rows one process
+    holding every tower would give them."""
+
+    @property
+    def num_towers(self):
+        return self.num_workers * self.towers_per_worker
+
+    @property
+    def first_tower(self):
+        return self.task_index * self.towers_per_worker
+
+    def rows(self, batch_size):
+        """(start, end) of this worker's rows in a batch of `batch_size` (a tensor)."""
+        batch_size = tf.convert_to_tensor(batch_size)
+        base, extra = batch_size // self.num_towers, batch_size % self.num_towers
+
+        def start(tower):
+            tower = tf.constant(tower, batch_size.dtype)
+            return tower * base + tf.minimum(tower, extra)
+        return start(self.first_tower), start(self.first_tower + self.towers_per_worker)
+
+    def describe(self):
+        last = self.first_tower + self.towers_per_worker - 1
+        towers = (f"tower {last}" if last == self.first_tower
+                  else f"towers {self.first_tower}-{last}")
+        return f"{towers} of {self.num_towers}"

@@ -120,13 +120,17 @@ def nccl_all_sum(tensors):
 
 
 def collective_all_reduce(tensor, group_size, group_key, instance_key, merge_op="Add",
-                          final_op="Id", timeout=0, ordering_token=None):
+                          final_op="Id", timeout=0, ordering_token=None,
+                          communication_hint="auto"):
     """A collective all-reduce over a group of devices (possibly of several workers).
+    communication_hint: 'auto', 'ring' or 'nccl' (NCCL between GPUs; the
+    runtime picks it only for a group of GPU devices).
     Touches: tensorflow.python.ops.collective_ops.all_reduce_v2."""
     from tensorflow.python.ops import collective_ops
     return collective_ops.all_reduce_v2(
         tensor, group_size, group_key, instance_key, merge_op=merge_op,
-        final_op=final_op, timeout=timeout, ordering_token=ordering_token)
+        final_op=final_op, communication_hint=communication_hint, timeout=timeout,
+        ordering_token=ordering_token)
 
 
 def eager_context():

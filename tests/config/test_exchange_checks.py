@@ -42,6 +42,33 @@ def test_refused_combinations_name_the_flags(changes, message):
         Params(device="cpu", **changes)
 
 
+@pytest.mark.parametrize("device,changes,message", [
+    ("cpu", {}, r"^--collective_implementation=nccl: needs --device=gpu \(NCCL runs between "
+     r"GPUs\); on CPU devices use ring or auto$"),
+    ("gpu", {"all_reduce_spec": "pscpu/xring"},
+     r"^--collective_implementation=nccl: needs a GPU to cross workers, and "
+     r"--all_reduce_spec=pscpu/xring crosses from /cpu:0; use nccl/xring, psgpu/xring or "
+     r"collective$"),
+])
+def test_nccl_is_refused_where_it_cannot_run(device, changes, message):
+    with pytest.raises(ParamsError, match=message):
+        Params(device=device, variable_update="collective_all_reduce",
+               collective_implementation="nccl", **changes)
+    Params(device="gpu", variable_update="collective_all_reduce",
+           collective_implementation="nccl")  # nccl/xring, the GPU default
+
+
+def test_collective_implementation_belongs_to_collective_all_reduce():
+    with pytest.raises(ParamsError, match=r"^--collective_implementation=ring: only applies to "
+                       r"--variable_update=collective_all_reduce \(got --variable_update="
+                       r"replicated\)$"):
+        Params(device="cpu", variable_update="replicated", collective_implementation="ring")
+    with pytest.raises(ParamsError, match=r"^--collective_implementation=mpi: must be one of "
+                       r"auto, ring, nccl$"):
+        Params(device="cpu", variable_update="collective_all_reduce",
+               collective_implementation="mpi")
+
+
 def test_defaults_and_accepted_specs():
     assert Params(device="cpu", variable_update="collective_all_reduce"
                   ).resolved_all_reduce_spec == "pscpu/xring"

@@ -98,6 +98,9 @@ CASES = [
     (["--num_batches=5", "--num_epochs=2"], "--num_batches=5: ",
      "conflicts with --num_epochs=2, which sets the number of steps; drop one", E),
     (["--data_dir={tmp}/missing"], "--data_dir=", "missing: no such directory", E),
+    (["--data_dir={data}/test_batch.bin"], "--data_dir=",
+     "test_batch.bin: is a file, not a directory", E),
+    (["--model=resnet-20"], "--model=resnet-20: ", "unknown model (did you mean resnet20?)", E),
     (["--input=queue"], "--input=queue: ", "needs --data_dir (synthetic data is generated on "
      "the devices)", E),
     (["--train_dir={tmp}", "--save_model_steps=-1"], "--save_model_steps=-1: ", "must be > 0",
@@ -328,6 +331,13 @@ CASES = [
     *[([f"--slurm_port_base={port}"], f"--slurm_port_base={port}: ",
        "must be a port number in 1..65535", E) for port in ("-1", "0", "65536", "65537")],
     (["--cluster_source=flags"], "--cluster_source=flags: ", "needs --worker_hosts", E),
+    ([COLLECTIVE, "--device=cpu", "--collective_implementation=nccl"],
+     "--collective_implementation=nccl: ", "needs --device=gpu (NCCL runs between GPUs); on "
+     "CPU devices use ring or auto", E),
+    ([COLLECTIVE, "--device=gpu", "--num_gpus=1", "--all_reduce_spec=pscpu/xring",
+      "--collective_implementation=nccl"], "--collective_implementation=nccl: ",
+     "needs a GPU to cross workers, and --all_reduce_spec=pscpu/xring crosses from /cpu:0; "
+     "use nccl/xring, psgpu/xring or collective", E),
     ([COLLECTIVE, "--cluster_source=tf_config", "--worker_hosts=h:1,h:2"],
      "--worker_hosts=h:1,h:2: ", "is not read with --cluster_source=tf_config", E),
     (["--cluster_source=slurm"], "--cluster_source=slurm: ",
@@ -407,6 +417,8 @@ LIBRARY_CASES = [
     (lambda d: Params(scale_learning_rate="x"), "--scale_learning_rate=x: must be one of"),
     (lambda d: Params(variable_consistency="x"), "--variable_consistency=x: must be one of"),
     (lambda d: Params(cluster_source="x"), "--cluster_source=x: must be one of"),
+    (lambda d: Params(collective_implementation="mpi"),
+     "--collective_implementation=mpi: must be one of auto, ring, nccl"),
     # An input of the library's without a length (synthetic data has its
     # dataset's known size; the command line has no other input).
     (lambda d: Trainer(Params(model="trivial", device="cpu", num_epochs=1),

@@ -81,6 +81,43 @@ def _gradient_collectives(trainer):
             if op.type == "CollectiveReduceV2" and "/pack" in op.name]
 
 
+def _write_files(directory):
+    """CIFAR-10 binary files (34 training examples: batches of 16, 16, 2) and
+    ImageNet TFRecord shards (20: 16, 4) in directory/cifar10, directory/imagenet."""
+    import tensorflow as tf
+    from helpers import cifar_files
+    from helpers.data_files import example, solid
+    cifar_files.write_dataset(os.path.join(directory, "cifar10"), NUM_EXAMPLES, 8)
+    os.makedirs(os.path.join(directory, "imagenet"))
+    for shard in range(2):
+        path = os.path.join(directory, "imagenet", f"train-{shard:05d}-of-00002")
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(10):
+                writer.write(example(solid((20 * i, 90 + shard, 200)), 1 + (i + shard) % 4,
+                                     (0.1, 0.2, 0.9, 0.8) if i % 2 else None))
+
+
+def _recording_decodes(positions):
+    """Wraps the readers' per-example preprocessing so each call appends its
+    example's seed pair (epoch key, position in the epoch) to `positions`:
+    what this worker decoded, whatever it read ahead."""
+    import tensorflow as tf
+    from towertrain.input_pipeline import preprocessing
+
+    def record(seed):
+        positions.append(tuple(int(v) for v in seed))
+        return np.int32(0)
+
+    def recorded(real, seed_at):
+        def wrapper(*args):
+            tick = tf.numpy_function(record, [args[seed_at]], tf.int32)
+            with tf.control_dependencies([tick]):
+                return tf.identity(real(*args))
+        return wrapper
+    preprocessing.cifar_train = recorded(preprocessing.cifar_train, 1)
+    preprocessing.imagenet_train = recorded(preprocessing.imagenet_train, 3)
+
+
 def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list, models):
     """Worker process: joins the cluster (2 logical CPUs), then for each
     config (the `+`-joined --all_reduce_spec values `specs`, with the
@@ -93,17 +130,23 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
     from towertrain import trainer as trainer_lib
     from towertrain.input_pipeline import from_arrays
     images, labels = _data()
+    positions = []
+    _recording_decodes(positions)
     configs = zip(specs.split("+"), packs.split("+"), accumulations.split("+"),
                   epochs_list.split("+"), models.split("+"))
     for index, (spec, pack, accumulation, epochs, model) in enumerate(configs):
         accumulation, epochs = int(accumulation), int(epochs)
+        model, _, files = model.partition(":")  # trivial:cifar10 trains on those files
+        data = dict(data_name=files, distortions=True, data_dir=os.path.join(
+            os.path.dirname(out_path), files)) if files else {}
         params = _params(model=model, num_gpus=2, variable_update="collective_all_reduce",
                          worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
                          all_reduce_spec=spec, gradient_repacking=int(pack),
-                         num_epochs=epochs, gradient_accumulation_steps=accumulation)
+                         num_epochs=epochs, gradient_accumulation_steps=accumulation, **data)
         if index == 0:
             trainer_lib.join_cluster(params)
-        trainer = trainer_lib.Trainer(params, input_source=from_arrays(
+        del positions[:]
+        trainer = trainer_lib.Trainer(params, input_source=None if files else from_arrays(
             images, labels, GLOBAL_BATCH, num_epochs=epochs))
         assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
         losses = [float(trainer.step()) for _ in range(trainer.total_steps)]
@@ -115,6 +158,7 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
                  steps=trainer.global_step(),
                  intra_op_threads=tf.config.threading.get_intra_op_parallelism_threads(),
                  collectives=np.array(_gradient_collectives(trainer)),
+                 decoded=np.array(positions, np.int64).reshape(-1, 2),
                  **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
                     for i, value in enumerate(copy)})
     sys.stdout.flush()
@@ -167,6 +211,8 @@ ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny")
 # Then a Trainer of another model (other variable shapes) in the same
 # processes: its collectives must not meet the first model's instance keys.
 SECOND_MODEL = ("pscpu/xring", 2, 1, 1, "tiny_dense")
+# Then the file readers, --distortions on: each worker decodes its share only.
+FILES = [("pscpu/xring", 0, 1, 1, "trivial:cifar10"), ("pscpu/xring", 0, 1, 1, "trivial:imagenet")]
 
 
 @pytest.fixture(scope="module")
@@ -175,10 +221,14 @@ def exchange_outputs(tmp_path_factory):
     one 2-worker launch (a Trainer each): {(spec, packs), ACCUMULATING or
     SECOND_MODEL: the two .npz outputs}."""
     configs = ([(spec, packs, 1, 1, "ckpt_tiny") for spec, packs in EXCHANGES]
-               + [ACCUMULATING, SECOND_MODEL])
-    outputs = run_two_workers_each(tmp_path_factory.mktemp("exchanges"), configs)
-    return {(config if config in (ACCUMULATING, SECOND_MODEL) else config[:2]): outs
-            for config, outs in outputs.items()}
+               + [ACCUMULATING, SECOND_MODEL] + FILES)
+    directory = tmp_path_factory.mktemp("exchanges")
+    _write_files(str(directory))
+    outputs = run_two_workers_each(directory, configs)
+    result = {(config if config in [ACCUMULATING, SECOND_MODEL] + FILES else config[:2]): outs
+              for config, outs in outputs.items()}
+    result["data"] = str(directory)
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +322,42 @@ def test_a_second_model_in_the_same_worker_processes_trains_like_one_process(
     assert not stats
     assert_workers_equal(exchange_outputs[SECOND_MODEL], 3, ref_losses,
                          [v.numpy() for v in trainable])
+
+
+@pytest.mark.slow  # the shared 2-worker launch's file runs; a 4-device reference each
+@pytest.mark.parametrize("files", [config[4].split(":")[1] for config in FILES])
+def test_two_workers_on_files_decode_only_their_share_and_equal_one_process(
+        files, exchange_outputs):
+    """2 workers x 2 devices reading the files with --distortions == 1 process
+    with 4 devices (losses, weights), while each worker decoded only its
+    towers' rows of every global batch: each decode call is recorded with its
+    example's position, and in the first epoch the workers' positions are
+    disjoint, each inside its share, and together every example once."""
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline.arrays import AUGMENT, epoch_seed
+    from towertrain.input_pipeline.slicing import WorkerShare, split_sizes
+    config = next(c for c in FILES if c[4].endswith(files))
+    data_dir = os.path.join(exchange_outputs["data"], files)
+    reference = trainer_lib.Trainer(_params(
+        model="trivial", num_gpus=4, variable_update="replicated", data_name=files,
+        data_dir=data_dir, distortions=True))
+    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
+    expected = [v.numpy() for v in reference.variables.primary_variables()[0]]
+    examples = reference.input.num_examples
+    assert_workers_equal(exchange_outputs[config], reference.total_steps, ref_losses, expected)
+    first_epoch = int(epoch_seed(reference.plan.input.seed, 0, AUGMENT))
+    seen = []
+    for task, out in enumerate(exchange_outputs[config]):
+        share = WorkerShare(2, task, 2)
+        decoded = [int(p) for key, p in np.load(out)["decoded"] if key == first_epoch]
+        assert len(decoded) == len(set(decoded))
+        for position in decoded:
+            batch_start = position - position % GLOBAL_BATCH
+            sizes = split_sizes(min(GLOBAL_BATCH, examples - batch_start), 4)
+            start = sum(sizes[:share.first_tower])
+            assert start <= position - batch_start < start + sizes[2 * task] + sizes[2 * task + 1]
+        seen += decoded
+    assert sorted(seen) == list(range(examples))
 
 
 def _cli(hosts, task, train_dir, log_path, num_batches):

@@ -33,3 +33,16 @@ def ps_input():
     images = rng.standard_normal((16, 1, 1, 10)).astype(np.float32)
     return from_arrays(images, rng.integers(0, 3, 16).astype(np.int32), 8)
 
+
+
+def cluster_step(workers=2, task_index=0, **overrides):
+    """(trainer, step graph) of worker `task_index` of a collective_all_reduce
+    cluster of `workers` x NUM_GPUS absent GPUs, traced in this process
+    (towertrain.engine.variable_mgr.collective_graph.trace_cluster_step)."""
+    from towertrain.engine.variable_mgr import collective_graph
+    hosts = ",".join(f"127.0.0.1:{port}" for port in range(1, workers + 1))
+    overrides.setdefault("variable_update", "collective_all_reduce")
+    overrides.setdefault("model", "trivial")
+    params = Params(device="gpu", num_gpus=NUM_GPUS, batch_size=2,
+                    worker_hosts=hosts, task_index=task_index, **overrides)
+    return collective_graph.trace_cluster_step(params)

@@ -4,35 +4,14 @@ import collections
 
 import tensorflow as tf
 
+from towertrain.engine.variable_mgr.collective_graph import (  # noqa: F401 - re-exported
+    ancestors, function_graphs, kept_ops)
+
 
 def all_ops(graph):
     """Ops of `graph` and of every function graph nested in it (cond branches,
     loop bodies, called functions)."""
-    found, seen = [], set()
-
-    def lookup(g, name):
-        while g is not None:
-            fn = g._get_function(name)  # no public lookup of a nested FuncGraph
-            if fn is not None:
-                return fn
-            g = getattr(g, "outer_graph", None)
-        return None
-
-    def visit(g):
-        for op in g.get_operations():
-            found.append(op)
-            for attr in op.node_def.attr:
-                value = op.node_def.attr[attr]
-                names = [value.func.name] if value.HasField("func") else []
-                names += [f.name for f in value.list.func]
-                for name in names:
-                    if name and name not in seen:
-                        seen.add(name)
-                        fn = lookup(op.graph, name)
-                        if fn is not None:
-                            visit(fn.graph)
-    visit(graph)
-    return found
+    return [op for g in function_graphs(graph) for op in g.get_operations()]
 
 
 def place(op):

@@ -1,6 +1,7 @@
 """bench/gpu_proof.py in no-GPU mode (CI): it says so, traces every path's
 step for GPU device names and exits 0; the NCCL and staging paths put their
-ops on the GPUs."""
+ops on the GPUs; the collective_all_reduce paths, traced for 2 workers x 2
+GPUs, keep every collective, order each GPU's and cross workers with NCCL."""
 import pytest
 import tensorflow as tf
 
@@ -17,4 +18,8 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
     for path in proof.PATHS:
         assert f"\n{path:<15}traced, " in out
     assert "MISSING" not in out
+    for path in ("xring_nccl", "xring_2workers"):
+        assert (f"\n{path:<15}traced, 2 workers x 2 GPUs: 4 CollectiveReduceV2, 2 NcclAllReduce"
+                in out), out
+    assert out.count("every collective kept, one chain per GPU, NCCL across workers") == 2
     assert out.rstrip().endswith("run this on a machine with a GPU to prove them")

@@ -27,10 +27,32 @@ def split_spec(spec):
     return (local or None), cross
 
 
+def collective_implementation(requested, device):
+    """'nccl' or 'ring': how a collective_all_reduce run's collectives over
+    GPUs run (auto: NCCL on GPU devices). Collectives on CPU devices (the
+    step's scalars, a pscpu member) always run TensorFlow's ring."""
+    return "nccl" if device == "gpu" and requested != "ring" else "ring"
+
+
+def validate_implementation(p, device, spec, fail):
+    """--collective_implementation=nccl where NCCL cannot run is refused."""
+    if p.collective_implementation != "nccl":
+        return
+    if device != "gpu":
+        fail("collective_implementation", "nccl", "needs --device=gpu (NCCL runs between "
+             "GPUs); on CPU devices use ring or auto")
+    if spec is not None and split_spec(spec)[0] == "pscpu":
+        fail("collective_implementation", "nccl", f"needs a GPU to cross workers, and "
+             f"--all_reduce_spec={spec} crosses from /cpu:0; use nccl/xring, psgpu/xring "
+             "or collective")
+
+
 def validate_exchange(p, device, fail):
     mode, spec, packs = p.variable_update, p.all_reduce_spec, p.gradient_repacking
     if not 0 <= packs <= MAX_PACKS:
         fail("gradient_repacking", packs, f"must be in 0..{MAX_PACKS} (0: one pack per dtype)")
+    if mode == "collective_all_reduce":
+        validate_implementation(p, device, spec or default_spec(mode, device), fail)
     if spec is None:
         return
     if mode == "replicated" and spec in COLLECTIVE_SPECS:

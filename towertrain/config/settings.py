@@ -28,6 +28,7 @@ INPUTS = ("dataset", "queue")
 # The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
 EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
+COLLECTIVE_IMPLEMENTATIONS = ("auto", "ring", "nccl")  # TensorFlow's CommunicationImplementation
 RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
 LOSS_TYPES = ("base_loss", "total_loss")
 VARIABLE_CONSISTENCIES = ("strong", "relaxed")
@@ -339,6 +340,13 @@ SETTINGS = (
         Setting("collective_timeout_secs", FLOAT, None, "Multi-worker: a worker that has not "
                 "joined within this many seconds, or that stops answering health checks for "
                 "about as long (dead or unreachable), stops the run (default: 60)."),
+        Setting("collective_implementation", ENUM, "auto", "Multi-worker: how the "
+                "collectives that cross workers run, in TensorFlow's CommunicationImplementation "
+                "terms: nccl (NCCL between the workers' GPUs), ring (TensorFlow's ring over "
+                "gRPC, through host memory) or auto (nccl where the crossing member is a GPU, "
+                "ring on CPU devices and for the per-step scalars on /cpu:0).",
+                choices=COLLECTIVE_IMPLEMENTATIONS,
+                applies_with=("variable_update", ("collective_all_reduce",))),
         Setting("cluster_source", ENUM, "auto", "Multi-worker: where the cluster comes "
                 "from: flags (--worker_hosts/--task_index), tf_config (TF_CONFIG, as "
                 "Kubernetes operators write it), slurm (the environment srun sets), or auto "

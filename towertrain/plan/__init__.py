@@ -19,6 +19,7 @@ import dataclasses
 from typing import Optional
 
 from towertrain.config import machine as machine_lib
+from towertrain.config import exchange_checks
 from towertrain.config.exchange_checks import default_spec
 from towertrain.config.runtime_checks import parse_gpu_indices
 from towertrain.plan import input_checks
@@ -121,9 +122,11 @@ def runtime_of(params, topology, machine) -> Runtime:
 
 def exchange_of(params, topology) -> Exchange:
     half = "bfloat16" if params.use_bf16 else "float16"
+    spec = params.all_reduce_spec or default_spec(params.variable_update, topology.device)
     return _take(Exchange, params,
-                 all_reduce_spec=params.all_reduce_spec or default_spec(
-                     params.variable_update, topology.device),
+                 all_reduce_spec=spec,
+                 collective_implementation=exchange_checks.collective_implementation(
+                     params.collective_implementation, topology.device),
                  compact_dtype=half if params.compact_gradient_transfer else None,
                  parameter_device=topology.parameter_device)
 

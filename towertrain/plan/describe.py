@@ -1,5 +1,7 @@
 """The header lines a run plan alone decides (towertrain.engine.run.header
 lays them out between the lines that need the built model and TensorFlow)."""
+from towertrain.config import exchange_checks
+
 
 
 def batch_size(plan):
@@ -40,12 +42,26 @@ def static_lines(plan):
     if epoch(plan) is not None:
         lines["Epoch"] = epoch(plan)
     if plan.topology.num_workers > 1:
+        towers = plan.topology.num_towers
         lines["Cluster"] = (f"{plan.topology.num_workers} workers x "
-                            f"{plan.topology.num_towers} devices")
+                            f"{towers} device{'' if towers == 1 else 's'}")
     if plan.steps.accumulation.accumulating:
         lines["Accumulation"] = plan.steps.accumulation.describe(plan.batches.global_batch)
     if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):
         lines["AllReduce"] = plan.exchange.all_reduce_spec
+    if plan.topology.num_workers > 1:
+        lines["Collectives"] = collectives(plan)
     if plan.steps.eval_schedule is not None:
         lines["Eval"] = plan.steps.eval_schedule.describe()
     return lines
+
+
+def collectives(plan):
+    """How the collectives that cross workers run (--collective_implementation)."""
+    exchange = plan.exchange
+    how = {"nccl": "NCCL between the workers' GPUs",
+           "ring": "TensorFlow's ring over gRPC"}[exchange.collective_implementation]
+    cpu_member = exchange_checks.split_spec(exchange.all_reduce_spec)[0] == "pscpu"
+    if exchange.collective_implementation == "nccl" and cpu_member:
+        how += f"; {exchange.all_reduce_spec}'s gradient packs cross from /cpu:0: ring"
+    return f"{exchange.collective_implementation} ({how}; the step's scalars: ring)"

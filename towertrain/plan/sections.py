@@ -156,6 +156,8 @@ class Exchange:
     parameter_device: str = "cpu"
     sync_batch_norm: bool = False
     collective_timeout_secs: Optional[float] = None
+    # collective_all_reduce: 'nccl' or 'ring', --collective_implementation resolved.
+    collective_implementation: str = "ring"
 
 
 @frozen

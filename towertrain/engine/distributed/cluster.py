@@ -81,6 +81,12 @@ def setup(layout) -> Cluster:
         # eager logical-device configuration alone leaves it one CPU.
         server_def.default_session_config.device_count["CPU"] = num_local_devices
     ctx = private_api.eager_context()
+    # NCCL between workers needs nothing here: each collective asks for it
+    # with its communication hint (--collective_implementation), which
+    # TensorFlow's resolver honours for a group of GPUs, and the server makes
+    # its NCCL communicator unless its config counts 0 GPUs. The config flag
+    # below would turn NCCL on for every GPU collective regardless of the
+    # hint (MultiWorkerMirroredStrategy sets it only in TF1 graph mode).
     ctx.configure_collective_ops(collective_leader=cluster.task_name(0),
                                  scoped_allocator_enabled_ops=(),
                                  use_nccl_communication=False)

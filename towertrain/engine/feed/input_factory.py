@@ -1,6 +1,8 @@
 """The input a run plan asks for: synthetic, or a dataset under --data_dir."""
 from towertrain.input_pipeline import dataset_options
+from towertrain.errors import InputError
 from towertrain.input_pipeline.base import WrappedInput
+from towertrain.input_pipeline.slicing import WorkerShare
 from towertrain.input_pipeline.synthetic import SyntheticInput
 
 
@@ -15,9 +17,10 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
 
     input_plan, topology: the run plan's sections (towertrain.plan).
     per_process_batch: this process's examples per step. Multi-worker
-    (towertrain.engine.distributed.cluster), a reader yields the cluster's global batch and each
-    worker trains on its contiguous share (WorkerShard); synthetic data is
-    made per worker, each tower's from the seed and its global tower index."""
+    (towertrain.engine.distributed.cluster), a reader reads the cluster's
+    global batches and decodes only this worker's contiguous share of each
+    (slicing.WorkerShare); synthetic data is made per worker, each tower's
+    from the seed and its global tower index."""
     cluster = topology.cluster
     if input_plan.synthetic:
         synthetic = SyntheticInput(image_shape=image_shape, num_classes=num_classes,
@@ -25,9 +28,18 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
                                    seed=input_plan.seed,
                                    tower_indices=topology.global_tower_indices)
         return shard_for_worker(synthetic, cluster, local=True)
+    share = None
+    if cluster.num_workers > 1:
+        if input_plan.input == "queue":
+            raise InputError(
+                f"--input=queue: not with {cluster.num_workers} workers: its feeder "
+                "augments one epoch's examples from one random stream in order, so a "
+                "worker could not decode only its share of each global batch; use "
+                "--input=dataset (each worker then decodes only its share)")
+        share = WorkerShare(cluster.num_workers, cluster.task_index, topology.num_towers)
     return shard_for_worker(_reader(input_plan, image_shape, num_classes,
                                     per_process_batch * cluster.num_workers,
-                                    topology.data_format), cluster)
+                                    topology.data_format, share), cluster)
 
 
 def dataset_options_of(input_plan):
@@ -43,7 +55,7 @@ def dataset_options_of(input_plan):
         repeat_cached_sample=input_plan.datasets_repeat_cached_sample)
 
 
-def _reader(input_plan, image_shape, num_classes, global_batch, data_format):
+def _reader(input_plan, image_shape, num_classes, global_batch, data_format, share=None):
     # The data repeats without end: the loop stops at the planned step, so a
     # finished --num_epochs run resumed with more epochs simply continues.
     common = dict(global_batch=global_batch, num_epochs=None,
@@ -56,24 +68,26 @@ def _reader(input_plan, image_shape, num_classes, global_batch, data_format):
         return queue_input.from_data_dir(name, data_dir, image_shape, **common)
     if name == "cifar10":
         from towertrain.input_pipeline import cifar10
-        return cifar10.dataset_input(data_dir, options=options, **common)
+        return cifar10.dataset_input(data_dir, options=options, share=share, **common)
     from towertrain.input_pipeline import imagenet
     return imagenet.dataset_input(data_dir, image_size=image_size_of(
         image_shape, data_format), num_classes=num_classes,
-        resize_method=input_plan.resize_method or "bilinear", options=options, **common)
+        resize_method=input_plan.resize_method or "bilinear", options=options,
+        share=share, **common)
 
 
 class WorkerShard(WrappedInput):
     """One worker's part of a multi-worker input.
 
-    Slicing (the default): the inner input yields the cluster's global batch
-    (the same sequence on every worker: same files, same seed); it is split
-    into workers x local devices tower slices exactly as one process holding
-    every device would split it, and worker k keeps towers k*L .. k*L+L-1.
-    So every example is trained once per epoch across the cluster, uneven
-    last batches included, and the run equals the single-process one. (Each
-    worker reads and decodes the whole global batch; sharding before decoding
-    is not done yet.)
+    A reader built with this worker's slicing.WorkerShare (the files'
+    readers) yields only the worker's rows of each global batch, decoded;
+    they are split over its local devices, which gives each tower the rows a
+    process holding every device would give it. Any other input (the
+    user's) yields the cluster's global batch (the same sequence on every
+    worker): it is split into workers x local devices tower slices as one
+    process would split it, and worker k keeps towers k*L .. k*L+L-1. Either
+    way every example is trained once per epoch across the cluster, uneven
+    last batches included, and the run equals the single-process one.
 
     local=True: the inner input already holds this worker's own data
     (synthetic); its global batch is scaled by the number of workers.
@@ -95,7 +109,7 @@ class WorkerShard(WrappedInput):
         self.inner.create(devices)
 
     def tower_batches(self, devices):
-        if self.local:
+        if self.local or getattr(self.inner, "worker_share", None) is not None:
             return self.inner.tower_batches(devices)
         count = len(devices)
         start = self.task_index * count
@@ -105,6 +119,22 @@ class WorkerShard(WrappedInput):
                     ["/cpu:0"] * ((self.num_workers - self.task_index - 1) * count))
         return self.inner.tower_batches(everyone)[start:start + count]
 
+
+
+def describe_worker_input(input_source):
+    """What this worker of a multi-worker run reads and decodes (the header)."""
+    shard = input_source
+    while shard is not None and not isinstance(shard, WorkerShard):
+        shard = getattr(shard, "inner", None)
+    if shard is None:
+        return "this worker's own input"
+    if shard.local:
+        return "its own synthetic share of each global batch (each tower's by its global index)"
+    share = getattr(shard.inner, "worker_share", None)
+    if share is not None:
+        return (f"reads every record, decodes only its share of each global batch "
+                f"({share.describe()})")
+    return "reads and decodes every global batch, keeps its towers' share"
 
 
 def shard_for_worker(inner, cluster, local=False):

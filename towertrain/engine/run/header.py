@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from towertrain.engine.process import runtime
 from towertrain.engine.allreduce import packing
+from towertrain.engine.feed import input_factory
 from towertrain.plan import cluster as resolvers
 from towertrain.recipe import gradients
 from towertrain.recipe import optimizers
@@ -39,11 +40,14 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         ("Data format", static["Data format"]),
         ("Optimizer", optimizers.describe(recipe.optimizer)),
         ("Learning rate", learning_rate.describe()),
+        # The L2 decay the loss adds (0: none), as tf_cnn_benchmarks' --weight_decay.
+        ("Weight decay", f"{recipe.loss.weight_decay:g}"),
         ("Variables", static["Variables"]),
     ]
     if "Cluster" in static:  # multi-worker
         info.append(("Cluster", f"{static['Cluster']}, "
                                 f"{resolvers.describe(plan.topology.cluster)}"))
+        info.append(("Worker input", input_factory.describe_worker_input(input_source)))
         threads = runtime.describe_threads(plan.runtime)
         if threads:
             info.append(("Threads", threads))
@@ -51,6 +55,8 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("Accumulation", static["Accumulation"]))
     if "AllReduce" in static:
         info.append(("AllReduce", static["AllReduce"]))
+        if "Collectives" in static:
+            info.append(("Collectives", static["Collectives"]))
         info.append(("Gradient packs", packing.describe(model.trainable_variables,
                                                          plan.exchange.gradient_repacking)))
     if gradients.describe(recipe.clipping):

@@ -45,6 +45,7 @@ from towertrain.engine.allreduce import packing
 from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
 
 from .base import Exchanged, register, stats_tower
+from .ordering import DeviceChains, is_gpu
 from .replicated import ReplicatedManager
 
 # Group keys: every device of the cluster (one per size) / one CPU member per
@@ -86,14 +87,18 @@ def member_device(devices, local):
 
 
 def local_sum(flats, devices, local):
-    """The sum of the local devices' pack, on member_device, by the local
-    algorithm of a local/xring spec."""
+    """The sum of the local devices' pack by the local algorithm of a
+    local/xring spec: a list whose first entry is the sum on member_device.
+    nccl gives one output per GPU, and every one of them must be used: an
+    NcclAllReduce whose output nothing reads is pruned from the step
+    (auto_control_deps lists it among the async stateful ops), and the
+    members that were kept then wait for it forever."""
     if len(devices) == 1:
-        return flats[0]
+        return [flats[0]]
     if local == "nccl":
-        return private_api.nccl_all_sum(flats)[0]  # every GPU gets it; the first crosses
+        return private_api.nccl_all_sum(flats)
     with tf.device(member_device(devices, local)):
-        return tf.add_n(flats)
+        return [tf.add_n(flats)]
 
 
 @register("collective_all_reduce")
@@ -111,6 +116,9 @@ class CollectiveManager(ReplicatedManager):
         self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
         self.timeout = cluster_lib.collective_timeout()
         self.local = exchange_checks.split_spec(exchange.all_reduce_spec)[0]
+        # 'nccl' or 'ring' (the plan resolved --collective_implementation).
+        self.implementation = exchange.collective_implementation
+        self._chains = DeviceChains()
 
     def _all_reduce(self, exchange):
         return None  # the exchange is the collectives below
@@ -122,9 +130,11 @@ class CollectiveManager(ReplicatedManager):
         for device in self.devices + ["/cpu:0"]:
             with tf.device(device):
                 self._tokens.append(tf.Variable(0.0, trainable=False, name="ordering_token"))
-        # The gradient packs' own chain, so their collectives wait for nothing
-        # else (the scalars' token on /cpu:0 follows every tower).
-        if self.local:
+        # On a CPU member, the gradient packs' own chain, so their collectives
+        # wait for nothing else (the scalars' token on /cpu:0 follows every
+        # tower). A GPU keeps one chain (engine/variable_mgr/ordering.py).
+        self._pack_token = None
+        if self.local and not is_gpu(member_device(self.devices, self.local)):
             with tf.device(member_device(self.devices, self.local)):
                 self._pack_token = tf.Variable(0.0, trainable=False, name="pack_token")
         if self.num_workers > 1:
@@ -139,6 +149,16 @@ class CollectiveManager(ReplicatedManager):
 
     # -- collectives ------------------------------------------------------
 
+    def _token_on(self, device):
+        """The ordering token of a cross-worker member on `device`."""
+        if self._pack_token is not None:
+            return self._pack_token
+        return self._tokens[self.devices.index(device)]
+
+    def _hint(self, device):
+        """The communication hint of a collective on `device`: NCCL needs GPUs."""
+        return self.implementation if is_gpu(device) else "ring"
+
     def _key(self, site):
         """The instance key of a call site, in this model's key space."""
         return self._key_base + KEYS[site]
@@ -148,11 +168,14 @@ class CollectiveManager(ReplicatedManager):
         of the cluster, on each local device."""
         out = []
         for i, (device, tensor) in enumerate(zip(self.devices, per_device)):
-            with tf.device(device):
-                out.append(private_api.collective_all_reduce(
-                    tensor, self.group_size, self.all_devices_group, key, merge_op="Add",
-                    final_op="Id", timeout=self.timeout,
-                    ordering_token=self._tokens[i].handle))
+            def build(i=i, device=device, tensor=tensor):
+                with tf.device(device):
+                    return [private_api.collective_all_reduce(
+                        tensor, self.group_size, self.all_devices_group, key, merge_op="Add",
+                        final_op="Id", timeout=self.timeout,
+                        ordering_token=self._tokens[i].handle,
+                        communication_hint=self._hint(device))]
+            out.extend(self._chains.run([device], build))
         return out
 
     def _workers_reduce(self, tensor, key, merge_op="Add"):
@@ -162,7 +185,8 @@ class CollectiveManager(ReplicatedManager):
         with tf.device("/cpu:0"):
             return private_api.collective_all_reduce(
                 tensor, self.num_workers, WORKERS_GROUP, key, merge_op=merge_op,
-                final_op="Id", timeout=self.timeout, ordering_token=self._tokens[-1].handle)
+                final_op="Id", timeout=self.timeout, ordering_token=self._tokens[-1].handle,
+                communication_hint="ring")
 
     def cluster_count(self, count):
         """The step's examples over every worker's towers (the loss denominator)."""
@@ -226,19 +250,36 @@ class CollectiveManager(ReplicatedManager):
     def _hierarchical_sum(self, flats, key):
         """Summed on this worker, then across workers from one member each
         (one worker: the local sum is the sum), then on every local device."""
-        total = local_sum(flats, self.devices, self.local)
         member = member_device(self.devices, self.local)
+        if self.local == "nccl" and len(self.devices) > 1:
+            local = self._chains.run(self.devices,
+                                     lambda: local_sum(flats, self.devices, self.local))
+        else:
+            local = local_sum(flats, self.devices, self.local)
+        if self.num_workers == 1 and len(local) == len(self.devices):
+            return local  # nccl: every GPU already holds the sum
+        total = local[0]
         if self.num_workers > 1:
-            with tf.device(member):
-                total = private_api.collective_all_reduce(
-                    total, self.num_workers, CROSS_WORKER_GROUP[_device_type(member)], key,
-                    merge_op="Add", final_op="Id", timeout=self.timeout,
-                    ordering_token=self._pack_token.handle)
+            total = self._chains.run([member], lambda: [self._cross_worker_sum(
+                local[0], member, key)])[0]
         out = []
-        for device in self.devices:
-            with tf.device(device):
+        for i, device in enumerate(self.devices):
+            # Each GPU's own NCCL output is a control input of its copy of the
+            # cluster's sum: the member that crosses alone feeds the values,
+            # the others must still run (see local_sum).
+            with tf.device(device), tf.control_dependencies(
+                    [local[i].op] if 0 < i < len(local) else []):
                 out.append(tf.identity(total))
         return out
+
+    def _cross_worker_sum(self, tensor, member, key):
+        """One member per worker, summed across workers by --collective_implementation."""
+        with tf.device(member):
+            return private_api.collective_all_reduce(
+                tensor, self.num_workers, CROSS_WORKER_GROUP[_device_type(member)], key,
+                merge_op="Add", final_op="Id", timeout=self.timeout,
+                ordering_token=self._token_on(member).handle,
+                communication_hint=self._hint(member))
 
     def _from_chief(self, per_device_lists, source_device, key):
         """Every device gets local device `source_device`'s values on worker 0:

@@ -1,0 +1,138 @@
+"""The GPU cluster path of --variable_update=collective_all_reduce, proven on
+the step traced for 2 workers x 4 absent GPUs (worker 0's graph; every worker
+builds the same step).
+
+- No collective member is pruned: every NcclAllReduce and collective op is
+  reached from its function's outputs or control outputs. An unused
+  NcclAllReduce (an async stateful op) is not a control output, so
+  TensorFlow drops it and its peers wait forever; NCCL has no timeout.
+- Each GPU has one ordering chain: its collectives are totally ordered by
+  data and control edges, so every worker launches them in one order.
+- The collectives that cross workers carry the --collective_implementation
+  hint: nccl on GPUs by default, ring for the scalars on /cpu:0.
+"""
+import collections
+
+import pytest
+import tensorflow as tf
+
+import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
+from helpers.gpu_graph import NUM_GPUS, cluster_step
+from towertrain.engine.variable_mgr import collective_graph
+
+GPU_SPECS = ("nccl/xring", "psgpu/xring", "collective", "pscpu/xring")
+
+
+def _step_graph(spec, workers=2, **overrides):
+    return cluster_step(workers, model="ckpt_tiny", all_reduce_spec=spec, gradient_repacking=4,
+                        data_format="NHWC", **overrides)[1]
+
+
+@pytest.mark.parametrize("workers", [2, 1])
+@pytest.mark.parametrize("spec", GPU_SPECS)
+def test_no_collective_member_is_left_to_be_pruned(spec, workers):
+    graph = _step_graph(spec, workers)
+    found = collective_graph.collectives(graph)
+    types = collections.Counter(op.type for _, op in found)
+    if spec == "nccl/xring":  # one NCCL launch per pack per GPU
+        assert types["NcclAllReduce"] == 4 * NUM_GPUS, types
+    if workers == 2:
+        assert types["CollectiveReduceV2"] >= 4, types  # a cross-worker sum per pack at least
+    pruned = collective_graph.pruned(graph)
+    assert not pruned, f"{spec}: {len(pruned)} of {len(found)} collectives pruned: {pruned}"
+
+
+@pytest.mark.parametrize("spec", GPU_SPECS)
+def test_each_gpu_has_one_ordering_chain(spec):
+    graph = _step_graph(spec)
+    assert collective_graph.gpus_with_collectives(graph) == set(range(NUM_GPUS)), spec
+    assert collective_graph.unordered_on_gpus(graph) == [], spec
+
+
+@pytest.mark.parametrize("spec", ["nccl/xring", "psgpu/xring", "collective"])
+def test_cross_worker_collectives_use_nccl_on_gpus_by_default(spec):
+    assert collective_graph.hints(_step_graph(spec)) == {("GPU", "nccl"), ("CPU", "ring")}
+
+
+def test_ring_is_selectable_and_a_cpu_member_crosses_by_ring():
+    assert collective_graph.hints(_step_graph("nccl/xring", collective_implementation="ring")) \
+        == {("GPU", "ring"), ("CPU", "ring")}
+    # pscpu/xring's packs cross from /cpu:0 (ring); its batch-norm statistics
+    # are summed over every GPU (NCCL).
+    assert collective_graph.hints(_step_graph("pscpu/xring")) == {("CPU", "ring"),
+                                                                   ("GPU", "nccl")}
+
+
+def test_the_header_says_how_collectives_cross():
+    from towertrain.plan import describe
+    trainer = cluster_step(model="ckpt_tiny")[0]
+    assert describe.static_lines(trainer.plan)["Collectives"] == (
+        "nccl (NCCL between the workers' GPUs; the step's scalars: ring)")
+    trainer = cluster_step(model="ckpt_tiny", collective_implementation="ring")[0]
+    assert describe.static_lines(trainer.plan)["Collectives"].startswith("ring (TensorFlow's")
+
+
+# -- the CPU analog of the pruning, executed ---------------------------------
+
+def _v1_all_sum(tensors, timeout):
+    """NCCL's stand-in on logical CPUs: one V1 CollectiveReduce per device. Like
+    NcclAllReduce it is an async stateful op (pruned when nothing reads it);
+    unlike NCCL it has a timeout, so a lost member ends in DeadlineExceeded."""
+    _v1_all_sum.instance += 1
+    out = []
+    for tensor in tensors:
+        with tf.device(tensor.device):
+            out.append(tf.raw_ops.CollectiveReduce(
+                input=tensor, group_size=len(tensors), group_key=77,
+                instance_key=_v1_all_sum.instance, merge_op="Add", final_op="Id",
+                subdiv_offsets=[0], timeout_seconds=timeout))
+    return out
+
+
+_v1_all_sum.instance = 7000
+
+
+def _hierarchical_sum_on_cpus(monkeypatch, timeout):
+    """The exchange's own nccl/xring pack sum, on 2 logical CPUs of one worker,
+    with the V1 collective standing in for NCCL."""
+    from towertrain import private_api
+    from towertrain.engine.process import devices as devices_lib
+    from towertrain.engine.variable_mgr.collective import CollectiveManager
+    from towertrain.plan.sections import Exchange
+    devices_lib.ensure_logical_cpus(2)
+    monkeypatch.setattr(private_api, "nccl_all_sum", lambda t: _v1_all_sum(t, timeout))
+    manager = CollectiveManager(["/cpu:0", "/cpu:1"], Exchange(
+        variable_update="collective_all_reduce", all_reduce_spec="nccl/xring"))
+
+    @tf.function
+    def step():
+        flats = []
+        for i, device in enumerate(manager.devices):
+            with tf.device(device):
+                flats.append(tf.fill([3], float(i + 1)))
+        return manager._hierarchical_sum(flats, key=0)
+    return [t.numpy().tolist() for t in step()]
+
+
+def test_cpu_analog_every_member_runs_and_the_sum_arrives(monkeypatch):
+    # Before the fix only member 0's output was read: member 1 was pruned and
+    # member 0 waited until DeadlineExceeded (bench/mutation_list.py:
+    # nccl_member_outputs_dropped).
+    assert _hierarchical_sum_on_cpus(monkeypatch, timeout=20.0) == [[3.0] * 3, [3.0] * 3]
+
+
+def test_cpu_analog_a_pruned_member_times_out(monkeypatch):
+    """The hazard itself, so the analog above proves something: the same
+    stand-in with one member's output unused never completes."""
+    from towertrain.engine.process import devices as devices_lib
+    devices_lib.ensure_logical_cpus(2)
+
+    @tf.function
+    def step():
+        flats = []
+        for i, device in enumerate(["/cpu:0", "/cpu:1"]):
+            with tf.device(device):
+                flats.append(tf.fill([3], float(i + 1)))
+        return _v1_all_sum(flats, timeout=2.0)[0]
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        step()

@@ -1,0 +1,148 @@
+"""What a traced collective_all_reduce step must hold on GPUs, read from its
+graph: bench/gpu_proof.py checks it without a GPU, and the tests with it.
+
+- pruned(): collectives that TensorFlow would drop because nothing reaches
+  them from the function's outputs or control outputs. An NcclAllReduce (an
+  async stateful op) whose output nothing reads is such an op; its peers
+  then wait forever (NCCL has no timeout).
+- unordered_on_gpus(): two collectives on one GPU with no path between
+  them, so that workers may launch them in different orders.
+- hints(): (device type, communication hint) of the collective all-reduces.
+
+trace_cluster_step() traces one worker's step of a multi-worker run in this
+process without joining the cluster (no server, no start-up broadcast, no
+peer watch: each would wait for peers that are not there).
+"""
+import contextlib
+
+COLLECTIVE_OPS = ("NcclAllReduce", "CollectiveReduceV2", "CollectiveReduce",
+                  "CollectiveGatherV2", "CollectiveBcastSendV2", "CollectiveBcastRecvV2")
+
+
+def function_graphs(graph):
+    """`graph` and every function graph nested in it (cond branches, loop
+    bodies, called functions), each once."""
+    found, seen = [], set()
+
+    def lookup(g, name):
+        while g is not None:
+            fn = g._get_function(name)  # no public lookup of a nested FuncGraph
+            if fn is not None:
+                return fn
+            g = getattr(g, "outer_graph", None)
+        return None
+
+    def visit(g):
+        found.append(g)
+        for op in g.get_operations():
+            for attr in op.node_def.attr:
+                value = op.node_def.attr[attr]
+                names = [value.func.name] if value.HasField("func") else []
+                names += [f.name for f in value.list.func]
+                for name in names:
+                    if name and name not in seen:
+                        seen.add(name)
+                        fn = lookup(op.graph, name)
+                        if fn is not None:
+                            visit(fn.graph)
+    visit(graph)
+    return found
+
+
+def kept_ops(graph):
+    """The ops of a function graph that run: those its outputs and control
+    outputs reach through data and control inputs. TensorFlow prunes the rest."""
+    kept, stack = set(), [t.op for t in graph.outputs] + list(graph.control_outputs)
+    while stack:
+        op = stack.pop()
+        if op not in kept:
+            kept.add(op)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return kept
+
+
+def ancestors(op):
+    """Every op `op` waits for, through data and control inputs."""
+    found, stack = set(), [op]
+    while stack:
+        current = stack.pop()
+        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+            if parent not in found:
+                found.add(parent)
+                stack.append(parent)
+    return found
+
+
+def collectives(graph):
+    """(function graph, op) of every collective and NCCL op of a step."""
+    return [(g, op) for g in function_graphs(graph) for op in g.get_operations()
+            if op.type in COLLECTIVE_OPS]
+
+
+def pruned(graph):
+    """Names of the collectives nothing keeps alive."""
+    found = collectives(graph)
+    kept = {g: kept_ops(g) for g in {g for g, _ in found}}
+    return [op.name for g, op in found if op not in kept[g]]
+
+
+def _device(op):
+    import tensorflow as tf
+    spec = tf.DeviceSpec.from_string(op.device)
+    return (spec.device_type or "").upper(), spec.device_index
+
+
+def unordered_on_gpus(graph):
+    """(GPU index, op name, op name) of each pair of collectives on one GPU
+    that neither waits for the other."""
+    by_gpu = {}
+    for g, op in collectives(graph):
+        kind, index = _device(op)
+        if kind == "GPU":
+            by_gpu.setdefault((g, index), []).append(op)
+    loose = []
+    for (_, index), ops in sorted(by_gpu.items(), key=lambda item: item[0][1]):
+        waits = {op: ancestors(op) for op in ops}
+        for i, a in enumerate(ops):
+            loose.extend((index, a.name, b.name) for b in ops[i + 1:]
+                         if a not in waits[b] and b not in waits[a])
+    return loose
+
+
+def gpus_with_collectives(graph):
+    return {_device(op)[1] for _, op in collectives(graph) if _device(op)[0] == "GPU"}
+
+
+def hints(graph):
+    """{(device type, communication hint)} of the step's collective all-reduces."""
+    return {(_device(op)[0], op.get_attr("communication_hint").decode())
+            for _, op in collectives(graph) if op.type == "CollectiveReduceV2"}
+
+
+@contextlib.contextmanager
+def stand_in_cluster(cluster):
+    """Within: `cluster` counts as joined, and a CollectiveManager skips the
+    start-up broadcast and the peer watch. For tracing only."""
+    from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
+    from towertrain.engine.variable_mgr import collective
+    saved = (cluster_lib._ACTIVE["cluster"], collective.CollectiveManager._broadcast_from_chief,
+             peer_watch.start)
+    cluster_lib._ACTIVE["cluster"] = cluster
+    collective.CollectiveManager._broadcast_from_chief = lambda self: None
+    peer_watch.start = lambda *args: None
+    try:
+        yield
+    finally:
+        (cluster_lib._ACTIVE["cluster"], collective.CollectiveManager._broadcast_from_chief,
+         peer_watch.start) = saved
+
+
+def trace_cluster_step(params, **trainer_args):
+    """The step graph of worker params.task_index of params' cluster, traced
+    for params' devices (which need not exist). Returns (trainer, graph)."""
+    from towertrain import Trainer
+    from towertrain.plan import cluster as plan_cluster
+    with stand_in_cluster(plan_cluster.resolve(params)):
+        trainer = Trainer(params, check_devices=False, **trainer_args)
+        return trainer, trainer.trace_step().graph
