@@ -2184,4 +2184,26 @@ MUTATIONS = [
         "one_devices_plural", "towertrain/plan/describe.py",
         "f\"{towers} device{'' if towers == 1 else 's'}\")", "f\"{towers} devices\")",
         [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
+    # Boundaries the flag checks accept, moved by one (FLAG_CHECKS_ACCEPT).
+    Mutation(
+        "num_eval_batches_one_refused", "towertrain/config/eval_checks.py",
+        "p.num_eval_batches is not None and p.num_eval_batches < 1:",
+        "p.num_eval_batches is not None and p.num_eval_batches <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "display_perf_ewma_one_refused", "towertrain/config/eval_checks.py",
+        "not 0 < p.display_perf_ewma <= 1:", "not 0 < p.display_perf_ewma < 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "optimizer_option_zero_refused", "towertrain/config/recipe_checks.py",
+        "if not low <= getattr(p, flag) < high:", "if not low < getattr(p, flag) < high:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "base_batch_size_one_refused", "towertrain/config/recipe_checks.py",
+        "        if p.base_batch_size < 1:", "        if p.base_batch_size <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
+        "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
+        [T + "cluster/test_launch_restarts.py"]),
 ]
