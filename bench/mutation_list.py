@@ -2193,4 +2193,27 @@ MUTATIONS = [
         "slow_link_fraction_over_t1", "bench/bench_slow_link.py",
         "    return (t_n - t_indep) / (t_1 - t_indep)\n", "    return (t_n - t_indep) / t_1\n",
         [T + "package/test_bench_slow_link.py::test_exposed_fraction_and_step_time"]),
+    # Issue 33, items 12 and 13: what the library and the messages should say.
+    Mutation(
+        "uint8_images_accepted", "input_pipeline/arrays.py",
+        "    array_checks.check(images)  # raw pixels\n", "",
+        [T + "input/test_array_checks.py", T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "data_dir_file_called_missing", "towertrain/config/params.py",
+        "              if os.path.isfile(p.data_dir) else \"no such directory\")",
+        "              if False else \"no such directory\")",
+        [T + "commands/test_small_messages.py::test_a_data_dir_naming_a_file_says_so"]),
+    Mutation(
+        "model_without_did_you_mean", "towertrain/config/params.py",
+        "        close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)\n",
+        "        close = []\n",
+        [T + "commands/test_small_messages.py::test_a_misspelled_model_gets_a_did_you_mean"]),
+    Mutation(
+        "header_without_weight_decay", "towertrain/engine/run/header.py",
+        '        ("Weight decay", f"{recipe.loss.weight_decay:g}"),\n', "",
+        [T + "commands/test_small_messages.py::test_the_header_shows_the_weight_decay"]),
+    Mutation(
+        "one_devices_plural", "towertrain/plan/describe.py",
+        "f\"{towers} device{'' if towers == 1 else 's'}\")", "f\"{towers} devices\")",
+        [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
 ]

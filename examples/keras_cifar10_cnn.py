@@ -57,7 +57,10 @@ def main():
         images, labels, global_batch=32 * NUM_DEVICES, shuffle=True))
     trainer.train()  # prints tf_cnn_benchmarks-style lines; syncs `model` at the end
     trainer.close()
-    probabilities = np.exp(model.predict(images[:4], verbose=0))
+    # The model ends in logits (the loss applies the softmax): softmax them here.
+    logits = model.predict(images[:4], verbose=0)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
     print("predicted classes:", probabilities.argmax(-1))
 
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from towertrain.errors import ParamsError
 
-from . import dataset_options
+from . import array_checks, dataset_options
 from .base import EvalData, Input
 from .slicing import split_to_devices
 from towertrain.errors import InputError  # noqa: F401 - raised here
@@ -291,6 +291,7 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     """
     check_global_batch("from_arrays", global_batch)
     check_num_epochs("from_arrays", num_epochs)
+    array_checks.check(images)  # raw pixels
     images = np.asarray(images)
     labels = np.asarray(labels)
     if len(images) != len(labels):

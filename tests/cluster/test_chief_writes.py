@@ -48,7 +48,7 @@ def test_only_the_chief_prints_the_output_and_writes_the_train_dir(tmp_path):
     errors = "".join((tmp_path / f"task{task}.err").read_text()[-2000:] for task in range(2))
     assert statuses == [0, 0], chief[-2000:] + worker[-2000:] + errors
     # The chief: the header, every step, its checkpoints.
-    assert re.search(r"^Cluster: +2 workers x 1 devices, task 0 of 2 \(chief\)", chief, re.M)
+    assert re.search(r"^Cluster: +2 workers x 1 device, task 0 of 2 \(chief\)", chief, re.M)
     assert runs.last_step_printed(chief) == STEPS, chief[-2000:]
     assert runs.checkpoint_steps(train_dirs[0]) == [4, STEPS]
     # The non-chief: one line, no file.

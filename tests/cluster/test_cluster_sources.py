@@ -118,7 +118,7 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
         statuses = procs.wait(timeout=240)
         assert statuses == [0, 0], procs.log(0)[-2000:] + procs.log(1)[-2000:]
         chief, worker = procs.log(0), procs.log(1)
-    assert "2 workers x 1 devices, task 0 of 2 (chief) at 127.0.0.1:%d, from Slurm" % base \
+    assert "2 workers x 1 device, task 0 of 2 (chief) at 127.0.0.1:%d, from Slurm" % base \
         in chief, chief[:2000]
     assert "worker task 1 of 2 at 127.0.0.1:%d, from Slurm: training" % (base + 1) in worker
     # Both tasks on this host: each worker's intra-op pool (read back from

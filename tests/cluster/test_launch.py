@@ -135,7 +135,7 @@ def test_two_workers_through_the_launcher_killed_once_restart_and_equal_one_proc
     assert "[launcher] task 1 failed (exit status 137)" in log, log[-3000:]
     assert "[launcher] restart 1 of 1" in log
     assert re.search(r"^\[task 0\] Resumed: +from step \d+", log, re.M), log[-3000:]
-    assert re.search(r"^\[task 0\] Cluster: +2 workers x 1 devices, task 0 of 2 \(chief\)",
+    assert re.search(r"^\[task 0\] Cluster: +2 workers x 1 device, task 0 of 2 \(chief\)",
                      log, re.M)
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * epochs
     runs.assert_same_model(train_dir, reference)

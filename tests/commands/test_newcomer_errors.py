@@ -162,6 +162,21 @@ def _resume_on_fewer_files():
         {"input_examples": 1600, "input_files": files[:4]}, "cifar", "--train_dir=run")
 
 
+def _data_dir_a_file(mp):
+    import tempfile
+    mp.chdir(tempfile.mkdtemp())
+    os.mkdir("cifar")
+    open(os.path.join("cifar", "data_batch_1.bin"), "wb").close()
+    Params(data_dir="cifar/data_batch_1.bin")
+
+
+def _did_you_mean_model():
+    try:
+        Params(model="resnet-20")
+    except ValueError as err:  # the table elides the list of registered names
+        raise ValueError(str(err).split("known models: ")[0] + "known models: ...") from err
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -195,6 +210,10 @@ CASES = {
     "export of a user's model": lambda mp: _users_model_record("export"),
     "resume of a user's model": lambda mp: _users_model_record("resume"),
     "resume on fewer files": lambda mp: _resume_on_fewer_files(),
+    "uint8 images": lambda mp: from_arrays(np.arange(256, dtype=np.uint8).reshape(
+        64, 2, 2, 1), np.zeros(64, np.int32), 64),
+    "data_dir a file": _data_dir_a_file,
+    "did you mean a model": lambda mp: _did_you_mean_model(),
     "cpu float16 NCHW": lambda mp: Trainer(Params(
         model="trivial", device="cpu", data_format="NCHW", use_fp16=True,
         allow_emulated_precision=True)),

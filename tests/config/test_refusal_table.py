@@ -98,6 +98,9 @@ CASES = [
     (["--num_batches=5", "--num_epochs=2"], "--num_batches=5: ",
      "conflicts with --num_epochs=2, which sets the number of steps; drop one", E),
     (["--data_dir={tmp}/missing"], "--data_dir=", "missing: no such directory", E),
+    (["--data_dir={data}/test_batch.bin"], "--data_dir=",
+     "test_batch.bin: is a file, not a directory", E),
+    (["--model=resnet-20"], "--model=resnet-20: ", "unknown model (did you mean resnet20?)", E),
     (["--input=queue"], "--input=queue: ", "needs --data_dir (synthetic data is generated on "
      "the devices)", E),
     (["--train_dir={tmp}", "--save_model_steps=-1"], "--save_model_steps=-1: ", "must be > 0",

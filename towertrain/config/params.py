@@ -90,8 +90,11 @@ def validate(p: Params) -> None:
 
     _check_types(p)
     if p.model not in catalog.registered_names():
-        _fail("model", p.model,
-              f"unknown model; known models: {', '.join(catalog.registered_names())}")
+        import difflib
+        close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)
+        _fail("model", p.model, (f"unknown model (did you mean {close[0]}?)" if close else
+                                 "unknown model") +
+              f"; known models: {', '.join(catalog.registered_names())}")
     for flag in ("variable_update", "all_reduce_spec", "optimizer", "device",
                  "local_parameter_device", "data_format", "data_name"):
         _check_choice(p, flag, {
@@ -172,7 +175,9 @@ def _validate_input(p: Params) -> None:
         _fail("num_batches", p.num_batches, f"conflicts with --num_epochs={p.num_epochs}, "
               "which sets the number of steps; drop one")
     if p.data_dir is not None and not os.path.isdir(p.data_dir):
-        _fail("data_dir", p.data_dir, "no such directory")
+        _fail("data_dir", p.data_dir,
+              "is a file, not a directory; give the directory that holds the data files"
+              if os.path.isfile(p.data_dir) else "no such directory")
     if p.data_dir is None and p.input == "queue":
         _fail("input", p.input, "needs --data_dir (synthetic data is generated on the devices)")
 

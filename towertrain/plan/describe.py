@@ -42,8 +42,9 @@ def static_lines(plan):
     if epoch(plan) is not None:
         lines["Epoch"] = epoch(plan)
     if plan.topology.num_workers > 1:
+        towers = plan.topology.num_towers
         lines["Cluster"] = (f"{plan.topology.num_workers} workers x "
-                            f"{plan.topology.num_towers} devices")
+                            f"{towers} device{'' if towers == 1 else 's'}")
     if plan.steps.accumulation.accumulating:
         lines["Accumulation"] = plan.steps.accumulation.describe(plan.batches.global_batch)
     if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):

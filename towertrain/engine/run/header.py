@@ -40,6 +40,8 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         ("Data format", static["Data format"]),
         ("Optimizer", optimizers.describe(recipe.optimizer)),
         ("Learning rate", learning_rate.describe()),
+        # The L2 decay the loss adds (0: none), as tf_cnn_benchmarks' --weight_decay.
+        ("Weight decay", f"{recipe.loss.weight_decay:g}"),
         ("Variables", static["Variables"]),
     ]
     if "Cluster" in static:  # multi-worker
