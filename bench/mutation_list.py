@@ -2008,6 +2008,31 @@ MUTATIONS = [
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
         'if xla and device != "gpu":', "if xla:",
         [T + "plan/test_gpu_branches.py"]),
+    # Survivors of bench/generated_mutants.py that broke a claim, now killed.
+    Mutation(
+        "slurm_port_base_negative_accepted", "towertrain/config/cluster_checks.py",
+        "if not 0 < p.slurm_port_base < 65536:", "if not 0 != p.slurm_port_base < 65536:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "collective_timeout_negative_accepted", "towertrain/config/cluster_checks.py",
+        "not p.collective_timeout_secs > 0:", "not p.collective_timeout_secs != 0:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "collective_timeout_valid_refused", "towertrain/config/cluster_checks.py",
+        "not p.collective_timeout_secs > 0:", "not p.collective_timeout_secs > 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "task_index_far_past_the_end_accepted", "towertrain/config/cluster_checks.py",
+        "if p.task_index >= len(hosts):", "if p.task_index == len(hosts):",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "cpuinfo_flags_line_not_read", "towertrain/recipe/native_precision.py",
+        'if line.startswith("flags"):', 'if not line.startswith("flags"):',
+        [T + "recipe/test_gpu_capability.py"]),
+    Mutation(
+        "cpu_branch_by_identity", "towertrain/recipe/native_precision.py",
+        'if device == "cpu":', 'if device is "cpu":',
+        [T + "recipe/test_gpu_capability.py"]),
     # Issue 33, item 4: a file missing from the CIFAR-10 download is skipped.
     Mutation(
         "cifar_missing_train_file_skipped", "input_pipeline/cifar10.py",

@@ -321,8 +321,8 @@ CASES = [
     *[(["--forward_only", _sample(name)], f"--{name}=", "does not apply to --forward_only", E)
       for name in _forward_only_refuses()],
     # --- towertrain/config/cluster_checks.py and cluster_spec.py
-    ([COLLECTIVE, "--collective_timeout_secs=0"], "--collective_timeout_secs=0", "must be > 0",
-     E),
+    *[([COLLECTIVE, f"--collective_timeout_secs={secs}"], f"--collective_timeout_secs={secs}",
+       "must be > 0", E) for secs in ("0", "-1")],
     (["--task_index=-1"], "--task_index=-1: ", "must be >= 0 (0 is the chief)", E),
     (["--task_index=1"], "--task_index=1: ", "needs --worker_hosts (or TF_CONFIG)", E),
     *[([COLLECTIVE, f"--worker_hosts={hosts}"], f"--worker_hosts={hosts}: ", words, E)
@@ -331,15 +331,15 @@ CASES = [
                            ("h:0", "'h:0' is not host:port"),
                            ("h:65536", "'h:65536' is not host:port"),
                            ("h:1,h:1", "an address is listed twice")]],
-    ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--task_index=2"], "--task_index=2: ",
-     "must be in 0..1 (--worker_hosts lists 2 workers)", E),
+    *[([COLLECTIVE, "--worker_hosts=h:1,h:2", f"--task_index={task}"], f"--task_index={task}: ",
+       "must be in 0..1 (--worker_hosts lists 2 workers)", E) for task in (2, 3)],
     (["--worker_hosts=h:1,h:2"], "--worker_hosts=h:1,h:2: ",
      "needs --variable_update=collective_all_reduce (got parameter_server)", E),
     ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--compact_gradient_transfer"],
      "--compact_gradient_transfer=True: ", "is not supported with "
      "--variable_update=collective_all_reduce", E),
     *[([f"--slurm_port_base={port}"], f"--slurm_port_base={port}: ",
-       "must be a port number in 1..65535", E) for port in ("0", "65536")],
+       "must be a port number in 1..65535", E) for port in ("-1", "0", "65536", "65537")],
     (["--cluster_source=flags"], "--cluster_source=flags: ", "needs --worker_hosts", E),
     ([COLLECTIVE, "--device=cpu", "--collective_implementation=nccl"],
      "--collective_implementation=nccl: ", "needs --device=gpu (NCCL runs between GPUs); on "
@@ -486,6 +486,7 @@ ACCEPTED = [
     (["--slurm_port_base=1"], E),
     (["--slurm_port_base=65535"], E),
     ([COLLECTIVE, "--worker_hosts=h:1,h:65535", "--task_index=1"], E),
+    ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--collective_timeout_secs=0.5"], E),
 ]
 
 
