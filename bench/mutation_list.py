@@ -2161,6 +2161,63 @@ MUTATIONS = [
         "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
         '"imagenet": 1281167,', '"imagenet": 1281168,',
         [T + "plan/test_synthetic_epochs.py"]),
+    # Issue 31: packs sized in bytes (--gradient_pack_mb), a 25 MB default on GPUs.
+    Mutation(
+        "byte_packs_ignored", "towertrain/engine/allreduce/packing.py",
+        "                  if pack_bytes else num_packs)\n",
+        "                  if False else num_packs)\n",
+        [T + "engine/test_repacking.py::test_packs_sized_in_bytes_are_the_fewest_that_fit",
+         T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers",
+         T + "config/test_exchange_checks.py::test_header_prints_packs_sized_in_bytes"]),
+    Mutation(
+        "byte_packs_one_too_few", "towertrain/engine/allreduce/packing.py",
+        "math.ceil(total_bytes / pack_bytes)", "int(total_bytes / pack_bytes)",
+        [T + "engine/test_repacking.py::test_packs_sized_in_bytes_are_the_fewest_that_fit"]),
+    Mutation(
+        "byte_packs_uncapped", "towertrain/engine/allreduce/packing.py",
+        "min(MAX_PACKS, math.ceil(", "min(10**9, math.ceil(",
+        [T + "engine/test_repacking.py::test_packs_sized_in_bytes_stop_at_the_pack_limit"]),
+    Mutation(
+        "collective_ignores_pack_bytes", "towertrain/engine/allreduce/packing.py",
+        "    return plan(tensors, exchange.gradient_repacking, exchange.gradient_pack_bytes)\n",
+        "    return plan(tensors, exchange.gradient_repacking)\n",
+        [T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    Mutation(
+        "replicated_ignores_pack_bytes", "towertrain/engine/variable_mgr/replicated.py",
+        "pack_bytes=exchange.gradient_pack_bytes)", "pack_bytes=None)",
+        [T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    Mutation(
+        "gpu_default_one_pack", "towertrain/config/exchange_checks.py",
+        "        return int(DEFAULT_GPU_PACK_MB * 10**6)\n", "        return None\n",
+        [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
+    Mutation(
+        "cpu_gets_the_gpu_pack_default", "towertrain/config/exchange_checks.py",
+        '    if (device == "gpu" and p.variable_update in _EXCHANGING',
+        '    if (p.variable_update in _EXCHANGING',
+        [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
+    Mutation(
+        "xla_takes_the_gpu_pack_default", "towertrain/config/exchange_checks.py",
+        "            and not p.xla_compile):\n", "            ):\n",
+        [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
+    Mutation(
+        "pack_size_and_count_both_accepted", "towertrain/config/exchange_checks.py",
+        "    if pack_mb is not None and p.gradient_repacking:\n", "    if False:\n",
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags",
+         T + "config/test_refusal_table.py"]),
+    Mutation(
+        "xla_accepts_counted_packs", "towertrain/config/exchange_checks.py",
+        "    if p.xla_compile and p.gradient_repacking:\n", "    if False:\n",
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags",
+         T + "config/test_refusal_table.py"]),
+    Mutation(
+        "xla_accepts_sized_packs", "towertrain/config/exchange_checks.py",
+        "    if p.xla_compile and pack_mb:\n", "    if False:\n",
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags",
+         T + "config/test_refusal_table.py"]),
+    Mutation(
+        "slow_link_fraction_over_t1", "bench/bench_slow_link.py",
+        "    return (t_n - t_indep) / (t_1 - t_indep)\n", "    return (t_n - t_indep) / t_1\n",
+        [T + "package/test_bench_slow_link.py::test_exposed_fraction_and_step_time"]),
     # Issue 33, items 12 and 13: what the library and the messages should say.
     Mutation(
         "uint8_images_accepted", "input_pipeline/arrays.py",

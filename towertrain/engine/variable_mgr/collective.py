@@ -226,7 +226,7 @@ class CollectiveManager(ReplicatedManager):
 
     def _gradient_sum(self, per_device_lists):
         """Each pack summed over the cluster on its own (flat or hierarchical)."""
-        packs = packing.plan(per_device_lists[0], self.options.gradient_repacking)
+        packs = packing.plan_for_exchange(per_device_lists[0], self.options)
         summed = [[] for _ in self.devices]
         for k, p in enumerate(packs):
             with tf.name_scope(f"pack{k}"):
