@@ -3,6 +3,7 @@ parser and main, in this process; nothing runs past the checks).
 
 The table's completeness is checked against the code: every `fail(...)` and
 `raise ParamsError/ClusterError(...)` in towertrain/config and towertrain/plan
+(and each reason a flag parser raises as ValueError in config/*_checks.py)
 is found by walking their syntax trees, and a site that no case below reaches
 fails test_every_refusal_site_has_a_case, naming the site. Add a case for a
 new refusal where it belongs; a site the command line cannot reach goes in
