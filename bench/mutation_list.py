@@ -2263,4 +2263,9 @@ MUTATIONS = [
         "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
         "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
         [T + "cluster/test_launch_restarts.py"]),
+    # A flag parser's reason dropped (a site of the refusal table's walk).
+    Mutation(
+        "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
+        "    if len(set(indices)) != len(indices):", "    if False:",
+        [T + "config/test_refusal_table.py"]),
 ]
