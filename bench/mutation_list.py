@@ -2028,6 +2028,31 @@ MUTATIONS = [
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
         'if xla and device != "gpu":', "if xla:",
         [T + "plan/test_gpu_branches.py"]),
+    # Survivors of bench/generated_mutants.py that broke a claim, now killed.
+    Mutation(
+        "slurm_port_base_negative_accepted", "towertrain/config/cluster_checks.py",
+        "if not 0 < p.slurm_port_base < 65536:", "if not 0 != p.slurm_port_base < 65536:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "collective_timeout_negative_accepted", "towertrain/config/cluster_checks.py",
+        "not p.collective_timeout_secs > 0:", "not p.collective_timeout_secs != 0:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "collective_timeout_valid_refused", "towertrain/config/cluster_checks.py",
+        "not p.collective_timeout_secs > 0:", "not p.collective_timeout_secs > 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "task_index_far_past_the_end_accepted", "towertrain/config/cluster_checks.py",
+        "if p.task_index >= len(hosts):", "if p.task_index == len(hosts):",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "cpuinfo_flags_line_not_read", "towertrain/recipe/native_precision.py",
+        'if line.startswith("flags"):', 'if not line.startswith("flags"):',
+        [T + "recipe/test_gpu_capability.py"]),
+    Mutation(
+        "cpu_branch_by_identity", "towertrain/recipe/native_precision.py",
+        'if device == "cpu":', 'if device is "cpu":',
+        [T + "recipe/test_gpu_capability.py"]),
     # Issue 33, item 4: a file missing from the CIFAR-10 download is skipped.
     Mutation(
         "cifar_missing_train_file_skipped", "input_pipeline/cifar10.py",
@@ -2156,6 +2181,63 @@ MUTATIONS = [
         "imagenet_known_size_off_by_one", "towertrain/plan/steps.py",
         '"imagenet": 1281167,', '"imagenet": 1281168,',
         [T + "plan/test_synthetic_epochs.py"]),
+    # Issue 31: packs sized in bytes (--gradient_pack_mb), a 25 MB default on GPUs.
+    Mutation(
+        "byte_packs_ignored", "towertrain/engine/allreduce/packing.py",
+        "                  if pack_bytes else num_packs)\n",
+        "                  if False else num_packs)\n",
+        [T + "engine/test_repacking.py::test_packs_sized_in_bytes_are_the_fewest_that_fit",
+         T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers",
+         T + "config/test_exchange_checks.py::test_header_prints_packs_sized_in_bytes"]),
+    Mutation(
+        "byte_packs_one_too_few", "towertrain/engine/allreduce/packing.py",
+        "math.ceil(total_bytes / pack_bytes)", "int(total_bytes / pack_bytes)",
+        [T + "engine/test_repacking.py::test_packs_sized_in_bytes_are_the_fewest_that_fit"]),
+    Mutation(
+        "byte_packs_uncapped", "towertrain/engine/allreduce/packing.py",
+        "min(MAX_PACKS, math.ceil(", "min(10**9, math.ceil(",
+        [T + "engine/test_repacking.py::test_packs_sized_in_bytes_stop_at_the_pack_limit"]),
+    Mutation(
+        "collective_ignores_pack_bytes", "towertrain/engine/allreduce/packing.py",
+        "    return plan(tensors, exchange.gradient_repacking, exchange.gradient_pack_bytes)\n",
+        "    return plan(tensors, exchange.gradient_repacking)\n",
+        [T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    Mutation(
+        "replicated_ignores_pack_bytes", "towertrain/engine/variable_mgr/replicated.py",
+        "pack_bytes=exchange.gradient_pack_bytes)", "pack_bytes=None)",
+        [T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
+    Mutation(
+        "gpu_default_one_pack", "towertrain/config/exchange_checks.py",
+        "        return int(DEFAULT_GPU_PACK_MB * 10**6)\n", "        return None\n",
+        [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
+    Mutation(
+        "cpu_gets_the_gpu_pack_default", "towertrain/config/exchange_checks.py",
+        '    if (device == "gpu" and p.variable_update in _EXCHANGING',
+        '    if (p.variable_update in _EXCHANGING',
+        [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
+    Mutation(
+        "xla_takes_the_gpu_pack_default", "towertrain/config/exchange_checks.py",
+        "            and not p.xla_compile):\n", "            ):\n",
+        [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
+    Mutation(
+        "pack_size_and_count_both_accepted", "towertrain/config/exchange_checks.py",
+        "    if pack_mb is not None and p.gradient_repacking:\n", "    if False:\n",
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags",
+         T + "config/test_refusal_table.py"]),
+    Mutation(
+        "xla_accepts_counted_packs", "towertrain/config/exchange_checks.py",
+        "    if p.xla_compile and p.gradient_repacking:\n", "    if False:\n",
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags",
+         T + "config/test_refusal_table.py"]),
+    Mutation(
+        "xla_accepts_sized_packs", "towertrain/config/exchange_checks.py",
+        "    if p.xla_compile and pack_mb:\n", "    if False:\n",
+        [T + "config/test_exchange_checks.py::test_refused_combinations_name_the_flags",
+         T + "config/test_refusal_table.py"]),
+    Mutation(
+        "slow_link_fraction_over_t1", "bench/bench_slow_link.py",
+        "    return (t_n - t_indep) / (t_1 - t_indep)\n", "    return (t_n - t_indep) / t_1\n",
+        [T + "package/test_bench_slow_link.py::test_exposed_fraction_and_step_time"]),
     # Issue 33, items 12 and 13: what the library and the messages should say.
     Mutation(
         "uint8_images_accepted", "input_pipeline/arrays.py",
@@ -2179,4 +2261,31 @@ MUTATIONS = [
         "one_devices_plural", "towertrain/plan/describe.py",
         "f\"{towers} device{'' if towers == 1 else 's'}\")", "f\"{towers} devices\")",
         [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
+    # Boundaries the flag checks accept, moved by one (FLAG_CHECKS_ACCEPT).
+    Mutation(
+        "num_eval_batches_one_refused", "towertrain/config/eval_checks.py",
+        "p.num_eval_batches is not None and p.num_eval_batches < 1:",
+        "p.num_eval_batches is not None and p.num_eval_batches <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "display_perf_ewma_one_refused", "towertrain/config/eval_checks.py",
+        "not 0 < p.display_perf_ewma <= 1:", "not 0 < p.display_perf_ewma < 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "optimizer_option_zero_refused", "towertrain/config/recipe_checks.py",
+        "if not low <= getattr(p, flag) < high:", "if not low < getattr(p, flag) < high:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "base_batch_size_one_refused", "towertrain/config/recipe_checks.py",
+        "        if p.base_batch_size < 1:", "        if p.base_batch_size <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
+        "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
+        [T + "cluster/test_launch_restarts.py"]),
+    # A flag parser's reason dropped (a site of the refusal table's walk).
+    Mutation(
+        "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
+        "    if len(set(indices)) != len(indices):", "    if False:",
+        [T + "config/test_refusal_table.py"]),
 ]

@@ -1,4 +1,5 @@
-"""The gradient-exchange flags (--all_reduce_spec, --gradient_repacking):
+"""The gradient-exchange flags (--all_reduce_spec, --gradient_repacking,
+--gradient_pack_mb):
 every refused combination names the flag and what to use instead, through
 Params (the library door) and the command line (exit 2)."""
 import pytest
@@ -36,6 +37,18 @@ import helpers.cli
      r"^--all_reduce_spec=psgpu/xring: needs --device=gpu"),
     ({"variable_update": "collective_all_reduce", "all_reduce_spec": "xring"},
      r"^--all_reduce_spec=xring: must be one of"),
+    ({"variable_update": "replicated", "gradient_pack_mb": -0.5},
+     r"^--gradient_pack_mb=-0.5: must be a number >= 0 \(0: one pack per dtype\)$"),
+    ({"variable_update": "replicated", "gradient_pack_mb": 25.0, "gradient_repacking": 4},
+     r"^--gradient_pack_mb=25.0: conflicts with --gradient_repacking=4: packs are sized in "
+     r"bytes or counted, not both; drop one$"),
+    ({"variable_update": "collective_all_reduce", "gradient_repacking": 4, "xla_compile": True},
+     r"^--gradient_repacking=4: conflicts with --xla_compile: a compiled tower hands out all "
+     r"its gradients at once, so no pack could start before the whole backward pass ends"),
+    ({"variable_update": "replicated", "gradient_pack_mb": 25.0, "xla_compile": True},
+     r"^--gradient_pack_mb=25.0: conflicts with --xla_compile: a compiled tower"),
+    ({"variable_update": "independent", "gradient_pack_mb": 25.0},
+     r"^--gradient_pack_mb=25.0: only applies to --variable_update=replicated or "),
 ])
 def test_refused_combinations_name_the_flags(changes, message):
     with pytest.raises(ParamsError, match=message):
@@ -81,6 +94,27 @@ def test_defaults_and_accepted_specs():
                gradient_repacking=16)
 
 
+@pytest.mark.parametrize("device,changes,pack_bytes", [
+    # --device=gpu overlaps by default: packs of 25 MB, in both exchanging modes.
+    ("gpu", {"variable_update": "replicated"}, 25 * 10**6),
+    ("gpu", {"variable_update": "collective_all_reduce"}, 25 * 10**6),
+    # CPU devices keep one pack per dtype; counted packs, 0 and XLA take no size.
+    ("cpu", {"variable_update": "replicated"}, None),
+    ("cpu", {"variable_update": "collective_all_reduce"}, None),
+    ("gpu", {"variable_update": "replicated", "gradient_repacking": 4}, None),
+    ("gpu", {"variable_update": "replicated", "gradient_pack_mb": 0.0}, None),
+    ("gpu", {"variable_update": "replicated", "xla_compile": True}, None),
+    ("gpu", {"variable_update": "replicated", "xla_compile": True, "gradient_pack_mb": 0.0},
+     None),
+    ("cpu", {"variable_update": "replicated", "gradient_pack_mb": 0.000145}, 145),
+    ("gpu", {"variable_update": "replicated", "gradient_pack_mb": 64.0}, 64 * 10**6),
+    ("gpu", {"variable_update": "independent"}, None)])
+def test_the_plan_sizes_packs_by_default_on_gpus_only(device, changes, pack_bytes):
+    from towertrain import plan
+    params = Params(model="trivial", device=device, **changes)
+    assert plan.lay_out(params).exchange.gradient_pack_bytes == pack_bytes
+
+
 def test_command_line_refuses_with_exit_2():
     done = helpers.cli.run_cli("--model=trivial", "--device=cpu",
                                "--variable_update=replicated", "--gradient_repacking=-2",
@@ -98,3 +132,13 @@ def test_header_prints_the_exchange_and_its_packs():
     assert "AllReduce:   ring" in done.stdout, done.stdout[-2000:]
     assert ("Gradient packs: 4 packs (per dtype, reverse layer order): float32 3.1 KB, "
             "3.1 KB, 3.1 KB, 3.1 KB") in done.stdout, done.stdout[-2000:]
+
+
+def test_header_prints_packs_sized_in_bytes():
+    done = helpers.cli.run_cli("--model=trivial", "--device=cpu", "--num_gpus=2",
+                               "--variable_update=collective_all_reduce",
+                               "--gradient_pack_mb=0.005", "--num_batches=1",
+                               "--num_warmup_batches=0", timeout=180, check=True)
+    # trivial: 3093 float32 values = 12,372 B in ceil(12372 / 5000) = 3 packs.
+    assert ("Gradient packs: 3 packs (of at most 5.0 KB, reverse layer order): float32 "
+            "4.1 KB, 4.1 KB, 4.1 KB") in done.stdout, done.stdout[-2000:]

@@ -3,6 +3,7 @@ parser and main, in this process; nothing runs past the checks).
 
 The table's completeness is checked against the code: every `fail(...)` and
 `raise ParamsError/ClusterError(...)` in towertrain/config and towertrain/plan
+(and each reason a flag parser raises as ValueError in config/*_checks.py)
 is found by walking their syntax trees, and a site that no case below reaches
 fails test_every_refusal_site_has_a_case, naming the site. Add a case for a
 new refusal where it belongs; a site the command line cannot reach goes in
@@ -259,6 +260,16 @@ CASES = [
     # --- towertrain/config/exchange_checks.py
     *[(["--variable_update=replicated", f"--gradient_repacking={packs}"],
        f"--gradient_repacking={packs}: ", "must be in 0..1000", E) for packs in ("-1", "1001")],
+    *[(["--variable_update=replicated", f"--gradient_pack_mb={mb}"],
+       f"--gradient_pack_mb={mb}: ", "must be a number >= 0", E) for mb in ("-0.5", "inf")],
+    (["--variable_update=replicated", "--gradient_pack_mb=25", "--gradient_repacking=4"],
+     "--gradient_pack_mb=25.0: ", "conflicts with --gradient_repacking=4", E),
+    ([COLLECTIVE, "--gradient_repacking=4", "--xla_compile"], "--gradient_repacking=4: ",
+     "conflicts with --xla_compile: a compiled tower hands out all its gradients at once", E),
+    (["--variable_update=replicated", "--gradient_pack_mb=25", "--xla_compile"],
+     "--gradient_pack_mb=25.0: ", "conflicts with --xla_compile", E),
+    (["--variable_update=independent", "--gradient_pack_mb=25"], "--gradient_pack_mb=25.0: ",
+     "only applies to --variable_update=replicated or", E),
     (["--variable_update=replicated", "--all_reduce_spec=collective"],
      "--all_reduce_spec=collective: ", "is a --variable_update=collective_all_reduce exchange",
      E),
@@ -311,8 +322,8 @@ CASES = [
     *[(["--forward_only", _sample(name)], f"--{name}=", "does not apply to --forward_only", E)
       for name in _forward_only_refuses()],
     # --- towertrain/config/cluster_checks.py and cluster_spec.py
-    ([COLLECTIVE, "--collective_timeout_secs=0"], "--collective_timeout_secs=0", "must be > 0",
-     E),
+    *[([COLLECTIVE, f"--collective_timeout_secs={secs}"], f"--collective_timeout_secs={secs}",
+       "must be > 0", E) for secs in ("0", "-1")],
     (["--task_index=-1"], "--task_index=-1: ", "must be >= 0 (0 is the chief)", E),
     (["--task_index=1"], "--task_index=1: ", "needs --worker_hosts (or TF_CONFIG)", E),
     *[([COLLECTIVE, f"--worker_hosts={hosts}"], f"--worker_hosts={hosts}: ", words, E)
@@ -321,15 +332,15 @@ CASES = [
                            ("h:0", "'h:0' is not host:port"),
                            ("h:65536", "'h:65536' is not host:port"),
                            ("h:1,h:1", "an address is listed twice")]],
-    ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--task_index=2"], "--task_index=2: ",
-     "must be in 0..1 (--worker_hosts lists 2 workers)", E),
+    *[([COLLECTIVE, "--worker_hosts=h:1,h:2", f"--task_index={task}"], f"--task_index={task}: ",
+       "must be in 0..1 (--worker_hosts lists 2 workers)", E) for task in (2, 3)],
     (["--worker_hosts=h:1,h:2"], "--worker_hosts=h:1,h:2: ",
      "needs --variable_update=collective_all_reduce (got parameter_server)", E),
     ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--compact_gradient_transfer"],
      "--compact_gradient_transfer=True: ", "is not supported with "
      "--variable_update=collective_all_reduce", E),
     *[([f"--slurm_port_base={port}"], f"--slurm_port_base={port}: ",
-       "must be a port number in 1..65535", E) for port in ("0", "65536")],
+       "must be a port number in 1..65535", E) for port in ("-1", "0", "65536", "65537")],
     (["--cluster_source=flags"], "--cluster_source=flags: ", "needs --worker_hosts", E),
     ([COLLECTIVE, "--device=cpu", "--collective_implementation=nccl"],
      "--collective_implementation=nccl: ", "needs --device=gpu (NCCL runs between GPUs); on "
@@ -461,6 +472,9 @@ ACCEPTED = [
     (["--trace_file={tmp}/t.json", "--num_warmup_batches=3", "--trace_step=4"], E),
     (["--train_dir={tmp}", "--profile_steps=1,1"], E),
     (["--variable_update=replicated", "--gradient_repacking=1000"], E),
+    (["--variable_update=replicated", "--gradient_pack_mb=0", "--xla_compile"], E),
+    (["--variable_update=replicated", "--gradient_pack_mb=0", "--gradient_repacking=0"], E),
+    ([COLLECTIVE, "--gradient_pack_mb=0.000001"], E),
     (["--num_examples_per_epoch=64", "--batch_size=8", "--num_epochs_per_decay=0.125",
       "--learning_rate_decay_factor=1"], E),
     (["--num_examples_per_epoch=64", "--num_epochs_per_decay=1",
@@ -473,7 +487,66 @@ ACCEPTED = [
     (["--slurm_port_base=1"], E),
     (["--slurm_port_base=65535"], E),
     ([COLLECTIVE, "--worker_hosts=h:1,h:65535", "--task_index=1"], E),
+    ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--collective_timeout_secs=0.5"], E),
 ]
+
+
+# The last value each flag check accepts, at its boundary; the flag checks
+# alone (parser, Params, the command line's checks) judge these, so one case
+# costs milliseconds. EVAL: a run that evaluates, for the eval flags.
+EVAL = "--eval_during_training_every_n_steps=1"
+FLAG_CHECKS_ACCEPT = [
+    ["--batch_size=1", "--num_batches=1", "--num_warmup_batches=0", "--display_every=1",
+     "--num_gpus=1", "--weight_decay=0", "--init_learning_rate=1e-9"],
+    ["--data_dir={data}", "--staging_depth=0", "--num_epochs=1",
+     "--datasets_prefetch_buffer_size=1", "--datasets_num_private_threads=0",
+     "--datasets_parallel_interleave_cycle_length=1",
+     "--datasets_parallel_interleave_prefetch=1", "--input=dataset"],
+    ["--data_dir={data}", "--batch_group_size=1"],
+    ["--train_dir={tmp}", "--save_model_steps=1", "--max_ckpts_to_keep=1",
+     "--summary_verbosity=3", "--save_summaries_steps=1", "--profile_steps=1,1"],
+    ["--train_dir={tmp}", "--save_model_secs=0.001", "--summary_verbosity=0",
+     "--save_summaries_steps=0"],
+    ["--trace_file={tmp}/t.json", "--num_warmup_batches=0", "--trace_step=1"],
+    [EVAL, "--num_eval_batches=1", "--stop_at_top_1_accuracy=0.001",
+     "--display_perf_ewma=0.001"],
+    [EVAL, "--num_eval_epochs=0.001", "--stop_at_top_1_accuracy=1", "--display_perf_ewma=1"],
+    ["--eval_during_training_every_n_epochs=0.001", "--num_examples_per_epoch=1"],
+    ["--eval_during_training_at_specified_steps=1", "--eval_interval_secs=0"],
+    ["--eval_during_training_at_specified_epochs=0.001"],
+    ["--num_intra_threads=0", "--num_inter_threads=0", "--kmp_blocktime=0",
+     "--kmp_settings=0", "--mkl"],
+    ["--variable_update=replicated", "--gradient_repacking=0", "--all_reduce_spec=ring"],
+    ["--gradient_accumulation_steps=1", "--gradient_clip=1e-9", "--global_norm_clip=1e-9",
+     "--minimum_learning_rate=0", "--num_learning_rate_warmup_epochs=0"],
+    ["--optimizer=momentum", "--momentum=0"],
+    ["--optimizer=rmsprop", "--rmsprop_decay=0.999", "--rmsprop_momentum=0.999",
+     "--rmsprop_epsilon=1e-12"],
+    ["--optimizer=adam", "--adam_beta1=0", "--adam_beta2=0", "--adam_epsilon=1e-12"],
+    ["--optimizer=adam", "--adam_beta1=0.999", "--adam_beta2=0.999"],
+    ["--num_epochs_per_decay=0.001", "--learning_rate_decay_factor=0.001"],
+    ["--scale_learning_rate=linear", "--base_batch_size=1"],
+    ["--use_fp16", "--fp16_loss_scale=1e-9", "--fp16_enable_auto_loss_scale",
+     "--fp16_inc_loss_scale_every_n=1"],
+    [COLLECTIVE, "--worker_hosts=h:1", "--task_index=0", "--collective_timeout_secs=1e-9",
+     "--slurm_port_base=1"],
+    ["--piecewise_learning_rate_schedule=1e-9;0.001;1e-9"],
+    ["--piecewise_learning_rate_schedule=0.1"],
+]
+
+
+@pytest.mark.parametrize("args", FLAG_CHECKS_ACCEPT,
+                         ids=[" ".join(a) for a in FLAG_CHECKS_ACCEPT])
+def test_the_flag_checks_accept_each_boundary_value(args, data_dir):
+    from absl import flags
+    from towertrain.commands import train
+    flags_lib.define_flags()
+    flags.FLAGS.unparse_flags()
+    try:
+        train.parse_flags(["towertrain", *_args(args, data_dir)])
+        flags_lib.params_from_flags()
+    finally:
+        flags.FLAGS.unparse_flags()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""The overlap property of --gradient_repacking, proven on traced graphs.
+"""The overlap property of --gradient_repacking and --gradient_pack_mb, proven
+on traced graphs.
 
 A pack's reduction must read only its own gradients: then the executor can
 start it while the backward pass of earlier layers still runs. Two checks:
@@ -78,12 +79,13 @@ def test_each_pack_reduction_reads_only_its_own_gradients(name, device, compact)
                                               for op in adds)
 
 
-def _cpu_trainer(mode, spec, packs):
+def _cpu_trainer(mode, spec, packs, pack_mb=None):
     rng = np.random.default_rng(0)
     images = rng.standard_normal((16,) + IMAGE_SHAPE).astype(np.float32)
     labels = rng.integers(0, NUM_CLASSES, 16).astype(np.int32)
     params = Params(model="trivial", device="cpu", num_gpus=4, variable_update=mode,
-                    all_reduce_spec=spec, gradient_repacking=packs, num_warmup_batches=0)
+                    all_reduce_spec=spec, gradient_repacking=packs,
+                    gradient_pack_mb=pack_mb, num_warmup_batches=0)
     return Trainer(params, model=tiny_model(), input_source=from_arrays(images, labels, 8))
 
 
@@ -99,7 +101,12 @@ def _gpu_trainer(spec, packs):
 @pytest.mark.parametrize("build", [
     lambda packs: _cpu_trainer("replicated", "pscpu", packs),
     lambda packs: _cpu_trainer("collective_all_reduce", "pscpu/xring", packs),
-    lambda packs: _gpu_trainer("nccl", packs)], ids=["pscpu", "pscpu/xring", "nccl-gpu"])
+    lambda packs: _gpu_trainer("nccl", packs),
+    # Packs sized in bytes: at most 145 B cuts the 1012 B into the same 7 packs.
+    lambda packs: _cpu_trainer("replicated", "pscpu", 0, pack_mb=0.000145),
+    lambda packs: _cpu_trainer("collective_all_reduce", "pscpu/xring", 0,
+                               pack_mb=0.000145)],
+    ids=["pscpu", "pscpu/xring", "nccl-gpu", "pscpu-bytes", "pscpu/xring-bytes"])
 def test_first_pack_of_the_step_waits_only_for_the_last_layers(build):
     # 253 values in 7 packs of ~36: pack 0 holds the dense bias and part of
     # the dense kernel (192 values), the last pack the conv kernel.

@@ -1,4 +1,5 @@
-"""--gradient_repacking=N: N packs train exactly like one pack.
+"""--gradient_repacking=N and --gradient_pack_mb=M: N packs, or packs of at
+most M MB, train exactly like one pack.
 
 Through towertrain.Trainer on 4 logical CPU devices, a conv + dense model,
 3 steps of an uneven epoch (10, 10, then 3 examples: the last
@@ -27,7 +28,7 @@ from helpers.sweep import full_sweep_only
 NUM_EXAMPLES, GLOBAL_BATCH = 23, 10
 
 
-def _train(mode, spec, packs, compact=False):
+def _train(mode, spec, packs, compact=False, pack_mb=None):
     """(losses, every copy's weights, initial weights) after one epoch."""
     rng = np.random.default_rng(3)
     images = rng.standard_normal((NUM_EXAMPLES,) + IMAGE_SHAPE).astype(np.float32)
@@ -37,6 +38,7 @@ def _train(mode, spec, packs, compact=False):
     initial = model.get_weights()
     params = Params(model="trivial", device="cpu", num_gpus=4, variable_update=mode,
                     all_reduce_spec=spec, gradient_repacking=packs,
+                    gradient_pack_mb=pack_mb,
                     compact_gradient_transfer=compact, optimizer="momentum",
                     init_learning_rate=0.1, num_epochs=1, num_warmup_batches=0)
     trainer = Trainer(params, model=model, input_source=from_arrays(
@@ -69,6 +71,24 @@ def test_packs_equal_one_pack(mode, spec, compact, other_spec):
         np.testing.assert_allclose(many[0][v], expected, err_msg=f"variable {v}", **tol)
     for copy in many[1:]:  # every device's copy bit-identical
         for mine, first in zip(copy, many[0]):
+            np.testing.assert_array_equal(mine, first)
+
+
+@pytest.mark.parametrize("mode,spec", [
+    ("replicated", "pscpu"), ("collective_all_reduce", "collective"),
+    ("collective_all_reduce", "pscpu/xring")])
+def test_packs_sized_in_bytes_equal_one_pack(mode, spec):
+    """Packs of at most 200 B: the 1012 B of the 253 float32 values in 6
+    packs of 168-172 B (both kernels straddle packs), over the uneven epoch."""
+    one_losses, one, _ = _reference(mode, "collective" if mode != "replicated" else spec,
+                                    False)
+    losses, sized, _ = _train(mode, spec, 0, pack_mb=0.0002)
+    np.testing.assert_allclose(losses, one_losses, rtol=1e-5, atol=1e-6)
+    for v, expected in enumerate(one[0]):
+        np.testing.assert_allclose(sized[0][v], expected, err_msg=f"variable {v}",
+                                   rtol=1e-5, atol=1e-6)
+    for copy in sized[1:]:
+        for mine, first in zip(copy, sized[0]):
             np.testing.assert_array_equal(mine, first)
 
 
@@ -118,3 +138,41 @@ def test_zero_packs_is_one_pack_per_dtype_in_variable_order():
     assert packing.describe(tensors, 4) == ("8 packs (per dtype, reverse layer order): "
                                             "float16 2 B, 2 B, 2 B, 2 B; "
                                             "float32 8 B, 12 B, 12 B, 12 B")
+
+
+@pytest.mark.parametrize("pack_bytes,expected_count", [
+    (200, 4), (100, 7), (4000, 1), (652, 1), (651, 2), (4, 163), (1, 163)])
+def test_packs_sized_in_bytes_are_the_fewest_that_fit(pack_bytes, expected_count):
+    """ceil(bytes / size) packs per dtype (never more than its elements),
+    about equal, none over the size, in reverse layer order."""
+    rng = np.random.default_rng(1)
+    values = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    values.insert(2, np.ones(3, np.float16))  # 6 B, cut on its own
+    tensors = [tf.constant(v) for v in values]
+    packs = packing.plan(tensors, 0, pack_bytes)
+    float32 = [p for p in packs if p.dtype == tf.float32]
+    sizes = [packing.pack_size(p) * 4 for p in float32]
+    assert sum(sizes) == 4 * sum(v.size for v in values if v.dtype == np.float32) == 652
+    assert len(float32) == expected_count
+    assert max(sizes) <= max(pack_bytes, 4) and max(sizes) - min(sizes) <= 4
+    assert len([p for p in packs if p.dtype == tf.float16]) == min(3, -(-6 // pack_bytes))
+    walked = np.concatenate([packing.gather(tensors, p).numpy() for p in float32])
+    expected = np.concatenate([v.ravel() for v in reversed(values) if v.dtype == np.float32])
+    np.testing.assert_array_equal(walked, expected)
+    restored = packing.scatter([packing.gather(tensors, p) for p in packs], packs, tensors)
+    for original, back in zip(values, restored):
+        np.testing.assert_array_equal(back.numpy(), original)
+
+
+def test_packs_sized_in_bytes_stop_at_the_pack_limit():
+    """The collective exchange numbers its instance keys by pack: at most
+    MAX_PACKS per dtype, however small the size."""
+    packs = packing.plan([tf.zeros(5000)], 0, 1)
+    assert len(packs) == packing.MAX_PACKS == 1000
+    assert {packing.pack_size(p) for p in packs} == {5}
+
+
+def test_describe_names_the_pack_size():
+    tensors = [tf.ones((2, 3)), tf.ones(4, tf.float16), tf.ones(5)]
+    assert packing.describe(tensors, 0, 20) == ("4 packs (of at most 20 B, reverse layer "
+                                                "order): float16 8 B; float32 12 B, 16 B, 16 B")

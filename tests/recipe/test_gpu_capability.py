@@ -69,3 +69,33 @@ def test_one_slow_or_unknown_gpu_makes_the_run_emulated(gpus):
 def test_float32_asks_no_gpu(gpus):
     gpus(None)
     assert _check() is None
+
+
+# The CPU side: the description is /proc/cpuinfo, injected as a file.
+CPUINFO = "processor\t: {n}\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx2 {extra}\n\n"
+
+
+@pytest.mark.parametrize("extra,native", [("avx512_bf16", True), ("amx_bf16 amx_tile", True),
+                                          ("avx512f", False)])
+def test_bfloat16_on_cpu_is_native_with_its_cpuinfo_flags(tmp_path, monkeypatch, extra, native):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(CPUINFO.format(n=0, extra=extra) + CPUINFO.format(n=1, extra=extra))
+    monkeypatch.setattr(native_precision, "CPUINFO", str(cpuinfo))
+    device = "".join(["c", "p", "u"])  # a string made at run time, as parsed flags are
+    if native:
+        support = native_precision.check(Params(model="trivial", use_bf16=True), device)
+        assert support == (True, f"CPU has {', '.join(sorted(extra.split()[:1]))}")
+    else:
+        with pytest.raises(ParamsError, match=r"^--use_bf16: bfloat16 is emulated on cpu here "
+                                              r"\(CPU has neither avx512_bf16 nor amx_bf16\)"):
+            native_precision.check(Params(model="trivial", use_bf16=True), device)
+    with pytest.raises(ParamsError, match=r"^--use_fp16: float16 is emulated on cpu here "
+                                          r"\(CPUs have no float16 arithmetic\)"):
+        native_precision.check(Params(model="trivial", use_fp16=True), device)
+
+
+def test_without_cpuinfo_no_cpu_flag_is_assumed(tmp_path, monkeypatch):
+    monkeypatch.setattr(native_precision, "CPUINFO", str(tmp_path / "absent"))
+    support = native_precision.check(
+        Params(model="trivial", use_bf16=True, allow_emulated_precision=True), "cpu")
+    assert support == (False, "CPU has neither avx512_bf16 nor amx_bf16")

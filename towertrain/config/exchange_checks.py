@@ -1,5 +1,5 @@
 """Checks of the gradient-exchange flags (--all_reduce_spec,
---gradient_repacking), kept apart from params.py so each file stays small.
+--gradient_repacking, --gradient_pack_mb), kept apart from params.py so each file stays small.
 Every message starts with the flag at fault and names the flag it clashes with."""
 
 # --all_reduce_spec values by the --variable_update that takes them.
@@ -7,6 +7,25 @@ REPLICATED_SPECS = ("nccl", "pscpu", "psgpu", "ring")
 COLLECTIVE_SPECS = ("pscpu/xring", "psgpu/xring", "nccl/xring", "collective")
 MAX_PACKS = 1000  # per dtype; collective instance keys are numbered by pack
 _GPU_ONLY = ("nccl", "psgpu")  # the local part of a spec that sums on GPUs
+# --device=gpu's packs when neither --gradient_repacking nor --gradient_pack_mb
+# is given: PyTorch DDP's bucket size, so the exchange overlaps the backward
+# pass by default. CPU devices keep one pack per dtype (tf_cnn_benchmarks'
+# default): nothing measured here shows overlap paying on 2 shared cores.
+DEFAULT_GPU_PACK_MB = 25.0
+_EXCHANGING = ("replicated", "collective_all_reduce")
+_XLA_WHY = ("a compiled tower hands out all its gradients at once, so no pack could "
+            "start before the whole backward pass ends; drop one")
+
+
+def gradient_pack_bytes(p, device):
+    """The bytes per pack a run cuts its gradients into, or None (counted
+    packs, or one pack per dtype)."""
+    if p.gradient_pack_mb is not None:
+        return max(1, round(p.gradient_pack_mb * 10**6)) if p.gradient_pack_mb else None
+    if (device == "gpu" and p.variable_update in _EXCHANGING and not p.gradient_repacking
+            and not p.xla_compile):
+        return int(DEFAULT_GPU_PACK_MB * 10**6)
+    return None
 
 
 def default_spec(variable_update, device):
@@ -47,10 +66,26 @@ def validate_implementation(p, device, spec, fail):
              "or collective")
 
 
+def _validate_pack_size(p, fail):
+    pack_mb = p.gradient_pack_mb
+    if pack_mb is not None and not 0 <= pack_mb < float("inf"):
+        fail("gradient_pack_mb", pack_mb, "must be a number >= 0 (0: one pack per dtype)")
+    if pack_mb is not None and p.gradient_repacking:
+        fail("gradient_pack_mb", pack_mb, f"conflicts with --gradient_repacking="
+             f"{p.gradient_repacking}: packs are sized in bytes or counted, not both; "
+             "drop one")
+    if p.xla_compile and p.gradient_repacking:
+        fail("gradient_repacking", p.gradient_repacking, "conflicts with --xla_compile: "
+             + _XLA_WHY)
+    if p.xla_compile and pack_mb:
+        fail("gradient_pack_mb", pack_mb, "conflicts with --xla_compile: " + _XLA_WHY)
+
+
 def validate_exchange(p, device, fail):
     mode, spec, packs = p.variable_update, p.all_reduce_spec, p.gradient_repacking
     if not 0 <= packs <= MAX_PACKS:
         fail("gradient_repacking", packs, f"must be in 0..{MAX_PACKS} (0: one pack per dtype)")
+    _validate_pack_size(p, fail)
     if mode == "collective_all_reduce":
         validate_implementation(p, device, spec or default_spec(mode, device), fail)
     if spec is None:

@@ -133,6 +133,14 @@ SETTINGS = (
                 applies_with=EXCHANGES,
                 # The scaling command also times modes that refuse it (parameter_server).
                 scaling=NOT_USED),
+        Setting("gradient_pack_mb", FLOAT, None, "Cut each dtype's gradients into packs of "
+                "at most this many MB (10**6 bytes; PyTorch DDP's buckets are 25 MB, "
+                "Horovod's fusion buffer 64 MB), about equal, in reverse layer order, each "
+                "reduced as soon as its gradients exist (0: one pack per dtype; at most 1000 "
+                "packs per dtype). Default: 25 on --device=gpu, one pack per dtype on cpu. Not "
+                "with --gradient_repacking (packs are counted or sized, not both) nor "
+                "--xla_compile. replicated and collective_all_reduce.", training_only=True,
+                applies_with=EXCHANGES, scaling=NOT_USED),
         Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
                 "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
                 "many as --num_gpus (default: 0..num_gpus-1); --eval and --forward_only "

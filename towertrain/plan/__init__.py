@@ -128,6 +128,8 @@ def exchange_of(params, topology) -> Exchange:
                  collective_implementation=exchange_checks.collective_implementation(
                      params.collective_implementation, topology.device),
                  compact_dtype=half if params.compact_gradient_transfer else None,
+                 gradient_pack_bytes=exchange_checks.gradient_pack_bytes(params,
+                                                                         topology.device),
                  parameter_device=topology.parameter_device)
 
 

@@ -150,6 +150,9 @@ class Exchange:
     variable_update: str
     all_reduce_spec: Optional[str]  # resolved (None for modes without an exchange)
     gradient_repacking: int = 0
+    # Packs of at most this many bytes (--gradient_pack_mb resolved: the GPU
+    # default, None for counted packs or one pack per dtype).
+    gradient_pack_bytes: Optional[int] = None
     compact_gradient_transfer: bool = False
     compact_dtype: Optional[str] = None  # "float16"/"bfloat16" when compacting
     variable_consistency: str = "strong"

@@ -32,9 +32,12 @@ SLOWDOWN = {
 }
 
 
-def _cpu_flags(path="/proc/cpuinfo"):
+CPUINFO = "/proc/cpuinfo"  # Linux's; elsewhere it is absent and no CPU flag is found
+
+
+def _cpu_flags():
     try:
-        with open(path) as f:
+        with open(CPUINFO) as f:
             for line in f:
                 if line.startswith("flags"):
                     return set(line.split(":", 1)[1].split())

@@ -14,12 +14,14 @@ __all__ = ["AllReduce", "CompactTransfer", "Repacked", "create", "register",
            "registered_names"]
 
 
-def create(name, compact_dtype=None, num_packs=0):
+def create(name, compact_dtype=None, num_packs=0, pack_bytes=None):
     """The algorithm registered as `name`; with compact_dtype (e.g. tf.float16),
     wrapped so that the gradients cross devices, and are summed, in that dtype;
-    with num_packs > 0 (--gradient_repacking), run once per pack (each pack
-    cast to the compact dtype on its own)."""
+    with num_packs > 0 (--gradient_repacking) or pack_bytes (--gradient_pack_mb),
+    run once per pack (each pack cast to the compact dtype on its own)."""
     algorithm = base.create(name)
     if compact_dtype is not None:
         algorithm = CompactTransfer(algorithm, compact_dtype)
-    return algorithm if not num_packs else Repacked(algorithm, num_packs)
+    if not num_packs and not pack_bytes:
+        return algorithm
+    return Repacked(algorithm, num_packs, pack_bytes)

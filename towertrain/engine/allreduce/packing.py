@@ -3,9 +3,11 @@
 `pack`/`unpack`: a device's whole gradient list (one dtype) as one flat
 vector: one big reduction instead of one per variable.
 
-`plan`/`gather`/`scatter` (--gradient_repacking=N, tf_cnn_benchmarks' name):
-the gradients of each dtype cut into N packs of about equal bytes, in reverse
-variable order (the last layers' gradients exist first in the backward pass).
+`plan`/`gather`/`scatter` (--gradient_repacking=N, tf_cnn_benchmarks' name;
+--gradient_pack_mb=M): the gradients of each dtype cut into N packs, or into
+as few packs as hold M MB each (PyTorch DDP's buckets, Horovod's fusion
+buffer), of about equal bytes, in reverse variable order (the last layers'
+gradients exist first in the backward pass).
 A pack is a list of pieces (variable index, first element, end element); it
 is built from its own gradients only, so its reduction can start as soon as
 they exist, while the backward pass of the earlier layers still runs. A
@@ -13,8 +15,11 @@ variable may straddle two packs (cut like tf_cnn_benchmarks' split packs):
 the sizes then differ by at most one element.
 """
 import collections
+import math
 
 import tensorflow as tf
+
+from towertrain.config.exchange_checks import MAX_PACKS
 
 Pack = collections.namedtuple("Pack", "dtype pieces")  # pieces: ((index, start, end), ...)
 
@@ -33,11 +38,13 @@ def unpack(flat, spec):
     return [tf.reshape(piece, shape) for piece, (shape, _) in zip(pieces, spec)]
 
 
-def plan(tensors, num_packs):
+def plan(tensors, num_packs, pack_bytes=None):
     """The packs of a gradient list (anything with .shape and .dtype: tensors or
-    variables), dtypes in name order. num_packs=0: one pack per dtype holding
-    its variables in their order (the exchange before repacking). num_packs=N:
-    per dtype, min(N, elements) packs cut from the reversed variable order."""
+    variables), dtypes in name order. num_packs=0 (and no pack_bytes): one pack
+    per dtype holding its variables in their order (the exchange before
+    repacking). num_packs=N: per dtype, min(N, elements) packs cut from the
+    reversed variable order. pack_bytes=B: as num_packs, with each dtype's
+    count the fewest packs of at most B bytes (at most MAX_PACKS)."""
     by_dtype = collections.defaultdict(list)
     for index, t in enumerate(tensors):
         by_dtype[tf.as_dtype(t.dtype)].append(index)
@@ -45,12 +52,14 @@ def plan(tensors, num_packs):
     for dtype in sorted(by_dtype, key=lambda d: d.name):
         indices = by_dtype[dtype]
         sizes = {i: int(tensors[i].shape.num_elements()) for i in indices}
-        if num_packs == 0:
+        wanted = (_packs_for_bytes(sum(sizes.values()) * dtype.size, pack_bytes)
+                  if pack_bytes else num_packs)
+        if wanted == 0:
             packs.append(Pack(dtype, tuple((i, 0, sizes[i]) for i in indices)))
             continue
         order = [i for i in reversed(indices) if sizes[i]]
         total = sum(sizes[i] for i in order)
-        count = max(1, min(num_packs, total))
+        count = max(1, min(wanted, total))
         # Pack k covers elements [bounds[k], bounds[k + 1]) of the reversed concatenation.
         bounds = [total * k // count for k in range(count + 1)]
         offsets, at = {}, 0
@@ -67,6 +76,17 @@ def plan(tensors, num_packs):
             last = packs[-1]
             packs[-1] = Pack(dtype, last.pieces + tuple((i, 0, 0) for i in empty))
     return packs
+
+
+def plan_for_exchange(tensors, exchange):
+    """The packs the plan's Exchange section asks for (counted or sized)."""
+    return plan(tensors, exchange.gradient_repacking, exchange.gradient_pack_bytes)
+
+
+def _packs_for_bytes(total_bytes, pack_bytes):
+    """How many packs of at most pack_bytes hold total_bytes (capped: the
+    collective exchange numbers its instance keys by pack)."""
+    return max(1, min(MAX_PACKS, math.ceil(total_bytes / pack_bytes)))
 
 
 def pack_size(p):
@@ -100,15 +120,18 @@ def scatter(flats, packs, like):
     return out
 
 
-def describe(variables, num_packs):
+def describe(variables, num_packs, pack_bytes=None):
     """The header's line: the packs and their sizes, e.g.
-    '4 packs: float32 69.1 KB, 69.1 KB, 69.1 KB, 69.1 KB'."""
-    packs = plan(variables, num_packs)
+    '4 packs (per dtype, reverse layer order): float32 69.1 KB, 69.1 KB, 69.1 KB, 69.1 KB'."""
+    packs = plan(variables, num_packs, pack_bytes)
     parts = []
     for dtype in dict.fromkeys(p.dtype for p in packs):
         sizes = [_human(pack_size(p) * dtype.size) for p in packs if p.dtype == dtype]
         parts.append(f"{dtype.name} {', '.join(sizes)}")
-    kind = "per dtype, reverse layer order" if num_packs else "one per dtype"
+    if pack_bytes:
+        kind = f"of at most {_human(pack_bytes)}, reverse layer order"
+    else:
+        kind = "per dtype, reverse layer order" if num_packs else "one per dtype"
     return f"{len(packs)} pack{'s' if len(packs) != 1 else ''} ({kind}): {'; '.join(parts)}"
 
 

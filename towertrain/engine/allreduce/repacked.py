@@ -1,7 +1,9 @@
-"""--gradient_repacking=N: any all-reduce algorithm, run once per pack.
+"""--gradient_repacking=N, --gradient_pack_mb=M: any all-reduce algorithm,
+run once per pack.
 
 The gradients are cut into packs (towertrain.engine.allreduce.packing.plan:
-N per dtype, about equal bytes, reverse layer order) and each pack is reduced
+N per dtype, or packs of at most M MB; about equal bytes, reverse layer
+order) and each pack is reduced
 by the wrapped algorithm on its own. A pack's reduction reads only its own
 gradients, so in the step's tf.function the executor starts it as soon as
 the backward pass has produced them, while earlier layers' backward still
@@ -18,16 +20,16 @@ from . import packing
 class Repacked(AllReduce):
     """`inner`'s all-reduce, one call per pack."""
 
-    def __init__(self, inner, num_packs):
-        if num_packs < 1:
-            raise ValueError(f"repacking needs >= 1 pack, got {num_packs}")
-        self.inner, self.num_packs = inner, num_packs
+    def __init__(self, inner, num_packs, pack_bytes=None):
+        if num_packs < 1 and not pack_bytes:
+            raise ValueError(f"repacking needs >= 1 pack or a pack size, got {num_packs}")
+        self.inner, self.num_packs, self.pack_bytes = inner, num_packs, pack_bytes
         self.name = inner.name
 
     def reduce(self, per_device, devices):
         if len(devices) == 1:
             return self.inner.reduce(per_device, devices)
-        packs = packing.plan(per_device[0], self.num_packs)
+        packs = packing.plan(per_device[0], self.num_packs, self.pack_bytes)
         summed = [[] for _ in devices]  # summed[d][k]: pack k's sum on device d
         for k, p in enumerate(packs):
             with tf.name_scope(f"pack{k}"):

@@ -57,8 +57,9 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("AllReduce", static["AllReduce"]))
         if "Collectives" in static:
             info.append(("Collectives", static["Collectives"]))
-        info.append(("Gradient packs", packing.describe(model.trainable_variables,
-                                                         plan.exchange.gradient_repacking)))
+        info.append(("Gradient packs", packing.describe(
+            model.trainable_variables, plan.exchange.gradient_repacking,
+            plan.exchange.gradient_pack_bytes)))
     if gradients.describe(recipe.clipping):
         info.append(("Gradient clip", gradients.describe(recipe.clipping)))
     if synced_batch_norms:

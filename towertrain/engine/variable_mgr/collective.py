@@ -232,7 +232,7 @@ class CollectiveManager(ReplicatedManager):
         riders: a flat float32 vector per device summed in pack 0 too (the
         batch-norm statistics); returns (per-device gradients, per-device
         summed riders or None)."""
-        packs = packing.plan(per_device_lists[0], self.options.gradient_repacking)
+        packs = packing.plan_for_exchange(per_device_lists[0], self.options)
         if riders is not None and packs[0].dtype != riders[0].dtype:
             riders = None  # pack 0 of another dtype (--fp16_vars): apply sums them
         summed = [[] for _ in self.devices]

@@ -26,7 +26,7 @@ class ReplicatedManager(VariableManager):
         return allreduce.create(
             exchange.all_reduce_spec or "pscpu",
             compact_dtype=exchange.compact_dtype and tf.as_dtype(exchange.compact_dtype),
-            num_packs=exchange.gradient_repacking)
+            num_packs=exchange.gradient_repacking, pack_bytes=exchange.gradient_pack_bytes)
 
     def create(self, model, make_optimizer):
         self.model = model

@@ -1,0 +1,48 @@
+"""bench/bench_slow_link.py's pure parts: its arguments, the exposed
+fraction's arithmetic, the commands it would run. No namespace is created."""
+import pytest
+
+from helpers import bench_scripts
+
+slow_link = bench_scripts.load("bench_slow_link")
+
+
+def test_rates_parse_per_model_and_bad_ones_are_named():
+    args = slow_link.parse_args(["--rates=resnet20=10,20", "--rates=alexnet_cifar=5,15.5"])
+    assert args.rates == {"resnet20": (10.0, 20.0), "alexnet_cifar": (5.0, 15.5)}
+    assert args.rounds == 5  # the issue's minimum, by default
+    assert slow_link.parse_args([]).rates == slow_link.parse_rates(slow_link.DEFAULT_RATES)
+    for bad, words in [("resnet20=10", "two rates"), ("resnet20=10,x", "numbers"),
+                       ("resnet20", "MODEL=RATE,RATE"), ("resnet20=0,10", "two rates > 0")]:
+        with pytest.raises(ValueError, match=words):
+            slow_link.parse_rates([bad])
+    with pytest.raises(SystemExit):
+        slow_link.parse_args(["--rounds=0"])
+
+
+def test_exposed_fraction_and_step_time():
+    # t_indep 100 ms, one pack 400 ms: 16 packs at 160 ms leave 60 of 300 ms exposed.
+    assert slow_link.exposed_fraction(0.160, 0.100, 0.400) == pytest.approx(0.2)
+    assert slow_link.exposed_fraction(0.400, 0.100, 0.400) == pytest.approx(1.0)
+    assert slow_link.exposed_fraction(0.090, 0.100, 0.400) == pytest.approx(-1 / 30)
+    assert slow_link.exposed_fraction(0.2, 0.1, 0.1) is None  # one pack costs nothing
+    # A chief's 160 images/sec over 2 workers of 32: each worker's step is 0.4 s.
+    assert slow_link.step_time(160.0, 32, 2) == pytest.approx(0.4)
+    assert slow_link.summary([3.0, 1.0, 2.0, 5.0, 4.0]) == (3.0, 1.0, 5.0)
+
+
+def test_the_commands_it_runs():
+    assert slow_link.tbf_command("ttsl0", "ttsl-a", 20.0) == [
+        "ip", "netns", "exec", "ttsl0", "tc", "qdisc", "replace", "dev", "ttsl-a", "root",
+        "tbf", "rate", "20mbit", "burst", "64kb", "latency", "400ms"]
+    labels = dict(slow_link.exchanges(0.25))
+    assert list(labels) == ["t_1", "t_4", "t_16", "t_bytes"]
+    assert labels["t_16"][-1] == "--gradient_repacking=16"
+    assert labels["t_bytes"][-1] == "--gradient_pack_mb=0.25"
+    worker = slow_link.worker_command("resnet20", labels["t_1"], 1, 4, 1, cluster=True)
+    assert worker[1:3] == ["-m", "towertrain"]
+    assert "--worker_hosts=10.77.0.1:7777,10.77.0.2:7777" in worker
+    assert "--task_index=1" in worker and "--num_gpus=1" in worker
+    alone = slow_link.worker_command("resnet20", ["--variable_update=independent"], 0, 4, 1,
+                                     cluster=False)
+    assert not any(a.startswith("--worker_hosts") for a in alone)
