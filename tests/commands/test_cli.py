@@ -95,7 +95,6 @@ def test_flag_syntax_errors_are_one_line_and_exit_2(command_line, capsys, args, 
     (["--staging_depth=2"], "--staging_depth=2: needs --data_dir (synthetic data is "
      "generated on each device and never staged)"),
     (["--input=dataset"], "--input=dataset: needs --data_dir"),
-    (["--num_epochs=2"], "--num_epochs=2: needs --data_dir"),
     (["--num_batches=5", "--num_epochs=2"], "--num_batches=5: conflicts with --num_epochs=2"),
 ])
 def test_ignored_flags_are_errors(command_line, args, message):
