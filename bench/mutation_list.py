@@ -189,8 +189,8 @@ MUTATIONS = [
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
-        "Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep),",
-        "Checkpointer(handles, plan, out.train_dir),",
+        "checkpointer = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep)",
+        "checkpointer = Checkpointer(handles, plan, out.train_dir)",
         [T + "commands/test_cli_checkpoints.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
     # --eval --checkpoint=PATH ignored: the latest checkpoint is evaluated.
     Mutation(
@@ -239,9 +239,9 @@ MUTATIONS = [
         [T + "callbacks/test_divergence.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
     # Every tower draws tower 0's dropout masks.
     Mutation(
-        "towers_share_dropout_masks", "towertrain/engine/step/tower.py",
-        "    if tower == 0 or not indices:",
-        "    if True:",
+        "towers_share_dropout_masks", "towertrain/engine/step/towers.py",
+        "                + self.tower_indices[i])",
+        "                + 0)",
         [T + "engine/test_dropout_towers.py::test_towers_draw_independent_dropout_masks"]),
     # Sync batch norm: each tower differentiates only its own loss (misses
     # what its slice contributed to the other towers' statistics).
@@ -288,7 +288,8 @@ MUTATIONS = [
          "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),
     Mutation(
         "input_wait_counts_only_the_staging_overrun", "towertrain/engine/step/step_outputs.py",
-        '    return (clock["ready"] - clock["start"]) + overrun', "    return overrun",
+        "    wait = clock[\"ready\"] - clock[\"start\"]\n",
+        "    wait = 0.0\n",
         [T + "input/test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
          T + "input/test_input_wait.py::test_a_balanced_run_reports_about_half"]),
     Mutation(
@@ -735,7 +736,7 @@ MUTATIONS = [
     # The exchange inside the finite check's branch (waits for every gradient).
     Mutation(
         "exchange_inside_the_finite_branch", "towertrain/engine/step/train_step.py",
-        "        grads = self.variables.exchange([r.grads if r else None for r in results])\n",
+        "        grads = self.variables.exchange([r.grads if r else None for r in results],\n                                        [r.non_trainable if r else None for r in results])\n",
         "        grads = [r.grads if r else None for r in results]\n",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
@@ -854,6 +855,26 @@ MUTATIONS = [
         '        if input_plan.input == "queue":\n            raise InputError(',
         '        if False:\n            raise InputError(',
         [SHARE + "test_the_queue_input_is_refused_with_several_workers"]),
+    # Multi-worker: the batch-norm statistics no longer ride in the first pack
+    # (a flat collective over every device again, inside the update's branch).
+    Mutation(
+        "stats_not_in_first_pack", "towertrain/engine/variable_mgr/collective.py",
+        "            riders, layout = self._stats_riders(tower_non_trainable)\n",
+        "            riders, layout = None, None\n",
+        [GPU_GRAPH + "test_the_step_tail_is_one_scalar_collective_beside_the_packs"]),
+    # Every worker's tower 0 contributes its statistics (summed, not worker 0's).
+    Mutation(
+        "stats_riders_not_masked", "towertrain/engine/variable_mgr/collective.py",
+        "                keep = self.task == 0 and i == source\n",
+        "                keep = i == source\n",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # The finite flag not exchanged: a worker with finite towers applies alone.
+    Mutation(
+        "finite_flag_not_exchanged", "towertrain/engine/variable_mgr/collective.py",
+        "        return both[1] < 0.5, both[0]\n",
+        "        return finite, both[0]\n",
+        [T + "engine/test_multiworker.py::"
+         "test_a_non_finite_step_on_one_worker_applies_nothing_on_any"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
@@ -1022,14 +1043,14 @@ MUTATIONS = [
          "test_sync_on_finish_waits_for_the_devices_after_every_step"]),
     Mutation(
         "gradient_repacking_ignored_replicated", "towertrain/engine/variable_mgr/replicated.py",
-        "            num_packs=exchange.gradient_repacking)",
-        "            num_packs=0)",
+        "            num_packs=exchange.gradient_repacking, pack_bytes=",
+        "            num_packs=0, pack_bytes=",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     Mutation(
         "gradient_repacking_ignored_collective", "towertrain/engine/variable_mgr/collective.py",
-        "packing.plan(per_device_lists[0], self.options.gradient_repacking)",
-        "packing.plan(per_device_lists[0], 0)",
+        "        packs = packing.plan_for_exchange(per_device_lists[0], self.options)\n",
+        "        packs = packing.plan(per_device_lists[0], 0)\n",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     Mutation(
@@ -1377,8 +1398,8 @@ MUTATIONS = [
     # workers (each rescales by its own count).
     Mutation(
         "accumulation_multiworker_local_count", "towertrain/engine/step/train_step.py",
-        "            if self.num_workers > 1:  # one exchange of count and loss per update\n",
-        "            if False:  # one exchange of count and loss per update\n",
+        "            if self.num_workers > 1:  # one exchange of count per update (the loss: later)\n",
+        "            if False:  # one exchange of count per update (the loss: later)\n",
         [T + "engine/test_multiworker.py::"
          "test_two_workers_accumulating_equal_one_process_with_four_devices"]),
     # x a skipped (non-finite) update: the next update's micro-batches planned
@@ -2046,8 +2067,8 @@ MUTATIONS = [
     # Issue 33, item 5: the run record forgets the training data's directory.
     Mutation(
         "record_without_data_dir", "towertrain/callbacks/__init__.py",
-        "        state, changeable, data_dir=plan.input.data_dir))",
-        "        state, changeable))",
+        "        state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,\n",
+        "        state, changeable, user_model=handles.user_model,\n",
         [T + "state/test_eval_input_recorded.py"]),
     # Issue 33, item 7: export into a new folder fails in Keras.
     Mutation(
@@ -2082,8 +2103,8 @@ MUTATIONS = [
         [T + "state/test_user_model_record.py::test_the_record_names_the_users_model"]),
     Mutation(
         "user_model_flag_not_passed_to_record", "towertrain/callbacks/__init__.py",
-        "data_dir=plan.input.data_dir, user_model=handles.user_model))",
-        "data_dir=plan.input.data_dir))",
+        "data_dir=plan.input.data_dir, user_model=handles.user_model,\n",
+        "data_dir=plan.input.data_dir,\n",
         [T + "state/test_user_model_record.py"]),
     Mutation(
         "user_model_eval_not_refused", "towertrain/commands/train.py",
@@ -2241,4 +2262,31 @@ MUTATIONS = [
         "one_devices_plural", "towertrain/plan/describe.py",
         "f\"{towers} device{'' if towers == 1 else 's'}\")", "f\"{towers} devices\")",
         [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
+    # Boundaries the flag checks accept, moved by one (FLAG_CHECKS_ACCEPT).
+    Mutation(
+        "num_eval_batches_one_refused", "towertrain/config/eval_checks.py",
+        "p.num_eval_batches is not None and p.num_eval_batches < 1:",
+        "p.num_eval_batches is not None and p.num_eval_batches <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "display_perf_ewma_one_refused", "towertrain/config/eval_checks.py",
+        "not 0 < p.display_perf_ewma <= 1:", "not 0 < p.display_perf_ewma < 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "optimizer_option_zero_refused", "towertrain/config/recipe_checks.py",
+        "if not low <= getattr(p, flag) < high:", "if not low < getattr(p, flag) < high:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "base_batch_size_one_refused", "towertrain/config/recipe_checks.py",
+        "        if p.base_batch_size < 1:", "        if p.base_batch_size <= 1:",
+        [T + "config/test_refusal_table.py"]),
+    Mutation(
+        "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
+        "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
+        [T + "cluster/test_launch_restarts.py"]),
+    # A flag parser's reason dropped (a site of the refusal table's walk).
+    Mutation(
+        "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
+        "    if len(set(indices)) != len(indices):", "    if False:",
+        [T + "config/test_refusal_table.py"]),
 ]

@@ -21,7 +21,8 @@ LAUNCH = [sys.executable, "-m", "towertrain.launch"]
 # Task 1 fails with status 3 on each of its first $FAILS starts, else exits 0;
 # task 0 sleeps through a start that fails (the launcher stops it), else exits 0.
 COUNTING_WORKER = """import os, sys, time
-task = int([a for a in sys.argv if a.startswith("--task_index=")][0].split("=")[1])
+given = [a for a in sys.argv if a.startswith("--task_index=")]  # none for one worker
+task = int(given[0].split("=")[1]) if given else 0
 fails = int(os.environ["FAILS"])
 log = os.path.join(os.environ["WORKER_DIR"], f"starts{task}")
 with open(log, "a") as f:
@@ -107,3 +108,27 @@ def test_workers_a_signal_stopped_are_not_restarted(tmp_path):
     assert "[launcher] restart" not in out, out
     time.sleep(0.5)  # a wrongly restarted worker would have written by now
     assert (_starts(tmp_path, 0), _starts(tmp_path, 1)) == (1, 1), out
+
+
+@pytest.mark.parametrize("options,message", [
+    (["--num_workers=0"], "--num_workers=0: must be >= 1"),
+    (["--num_workers=1", "--max_restarts=-1"], "--max_restarts=-1: must be >= 0"),
+])
+def test_the_launcher_s_numbers_are_refused_just_below_their_limits(tmp_path, options, message):
+    """The last accepted values (--num_workers=1, --max_restarts=0) run above."""
+    done = subprocess.run([*LAUNCH, *options, "--module=counting_worker", "--"],
+                          env=_launch_env(tmp_path, FAILS="0"), cwd=runs.REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == f"towertrain.launch: error: {message}\n"
+    assert not list(tmp_path.iterdir())  # no worker started
+
+
+def test_one_worker_without_restarts_runs_and_exits_0(tmp_path):
+    (tmp_path / "counting_worker.py").write_text(COUNTING_WORKER)
+    done = subprocess.run([*LAUNCH, "--num_workers=1", "--max_restarts=0",
+                           "--module=counting_worker", "--"],
+                          env=_launch_env(tmp_path, FAILS="0"), cwd=runs.REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _starts(tmp_path, 0) == 1

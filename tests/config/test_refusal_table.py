@@ -3,6 +3,7 @@ parser and main, in this process; nothing runs past the checks).
 
 The table's completeness is checked against the code: every `fail(...)` and
 `raise ParamsError/ClusterError(...)` in towertrain/config and towertrain/plan
+(and each reason a flag parser raises as ValueError in config/*_checks.py)
 is found by walking their syntax trees, and a site that no case below reaches
 fails test_every_refusal_site_has_a_case, naming the site. Add a case for a
 new refusal where it belongs; a site the command line cannot reach goes in
@@ -488,6 +489,64 @@ ACCEPTED = [
     ([COLLECTIVE, "--worker_hosts=h:1,h:65535", "--task_index=1"], E),
     ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--collective_timeout_secs=0.5"], E),
 ]
+
+
+# The last value each flag check accepts, at its boundary; the flag checks
+# alone (parser, Params, the command line's checks) judge these, so one case
+# costs milliseconds. EVAL: a run that evaluates, for the eval flags.
+EVAL = "--eval_during_training_every_n_steps=1"
+FLAG_CHECKS_ACCEPT = [
+    ["--batch_size=1", "--num_batches=1", "--num_warmup_batches=0", "--display_every=1",
+     "--num_gpus=1", "--weight_decay=0", "--init_learning_rate=1e-9"],
+    ["--data_dir={data}", "--staging_depth=0", "--num_epochs=1",
+     "--datasets_prefetch_buffer_size=1", "--datasets_num_private_threads=0",
+     "--datasets_parallel_interleave_cycle_length=1",
+     "--datasets_parallel_interleave_prefetch=1", "--input=dataset"],
+    ["--data_dir={data}", "--batch_group_size=1"],
+    ["--train_dir={tmp}", "--save_model_steps=1", "--max_ckpts_to_keep=1",
+     "--summary_verbosity=3", "--save_summaries_steps=1", "--profile_steps=1,1"],
+    ["--train_dir={tmp}", "--save_model_secs=0.001", "--summary_verbosity=0",
+     "--save_summaries_steps=0"],
+    ["--trace_file={tmp}/t.json", "--num_warmup_batches=0", "--trace_step=1"],
+    [EVAL, "--num_eval_batches=1", "--stop_at_top_1_accuracy=0.001",
+     "--display_perf_ewma=0.001"],
+    [EVAL, "--num_eval_epochs=0.001", "--stop_at_top_1_accuracy=1", "--display_perf_ewma=1"],
+    ["--eval_during_training_every_n_epochs=0.001", "--num_examples_per_epoch=1"],
+    ["--eval_during_training_at_specified_steps=1", "--eval_interval_secs=0"],
+    ["--eval_during_training_at_specified_epochs=0.001"],
+    ["--num_intra_threads=0", "--num_inter_threads=0", "--kmp_blocktime=0",
+     "--kmp_settings=0", "--mkl"],
+    ["--variable_update=replicated", "--gradient_repacking=0", "--all_reduce_spec=ring"],
+    ["--gradient_accumulation_steps=1", "--gradient_clip=1e-9", "--global_norm_clip=1e-9",
+     "--minimum_learning_rate=0", "--num_learning_rate_warmup_epochs=0"],
+    ["--optimizer=momentum", "--momentum=0"],
+    ["--optimizer=rmsprop", "--rmsprop_decay=0.999", "--rmsprop_momentum=0.999",
+     "--rmsprop_epsilon=1e-12"],
+    ["--optimizer=adam", "--adam_beta1=0", "--adam_beta2=0", "--adam_epsilon=1e-12"],
+    ["--optimizer=adam", "--adam_beta1=0.999", "--adam_beta2=0.999"],
+    ["--num_epochs_per_decay=0.001", "--learning_rate_decay_factor=0.001"],
+    ["--scale_learning_rate=linear", "--base_batch_size=1"],
+    ["--use_fp16", "--fp16_loss_scale=1e-9", "--fp16_enable_auto_loss_scale",
+     "--fp16_inc_loss_scale_every_n=1"],
+    [COLLECTIVE, "--worker_hosts=h:1", "--task_index=0", "--collective_timeout_secs=1e-9",
+     "--slurm_port_base=1"],
+    ["--piecewise_learning_rate_schedule=1e-9;0.001;1e-9"],
+    ["--piecewise_learning_rate_schedule=0.1"],
+]
+
+
+@pytest.mark.parametrize("args", FLAG_CHECKS_ACCEPT,
+                         ids=[" ".join(a) for a in FLAG_CHECKS_ACCEPT])
+def test_the_flag_checks_accept_each_boundary_value(args, data_dir):
+    from absl import flags
+    from towertrain.commands import train
+    flags_lib.define_flags()
+    flags.FLAGS.unparse_flags()
+    try:
+        train.parse_flags(["towertrain", *_args(args, data_dir)])
+        flags_lib.params_from_flags()
+    finally:
+        flags.FLAGS.unparse_flags()
 
 
 @pytest.fixture(scope="module")

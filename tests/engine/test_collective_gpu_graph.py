@@ -45,7 +45,9 @@ def test_no_collective_member_is_left_to_be_pruned(spec, workers):
 @pytest.mark.parametrize("spec", GPU_SPECS)
 def test_each_gpu_has_one_ordering_chain(spec):
     graph = _step_graph(spec)
-    assert collective_graph.gpus_with_collectives(graph) == set(range(NUM_GPUS)), spec
+    # psgpu/xring crosses from GPU 0 alone; pscpu/xring from /cpu:0.
+    gpus = {"psgpu/xring": {0}, "pscpu/xring": set()}.get(spec, set(range(NUM_GPUS)))
+    assert collective_graph.gpus_with_collectives(graph) == gpus, spec
     assert collective_graph.unordered_on_gpus(graph) == [], spec
 
 
@@ -57,10 +59,8 @@ def test_cross_worker_collectives_use_nccl_on_gpus_by_default(spec):
 def test_ring_is_selectable_and_a_cpu_member_crosses_by_ring():
     assert collective_graph.hints(_step_graph("nccl/xring", collective_implementation="ring")) \
         == {("GPU", "ring"), ("CPU", "ring")}
-    # pscpu/xring's packs cross from /cpu:0 (ring); its batch-norm statistics
-    # are summed over every GPU (NCCL).
-    assert collective_graph.hints(_step_graph("pscpu/xring")) == {("CPU", "ring"),
-                                                                   ("GPU", "nccl")}
+    # pscpu/xring's packs (the batch-norm statistics in the first) cross from /cpu:0.
+    assert collective_graph.hints(_step_graph("pscpu/xring")) == {("CPU", "ring")}
 
 
 def test_the_header_says_how_collectives_cross():
@@ -136,3 +136,22 @@ def test_cpu_analog_a_pruned_member_times_out(monkeypatch):
         return _v1_all_sum(flats, timeout=2.0)[0]
     with pytest.raises(tf.errors.DeadlineExceededError):
         step()
+
+
+@pytest.mark.parametrize("spec", ["nccl/xring", "collective"])
+def test_the_step_tail_is_one_scalar_collective_beside_the_packs(spec):
+    """Multi-worker step of a batch-norm model: besides the gradient packs,
+    one scalar collective before the towers (the example count, the loss's
+    denominator, with the stop requests) and one after them (finite flag and
+    loss), which waits for no pack; the batch-norm statistics ride in pack 0,
+    so the update's branch holds no collective."""
+    graph = _step_graph(spec)
+    found = collective_graph.collectives(graph)
+    packs = [op for _, op in found if "/pack" in op.name]
+    others = [(g, op) for g, op in found if "/pack" not in op.name]
+    assert all(g is graph for g, _ in others), "a collective inside the update's branch"
+    assert len(others) == 2, [op.name for _, op in others]
+    for _, op in others:
+        assert op.inputs[0].shape.num_elements() == 2  # [count, stops], [loss, non-finite]
+        assert not set(packs) & collective_graph.ancestors(op), (
+            f"{op.name} waits for a gradient pack")

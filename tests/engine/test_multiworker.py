@@ -137,6 +137,8 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
     for index, (spec, pack, accumulation, epochs, model) in enumerate(configs):
         accumulation, epochs = int(accumulation), int(epochs)
         model, _, files = model.partition(":")  # trivial:cifar10 trains on those files
+        poisoned = files == "nan"  # ckpt_tiny:nan: a NaN image in worker 1's share only
+        files = "" if poisoned else files
         data = dict(data_name=files, distortions=True, data_dir=os.path.join(
             os.path.dirname(out_path), files)) if files else {}
         params = _params(model=model, num_gpus=2, variable_update="collective_all_reduce",
@@ -146,10 +148,15 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
         if index == 0:
             trainer_lib.join_cluster(params)
         del positions[:]
+        arrays = images
+        if poisoned:  # global rows 8..15 are towers 2 and 3: worker 1's
+            arrays = images.copy()
+            arrays[12] = np.nan
         trainer = trainer_lib.Trainer(params, input_source=None if files else from_arrays(
-            images, labels, GLOBAL_BATCH, num_epochs=epochs))
+            arrays, labels, GLOBAL_BATCH, num_epochs=epochs))
         assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
-        losses = [float(trainer.step()) for _ in range(trainer.total_steps)]
+        results = [trainer.step() for _ in range(1 if poisoned else trainer.total_steps)]
+        losses = [float(r) for r in results]
         copies = [[v.numpy() for v in copy] + [v.numpy() for v in stats] for copy, stats in
                   zip(trainer.variables.trainable_copies(),
                       trainer.variables.non_trainable_copies())]
@@ -159,6 +166,7 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
                  intra_op_threads=tf.config.threading.get_intra_op_parallelism_threads(),
                  collectives=np.array(_gradient_collectives(trainer)),
                  decoded=np.array(positions, np.int64).reshape(-1, 2),
+                 applied=np.array([bool(r.finite) for r in results]),
                  **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
                     for i, value in enumerate(copy)})
     sys.stdout.flush()
@@ -213,6 +221,8 @@ ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny")
 SECOND_MODEL = ("pscpu/xring", 2, 1, 1, "tiny_dense")
 # Then the file readers, --distortions on: each worker decodes its share only.
 FILES = [("pscpu/xring", 0, 1, 1, "trivial:cifar10"), ("pscpu/xring", 0, 1, 1, "trivial:imagenet")]
+# Last, one step with a NaN image in worker 1's share only.
+POISONED = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:nan")
 
 
 @pytest.fixture(scope="module")
@@ -221,11 +231,12 @@ def exchange_outputs(tmp_path_factory):
     one 2-worker launch (a Trainer each): {(spec, packs), ACCUMULATING or
     SECOND_MODEL: the two .npz outputs}."""
     configs = ([(spec, packs, 1, 1, "ckpt_tiny") for spec, packs in EXCHANGES]
-               + [ACCUMULATING, SECOND_MODEL] + FILES)
+               + [ACCUMULATING, SECOND_MODEL] + FILES + [POISONED])
     directory = tmp_path_factory.mktemp("exchanges")
     _write_files(str(directory))
     outputs = run_two_workers_each(directory, configs)
-    result = {(config if config in [ACCUMULATING, SECOND_MODEL] + FILES else config[:2]): outs
+    result = {(config if config in [ACCUMULATING, SECOND_MODEL, POISONED] + FILES
+               else config[:2]): outs
               for config, outs in outputs.items()}
     result["data"] = str(directory)
     return result
@@ -262,16 +273,20 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
     # Each worker's gradient collectives: flat, one per pack per local device
     # over all 4 devices; hierarchical, one per pack over the 2 workers, so
     # half the elements cross the network.
-    num_values = sum(v.size for v in expected[:num_trainable])  # gradients: no BN statistics
+    num_values = sum(v.size for v in expected[:num_trainable])  # gradients
+    # The batch norm's moving statistics ride in the first pack (no collective
+    # of their own after the packs).
+    num_stats = sum(v.size for v in expected[num_trainable:])
     for out in outs:
         collectives = np.load(out)["collectives"]
         if spec == "collective":
             assert collectives.shape == (2, 2) and set(collectives[:, 0]) == {4}
-            assert collectives[:, 1].sum() == 2 * num_values
+            assert collectives[:, 1].sum() == 2 * (num_values + num_stats)
         else:
             assert collectives.shape == (packs, 2) and set(collectives[:, 0]) == {2}
-            assert collectives[:, 1].sum() == num_values
-            assert collectives[:, 1].max() - collectives[:, 1].min() <= 1
+            assert collectives[:, 1].sum() == num_values + num_stats
+            gradients = collectives[:, 1] - np.array([num_stats] + [0] * (packs - 1))
+            assert gradients.max() - gradients.min() <= 1
     # Both workers on this host: cluster.setup gave each its share of the
     # cores for TensorFlow's intra-op pool before the runtime started.
     from towertrain.config import machine
@@ -358,6 +373,19 @@ def test_two_workers_on_files_decode_only_their_share_and_equal_one_process(
             assert start <= position - batch_start < start + sizes[2 * task] + sizes[2 * task + 1]
         seen += decoded
     assert sorted(seen) == list(range(examples))
+
+
+@pytest.mark.slow  # the shared 2-worker launch's last run
+def test_a_non_finite_step_on_one_worker_applies_nothing_on_any(exchange_outputs):
+    """Worker 1's towers see a NaN image, worker 0's do not: the finite flag
+    travels with the loss in the step's one scalar collective, so both skip
+    the update (worker 0 alone would apply it and the copies would part)."""
+    first, second = (np.load(out) for out in exchange_outputs[POISONED])
+    assert list(first["applied"]) == [False] and list(second["applied"]) == [False]
+    assert np.isnan(first["losses"][0]) and np.isnan(second["losses"][0])
+    for name in first.files:
+        if name.startswith("copy"):
+            np.testing.assert_array_equal(first[name], second[name], err_msg=name)
 
 
 def _cli(hosts, task, train_dir, log_path, num_batches):

@@ -27,3 +27,25 @@ def committed_steps(train_dir):
         return []
     return sorted(int(step) for step in
                   re.findall(r'^all_model_checkpoint_paths: ".*ckpt-(\d+)"', text, re.M))
+
+
+def files_of(directory, prefix=""):
+    """{name: bytes} of the files in `directory` whose names start with
+    `prefix`, but the train_dir lock (which holds the pid of the last run
+    that took it): compared before and after a refused or failed run."""
+    from towertrain.state import train_dir_lock
+    out = {}
+    for name in sorted(set(os.listdir(directory)) - {train_dir_lock.LOCK_FILE}):
+        if name.startswith(prefix):
+            with open(os.path.join(directory, name), "rb") as f:
+                out[name] = f.read()
+    return out
+
+
+def saved_tensors(path):
+    """The model variables, optimizer slots and step of the checkpoint at
+    `path` (a train_dir: its latest; or a checkpoint prefix)."""
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(path)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith(("model/", "slots/", "step"))}

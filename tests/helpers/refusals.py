@@ -12,6 +12,7 @@ import ast
 import contextlib
 import dataclasses
 import os
+import sys
 import traceback
 
 from helpers.doc_blocks import ROOT
@@ -19,6 +20,10 @@ from helpers.doc_blocks import ROOT
 # Where refusals live (the flag checks and the run plan) and what raises one.
 REFUSAL_DIRS = ("towertrain/config", "towertrain/plan")
 REFUSAL_ERRORS = ("ParamsError", "ClusterError")
+# The flag checks' parsers raise ValueError with the reason their caller's
+# fail(...) puts in the message: each reason is a refusal of its own. (Other
+# ValueErrors there check towertrain's own tables, not a user's input.)
+REASON_FILES = "_checks.py"
 FAIL_HELPERS = ("fail", "_fail")  # fail(flag, value, message) raises ParamsError
 
 
@@ -46,19 +51,20 @@ def _helper_bodies(tree):
     return inside
 
 
-def _is_site(node):
+def _is_site(node, path):
     if isinstance(node, ast.Call):
         return isinstance(node.func, ast.Name) and node.func.id in FAIL_HELPERS
     if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
         func = node.exc.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        return name in REFUSAL_ERRORS
+        return name in REFUSAL_ERRORS or (name == "ValueError" and path.endswith(REASON_FILES))
     return False
 
 
 def refusal_sites():
     """Every `fail(...)` call and `raise ParamsError/ClusterError(...)` in the
-    flag checks and the run plan, found by walking their syntax trees."""
+    flag checks and the run plan, and every `raise ValueError(...)` (a
+    reason) in the flag checks, found by walking their syntax trees."""
     sites = []
     for folder in REFUSAL_DIRS:
         for name in sorted(os.listdir(os.path.join(ROOT, folder))):
@@ -71,14 +77,16 @@ def refusal_sites():
             skip = _helper_bodies(tree)
             lines = text.splitlines()
             for node in ast.walk(tree):
-                if id(node) not in skip and _is_site(node):
+                if id(node) not in skip and _is_site(node, path):
                     sites.append(Site(path, node.lineno, node.end_lineno,
                                       lines[node.lineno - 1].strip()))
     return sorted(sites, key=lambda s: (s.path, s.first))
 
 
 class Recorder:
-    """Records the call stack wherever a ParamsError (ClusterError, ...) is built."""
+    """Records the call stack wherever a ParamsError (ClusterError, ...) is
+    built, and where the exception it was built while handling (a parser's
+    ValueError) was raised."""
 
     def __init__(self):
         self.stacks = []
@@ -91,6 +99,9 @@ class Recorder:
 
         def init(error, *args, **kwargs):
             stacks.append(traceback.extract_stack()[:-1])
+            handled = sys.exc_info()[1]
+            if handled is not None and handled.__traceback__ is not None:
+                stacks.append(traceback.extract_tb(handled.__traceback__))
             original(error, *args, **kwargs)
         monkeypatch.setattr(errors.ParamsError, "__init__", init)
         try:

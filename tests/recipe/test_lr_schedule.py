@@ -281,7 +281,10 @@ def test_a_resumed_trainer_continues_the_schedule_at_the_restored_step(tmp_path)
     first, rates = run(tmp_path / "a", 4)
     assert first.global_step() == 4
     resumed = Trainer(Params(num_batches=12, train_dir=str(tmp_path / "a"), **common))
-    default_callbacks_for(resumed, write=lambda line: None)  # restores the latest checkpoint
+    # Restores the latest checkpoint; its saver, never run, frees the train_dir's lock.
+    for callback in default_callbacks_for(resumed, write=lambda line: None):
+        if hasattr(callback, "lock"):
+            callback.close()
     assert resumed.global_step() == 4
     for optimizer in resumed.variables.optimizers():
         assert float(optimizer.learning_rate) == pytest.approx(expected[4])  # not warmup's 0.04

@@ -17,6 +17,7 @@ from towertrain.callbacks import Callback
 from towertrain.state.checkpoint import CheckpointError
 
 import helpers.cli
+from helpers.checkpoint_files import files_of, saved_tensors
 from helpers.cli import run_cases
 
 COMMON = ["--model=trivial", "--device=cpu", "--batch_size=2", "--num_warmup_batches=0",
@@ -61,19 +62,8 @@ def tmpfs(tmp_path):
     mounts.unmount_all()
 
 
-def ckpt_files(train_dir, step):
-    out = {}
-    for name in sorted(os.listdir(train_dir)):
-        if name.startswith(f"ckpt-{step}."):
-            with open(os.path.join(train_dir, name), "rb") as f:
-                out[name] = f.read()
-    return out
 
 
-def saved_tensors(prefix):
-    reader = tf.train.load_checkpoint(prefix)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if name.startswith(("model/", "slots/", "step"))}
 
 
 @pytest.mark.slow
@@ -103,7 +93,7 @@ def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly(tmp_p
                      "is kept and a resume starts there; free space (or fix the path) and run "
                      "the same command again"], err
     assert tf.train.latest_checkpoint(run) == f"{run}/ckpt-2"
-    assert ckpt_files(run, 2) == ckpt_files(reference, 2)  # intact, byte for byte
+    assert files_of(run, "ckpt-2.") == files_of(reference, "ckpt-2.")  # intact, byte for byte
     assert sorted(n for n in os.listdir(run) if "ckpt-4" in n) == []  # no _temp, no part
 
     # Refused before the first step: the numbers, nothing trained.

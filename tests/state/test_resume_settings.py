@@ -3,36 +3,23 @@ step (issue 33, item 1): the command line names the setting, both values and
 the way out, exits 2, leaves the checkpoint as it was, and the plain resume
 from it still equals an uninterrupted run. What may change by design (the
 step count, accumulation) is reported in the header instead."""
-import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from towertrain.plan import sections
-from towertrain.state import run_record, train_dir_lock
+from towertrain.state import run_record
 from towertrain.state.checkpoint import CheckpointError
 
+from helpers.checkpoint_files import files_of, saved_tensors
 from helpers.cli import run_cases
 
 COMMON = ["--model=trivial", "--device=cpu", "--batch_size=2", "--num_warmup_batches=0",
           "--display_every=100", "--optimizer=momentum"]
 
 
-def files_of(directory):
-    """{name: bytes} of every file in `directory` but the lock (which holds the
-    pid of the last run that took it)."""
-    out = {}
-    for name in sorted(set(os.listdir(directory)) - {train_dir_lock.LOCK_FILE}):
-        with open(os.path.join(directory, name), "rb") as f:
-            out[name] = f.read()
-    return out
 
 
-def saved_tensors(train_dir):
-    reader = tf.train.load_checkpoint(train_dir)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if name.startswith(("model/", "slots/", "step"))}
 
 
 @pytest.mark.slow

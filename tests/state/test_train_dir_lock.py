@@ -10,29 +10,17 @@ import time
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from towertrain.state import train_dir_lock
 
-from helpers.checkpoint_files import committed_steps
+from helpers.checkpoint_files import committed_steps, files_of, saved_tensors
 from helpers.cli import command, run_cases, unbuffered_env
 
 COMMON = ["--model=trivial", "--device=cpu", "--batch_size=2", "--num_warmup_batches=0",
           "--display_every=1000", "--optimizer=momentum"]
 
 
-def files_of(directory):
-    out = {}
-    for name in sorted(set(os.listdir(directory)) - {train_dir_lock.LOCK_FILE}):
-        with open(os.path.join(directory, name), "rb") as f:
-            out[name] = f.read()
-    return out
 
 
-def saved_tensors(train_dir):
-    reader = tf.train.load_checkpoint(train_dir)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if name.startswith(("model/", "slots/", "step"))}
 
 
 @pytest.mark.slow

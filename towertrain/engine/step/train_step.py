@@ -161,11 +161,16 @@ class TrainStep:
              stop_requests) = self._take_update(results, finite, local_count)
         # Outside the finite check's branch: a branch waits for all its inputs,
         # while here each gradient pack's exchange starts once its gradients exist.
-        grads = self.variables.exchange([r.grads if r else None for r in results])
+        grads = self.variables.exchange([r.grads if r else None for r in results],
+                                        [r.non_trainable if r else None for r in results])
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
-            if self.num_workers > 1:  # multi-worker: every worker takes the same branch
-                all_finite = self.variables.cluster_finite(all_finite)
+            losses = [r.loss for r in results if r is not None]
+            total = update_loss if update_loss is not None else tf.add_n(losses)
+            if self.num_workers > 1:
+                # Every worker takes the same branch, and reports the loss over
+                # every worker's towers: one collective beside the packs.
+                all_finite, total = self.variables.cluster_finite_and_loss(all_finite, total)
 
         def update():
             scale = {"grad_scale": loss_scale} if self.scaled_transfer else {}
@@ -195,11 +200,7 @@ class TrainStep:
             if stop_requests is not None:
                 extras["stop_requests"] = stop_requests
             if update_loss is not None:
-                return update_loss, global_count, applied, extras
-            losses = [r.loss for r in results if r is not None]
-            total = tf.add_n(losses)
-            if self.num_workers > 1:  # multi-worker: the loss over every worker's towers
-                total = self.variables.cluster_loss(total)
+                return total, global_count, applied, extras
             loss = total if synchronous else total / len(losses)
             return loss, global_count, applied, extras
 
@@ -237,9 +238,8 @@ class TrainStep:
             results, local_count, loss, correct, all_finite)
         with tf.device("/cpu:0"):
             stop_requests = None
-            if self.num_workers > 1:  # one exchange of count and loss per update
+            if self.num_workers > 1:  # one exchange of count per update (the loss: later)
                 count, stop_requests = self._cluster_count_and_stop(count)
-                loss = self.variables.cluster_loss(loss)
             ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)
             loss = loss * ratio
         combined, finite = [], [all_finite]

@@ -89,12 +89,14 @@ class VariableManager(abc.ABC):
         (replicated with a half-precision transfer whose sum overflowed).
         """
 
-    def exchange(self, tower_grads):
+    def exchange(self, tower_grads, tower_non_trainable=None):
         """The gradient exchange, which the step runs before (outside) its
         finite-check branch, so that each pack's reduction can start while the
         backward pass still runs (a branch would wait for every gradient).
         Returns what `apply` takes as tower_grads. Default: the gradients
-        unchanged (the manager combines them in `apply`)."""
+        unchanged (the manager combines them in `apply`). tower_non_trainable:
+        each tower's new batch-norm statistics, for a mode that exchanges them
+        with the gradients."""
         return tower_grads
 
     @abc.abstractmethod
@@ -133,13 +135,10 @@ class VariableManager(abc.ABC):
         """The step's example count over every worker's towers (the loss denominator)."""
         return count
 
-    def cluster_finite(self, finite):
-        """True only if every worker's losses and gradients are finite."""
-        return finite
-
-    def cluster_loss(self, loss):
-        """The step's summed loss over every worker's towers."""
-        return loss
+    def cluster_finite_and_loss(self, finite, loss):
+        """(True only if every worker's losses and gradients are finite, the
+        step's summed loss over every worker's towers): one collective."""
+        return finite, loss
 
     def close(self):
         """The trainer is done with its steps: release what the mode holds
@@ -150,8 +149,11 @@ class Exchanged:
     """Gradients already summed by `exchange`: per_device[d] is the summed list
     on device d."""
 
-    def __init__(self, per_device):
+    def __init__(self, per_device, stats=None):
         self.per_device = per_device
+        # Multi-worker: the batch-norm statistics every device keeps, summed
+        # with the gradients (per device), or None where apply sums them.
+        self.stats = stats
 
 
 def stats_tower(tower_non_trainable):

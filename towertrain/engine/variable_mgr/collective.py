@@ -37,6 +37,7 @@ The checkpoint format is that of `replicated` (primary copy + its slots).
 """
 import zlib
 
+import numpy as np
 import tensorflow as tf
 
 from towertrain import private_api
@@ -55,7 +56,7 @@ WORKERS_GROUP = 2
 CROSS_WORKER_GROUP = {"CPU": 3, "GPU": 4}
 # Instance keys per call site; packs add their index (gradient packs from
 # 10**6 up, clear of the other sites for any --gradient_repacking).
-KEYS = {"count": 1, "finite": 2, "loss": 3, "stats": 200, "broadcast": 300, "grads": 10**6}
+KEYS = {"count": 1, "finite": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
 # The key spaces: every key above (packs included: < 1.6 * 10**6 for up to
 # 1000 packs) plus a space's base stays below 2**31 (instance keys are int32).
 KEY_SPACES, KEY_SPACE_SIZE = 1000, 2 * 10**6
@@ -192,14 +193,16 @@ class CollectiveManager(ReplicatedManager):
         """The step's examples over every worker's towers (the loss denominator)."""
         return self._workers_reduce(count, self._key("count"))
 
-    def cluster_finite(self, finite):
-        """True only if every worker's losses and gradients are finite, so all
-        workers take the same branch (the update holds collectives)."""
-        as_float = tf.cast(finite, tf.float32)
-        return self._workers_reduce(as_float, self._key("finite"), merge_op="Min") > 0.5
-
-    def cluster_loss(self, loss):
-        return self._workers_reduce(loss, self._key("loss"))
+    def cluster_finite_and_loss(self, finite, loss):
+        """Whether every worker's losses and gradients are finite (so all
+        workers take the same branch) and the loss over every worker's towers,
+        in one collective of [loss, non-finite workers]: the step's only
+        scalar exchange after its towers. It needs no gradient pack's sum, so
+        it runs beside them, not after."""
+        both = self._workers_reduce(
+            tf.stack([tf.cast(loss, tf.float32), 1.0 - tf.cast(finite, tf.float32)]),
+            self._key("finite"))
+        return both[1] < 0.5, both[0]
 
     def _packed_sum(self, per_device_lists, key):
         """Sums lists of tensors (one list per local device) over the cluster:
@@ -224,28 +227,44 @@ class CollectiveManager(ReplicatedManager):
                         results[i][k] = tf.reshape(part, tf.shape(first[k]))
         return results
 
-    def _gradient_sum(self, per_device_lists):
-        """Each pack summed over the cluster on its own (flat or hierarchical)."""
+    def _gradient_sum(self, per_device_lists, riders=None):
+        """Each pack summed over the cluster on its own (flat or hierarchical).
+        riders: a flat float32 vector per device summed in pack 0 too (the
+        batch-norm statistics); returns (per-device gradients, per-device
+        summed riders or None)."""
         packs = packing.plan_for_exchange(per_device_lists[0], self.options)
+        if riders is not None and packs[0].dtype != riders[0].dtype:
+            riders = None  # pack 0 of another dtype (--fp16_vars): apply sums them
         summed = [[] for _ in self.devices]
+        rode = None
         for k, p in enumerate(packs):
             with tf.name_scope(f"pack{k}"):
                 flats = []
-                for device, grads in zip(self.devices, per_device_lists):
+                for i, (device, grads) in enumerate(zip(self.devices, per_device_lists)):
                     with tf.device(device):
-                        flats.append(packing.gather(grads, p))
+                        flat = packing.gather(grads, p)
+                        if k == 0 and riders is not None:
+                            flat = tf.concat([flat, riders[i]], 0)
+                        flats.append(flat)
                 # TensorFlow fixes an instance's shape for the life of the process:
                 # each (pack count, pack) has its own key, the same on every worker.
                 key = self._key("grads") + len(packs) * (len(packs) - 1) // 2 + k
                 sums = (self._hierarchical_sum(flats, key) if self.local
                         else self._all_devices_sum(flats, key))
+                if k == 0 and riders is not None:
+                    size = packing.pack_size(p)
+                    rode = []
+                    for i, device in enumerate(self.devices):
+                        with tf.device(device):
+                            rode.append(sums[i][size:])
+                            sums[i] = sums[i][:size]
             for i, flat in enumerate(sums):
                 summed[i].append(flat)
         out = []
         for device, flats, grads in zip(self.devices, summed, per_device_lists):
             with tf.device(device):
                 out.append(packing.scatter(flats, packs, grads))
-        return out
+        return out, rode
 
     def _hierarchical_sum(self, flats, key):
         """Summed on this worker, then across workers from one member each
@@ -312,10 +331,42 @@ class CollectiveManager(ReplicatedManager):
 
     # -- the update -------------------------------------------------------
 
-    def exchange(self, tower_grads):
+    def exchange(self, tower_grads, tower_non_trainable=None):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("collective_allreduce"):
-            return Exchanged(self._gradient_sum(grads))
+            riders, layout = self._stats_riders(tower_non_trainable)
+            summed, rode = self._gradient_sum(grads, riders)
+            stats = None
+            if rode is not None:
+                stats = []
+                for device, flat in zip(self.devices, rode):
+                    with tf.device(device):
+                        parts = tf.split(flat, [int(np.prod(shape)) for shape in layout])
+                        stats.append([tf.reshape(part, shape)
+                                      for part, shape in zip(parts, layout)])
+            return Exchanged(summed, stats)
+
+    def _stats_riders(self, tower_non_trainable):
+        """Multi-worker: each device's batch-norm statistics as one float32
+        vector, global tower 0's on worker 0 and zeros elsewhere, to be summed
+        in the first gradient pack: every device then gets global tower 0's
+        bits (x + 0 is exact) without a collective of their own after the
+        packs. (None, None) where there are none, or one worker."""
+        if (self.num_workers == 1 or tower_non_trainable is None
+                or all(n is None for n in tower_non_trainable)):
+            return None, None
+        source = stats_tower(tower_non_trainable)
+        stats = tower_non_trainable[source]
+        if not stats or any(v.dtype != tf.float32 for v in stats):
+            return None, None
+        layout = [tuple(v.shape) for v in stats]
+        riders = []
+        for i, device in enumerate(self.devices):
+            with tf.device(device):
+                flat = tf.concat([tf.reshape(v, [-1]) for v in stats], 0)
+                keep = self.task == 0 and i == source
+                riders.append(tf.identity(flat) if keep else tf.zeros_like(flat))
+        return riders, layout
 
     def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
         summed = self._summed(tower_grads)
@@ -323,7 +374,9 @@ class CollectiveManager(ReplicatedManager):
             source = stats_tower(tower_non_trainable)
             stats = [n if n is not None else tower_non_trainable[source]
                      for n in tower_non_trainable]
-            if self.num_workers > 1 and stats[0]:
+            if isinstance(tower_grads, Exchanged) and tower_grads.stats is not None:
+                stats = tower_grads.stats  # summed in the first gradient pack
+            elif self.num_workers > 1 and stats[0]:
                 stats = self._from_chief(stats, source, self._key("stats"))
             else:
                 stats = [stats[source]] * len(self.devices)

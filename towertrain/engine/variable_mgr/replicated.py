@@ -92,7 +92,7 @@ class ReplicatedManager(VariableManager):
                 applied = done if applied is None else applied
         return applied if checked else None
 
-    def exchange(self, tower_grads):
+    def exchange(self, tower_grads, tower_non_trainable=None):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("allreduce"):
             # Packing cuts one dtype at a time; --fp16_vars has float16 weights
