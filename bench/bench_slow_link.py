@@ -20,6 +20,10 @@ nothing; 0: the exchange hides entirely behind the backward pass), and the
 bytes that left worker 0's end of the link per step (tx bytes over the run,
 start-up's variable broadcast included, over its steps). The namespaces are
 deleted at exit, also on failure or Ctrl-C.
+
+--contention: instead, t_indep and t_1 with the link unlimited (tbf at 10
+Gbit/s): what the exchange costs in CPU (gRPC, copies, the sum) on cores
+that also compute, with no wait for the link.
 """
 import argparse
 import atexit
@@ -37,6 +41,7 @@ NAMESPACES = ("ttsl0", "ttsl1")
 LINKS = ("ttsl-a", "ttsl-b")  # the veth ends, one in each namespace
 ADDRESSES = ("10.77.0.1", "10.77.0.2")
 PORT = 7777
+UNLIMITED_MBIT = 10000
 BATCH = 32
 DEFAULT_RATES = ["resnet20=10,20", "alexnet_cifar=40,80"]  # Mbit/s: t_1 - t_indep >= 2 t_indep
 TOTAL = re.compile(r"total images/sec: ([0-9.]+)")
@@ -202,6 +207,24 @@ def measure(args, rates):
     return table, sent, packs
 
 
+def measure_contention(args):
+    """t_indep and t_1 on an unlimited link, interleaved."""
+    set_rate(UNLIMITED_MBIT)
+    times = {}  # (model, label) -> [seconds]
+    for round_ in range(args.rounds):
+        for model in args.rates:
+            for label, flags, cluster in (("t_indep", ["--variable_update=independent"], False),
+                                          ("t_1", exchanges(args.pack_mb)[0][1], True)):
+                seconds, _, _ = run_pair(model, flags, args, cluster)
+                times.setdefault((model, label), []).append(seconds)
+                print(f"round {round_ + 1} {model} unlimited {label}: {1000 * seconds:.0f} ms",
+                      flush=True)
+    for model in args.rates:
+        indep, one = (summary(times[(model, label)]) for label in ("t_indep", "t_1"))
+        print(f"{model}: t_indep {_fmt(indep)}, t_1 unlimited {_fmt(one)} ms: the exchange's "
+              f"CPU and gRPC add {(one[0] - indep[0]) / indep[0]:.0%} to a step")
+
+
 def report(table, sent, packs, rates, args):
     print(f"\nbatch {BATCH} per worker, 2 workers x 1 CPU device, {args.steps} timed steps "
           f"after {args.warmup}, {args.rounds} interleaved rounds; ms per step: median "
@@ -241,6 +264,8 @@ def parse_args(argv=None):
     parser.add_argument("--pack_mb", type=float, default=0.25,
                         help="--gradient_pack_mb of the byte-sized packs")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
+    parser.add_argument("--contention", action="store_true",
+                        help="time t_indep and t_1 on an unlimited link instead")
     args = parser.parse_args(argv)
     try:
         args.rates = parse_rates(args.rates or DEFAULT_RATES)
@@ -259,8 +284,11 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # atexit runs on SIGTERM too
     make_link()
     started = time.time()
-    table, sent, packs = measure(args, args.rates)
-    report(table, sent, packs, args.rates, args)
+    if args.contention:
+        measure_contention(args)
+    else:
+        table, sent, packs = measure(args, args.rates)
+        report(table, sent, packs, args.rates, args)
     print(f"\n{(time.time() - started) / 60:.1f} minutes")
 
 
