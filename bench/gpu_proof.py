@@ -304,8 +304,12 @@ def trace_collective(args, path, what, overrides):
     from towertrain.engine.variable_mgr import collective_graph
     args.worker_hosts, args.task_index = "127.0.0.1:1,127.0.0.1:2", 0
     params = make_params(args, overrides, "gpu", 2, workers=2)
-    trainer, graph = collective_graph.trace_cluster_step(
-        params, input_source=fixed_input(args, params, workers=2))
+    from towertrain import Trainer
+    from towertrain.plan import cluster as plan_cluster
+    with collective_graph.stand_in_cluster(plan_cluster.resolve(params)):
+        trainer = Trainer(params, input_source=fixed_input(args, params, workers=2),
+                          check_devices=False)
+        graph = trainer.trace_step().graph
     found = collective_graph.collectives(graph)
     problems = []
     if collective_graph.pruned(graph):

@@ -38,11 +38,14 @@ def ps_input():
 def cluster_step(workers=2, task_index=0, **overrides):
     """(trainer, step graph) of worker `task_index` of a collective_all_reduce
     cluster of `workers` x NUM_GPUS absent GPUs, traced in this process
-    (towertrain.engine.variable_mgr.collective_graph.trace_cluster_step)."""
+    (towertrain.engine.variable_mgr.collective_graph.stand_in_cluster)."""
     from towertrain.engine.variable_mgr import collective_graph
     hosts = ",".join(f"127.0.0.1:{port}" for port in range(1, workers + 1))
     overrides.setdefault("variable_update", "collective_all_reduce")
     overrides.setdefault("model", "trivial")
     params = Params(device="gpu", num_gpus=NUM_GPUS, batch_size=2,
                     worker_hosts=hosts, task_index=task_index, **overrides)
-    return collective_graph.trace_cluster_step(params)
+    from towertrain.plan import cluster as plan_cluster
+    with collective_graph.stand_in_cluster(plan_cluster.resolve(params)):
+        trainer = Trainer(params, check_devices=False)
+        return trainer, trainer.trace_step().graph

@@ -19,7 +19,7 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
         assert f"\n{path:<15}traced, " in out
     assert "MISSING" not in out
     for path in ("xring_nccl", "xring_2workers"):
-        assert (f"\n{path:<15}traced, 2 workers x 2 GPUs: 4 CollectiveReduceV2, 2 NcclAllReduce"
+        assert (f"\n{path:<15}traced, 2 workers x 2 GPUs: 3 CollectiveReduceV2, 2 NcclAllReduce"
                 in out), out
     assert out.count("every collective kept, one chain per GPU, NCCL across workers") == 2
     assert out.rstrip().endswith("run this on a machine with a GPU to prove them")

@@ -9,9 +9,10 @@ graph: bench/gpu_proof.py checks it without a GPU, and the tests with it.
   them, so that workers may launch them in different orders.
 - hints(): (device type, communication hint) of the collective all-reduces.
 
-trace_cluster_step() traces one worker's step of a multi-worker run in this
-process without joining the cluster (no server, no start-up broadcast, no
-peer watch: each would wait for peers that are not there).
+Within stand_in_cluster(cluster) a Trainer of one worker of a multi-worker
+run is built in this process without joining the cluster (no server, no
+start-up broadcast, no peer watch: each would wait for peers that are not
+there), for tracing its step.
 """
 import contextlib
 
@@ -136,13 +137,3 @@ def stand_in_cluster(cluster):
     finally:
         (cluster_lib._ACTIVE["cluster"], collective.CollectiveManager._broadcast_from_chief,
          peer_watch.start) = saved
-
-
-def trace_cluster_step(params, **trainer_args):
-    """The step graph of worker params.task_index of params' cluster, traced
-    for params' devices (which need not exist). Returns (trainer, graph)."""
-    from towertrain import Trainer
-    from towertrain.plan import cluster as plan_cluster
-    with stand_in_cluster(plan_cluster.resolve(params)):
-        trainer = Trainer(params, check_devices=False, **trainer_args)
-        return trainer, trainer.trace_step().graph
