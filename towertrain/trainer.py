@@ -84,13 +84,7 @@ class Trainer:
             plan_cluster.resolve(params), params.worker_hosts))
         runtime.configure(layout.runtime)  # threads, XLA, GPU memory: before TensorFlow starts
         self.devices = devices_lib.prepare(layout.topology, check=check_devices)
-        # An emulated half precision is refused before anything is built.
-        self.precision_support = (native_precision.check(layout.precision, layout.topology.device)
-                                  if check_devices else None)
-        if check_devices:
-            devices_lib.check_data_format(layout.topology.device, layout.topology.data_format)
-            devices_lib.check_half_precision_layout(
-                layout.topology.device, layout.topology.data_format, layout.precision.use_fp16)
+        self.precision_support = self._check_devices(layout) if check_devices else None
         keras.utils.set_random_seed(layout.input.seed)
         self.model = model or self._build_model(layout)
         self.user_model = model is not None  # the run record names it as the user's
@@ -112,12 +106,7 @@ class Trainer:
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)
-        try:  # the input's first batches are built here (synthetic: the whole batch)
-            self._make_feed()
-        except tf.errors.ResourceExhaustedError as err:
-            raise self._out_of_memory("while building the input",
-                                      "lower --batch_size (add --gradient_accumulation_steps "
-                                      "to keep the global batch)") from err
+        self._make_feed()
         self.variables = variable_mgr.create(self.plan.exchange, self.devices,
                                              self.plan.recipe.clipping)
         self.variables.create(self.model, optimizers.make_optimizer_factory(
@@ -168,13 +157,29 @@ class Trainer:
             per_process_batch=layout.batch_per_device * len(self.devices))
         return input_factory.shard_for_worker(made, layout.topology.cluster)
 
+    @staticmethod
+    def _check_devices(layout):
+        """Refused before anything is built: an emulated half precision, a
+        layout the device cannot run. Returns the precision support."""
+        topology = layout.topology
+        support = native_precision.check(layout.precision, topology.device)
+        devices_lib.check_data_format(topology.device, topology.data_format)
+        devices_lib.check_half_precision_layout(topology.device, topology.data_format,
+                                                layout.precision.use_fp16)
+        return support
+
     def _make_feed(self):
         """Staging (when on) and the input position (engine/feed/position.py)."""
         staged = None  # the staging wrapper when staging is on: the one place that decides
         if self.plan.input.staging_depth > 0 and self.input.stage:
             self.input = staged = staging.StagedInput(
                 self.input, self.plan.input.staging_depth, group=self.plan.input.batch_group_size)
-        self.input.create(self.devices)
+        try:  # the input's first batches are built here (synthetic: the whole batch)
+            self.input.create(self.devices)
+        except tf.errors.ResourceExhaustedError as err:
+            raise self._out_of_memory("while building the input",
+                                      "lower --batch_size (add --gradient_accumulation_steps "
+                                      "to keep the global batch)") from err
         self.feed = position.Feed(self.input, staged, self.accumulation, self.total_steps)
 
     def _make_step(self):
