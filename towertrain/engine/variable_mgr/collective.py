@@ -46,7 +46,7 @@ from towertrain.engine.allreduce import packing
 from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
 
 from .base import Exchanged, register, stats_tower
-from .ordering import DeviceChains, is_gpu
+from .ordering import DeviceChains, device_type, is_gpu
 from .replicated import ReplicatedManager
 
 # Group keys: every device of the cluster (one per size) / one CPU member per
@@ -56,7 +56,7 @@ WORKERS_GROUP = 2
 CROSS_WORKER_GROUP = {"CPU": 3, "GPU": 4}
 # Instance keys per call site; packs add their index (gradient packs from
 # 10**6 up, clear of the other sites for any --gradient_repacking).
-KEYS = {"count": 1, "finite": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
+KEYS = {"count": 1, "finite_and_loss": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
 # The key spaces: every key above (packs included: < 1.6 * 10**6 for up to
 # 1000 packs) plus a space's base stays below 2**31 (instance keys are int32).
 KEY_SPACES, KEY_SPACE_SIZE = 1000, 2 * 10**6
@@ -179,13 +179,13 @@ class CollectiveManager(ReplicatedManager):
             out.extend(self._chains.run([device], build))
         return out
 
-    def _workers_reduce(self, tensor, key, merge_op="Add"):
+    def _workers_reduce(self, tensor, key):
         """A scalar reduced over one CPU member per worker (on /cpu:0)."""
         if self.num_workers == 1:
             return tensor
         with tf.device("/cpu:0"):
             return private_api.collective_all_reduce(
-                tensor, self.num_workers, WORKERS_GROUP, key, merge_op=merge_op,
+                tensor, self.num_workers, WORKERS_GROUP, key, merge_op="Add",
                 final_op="Id", timeout=self.timeout, ordering_token=self._tokens[-1].handle,
                 communication_hint="ring")
 
@@ -201,7 +201,7 @@ class CollectiveManager(ReplicatedManager):
         it runs beside them, not after."""
         both = self._workers_reduce(
             tf.stack([tf.cast(loss, tf.float32), 1.0 - tf.cast(finite, tf.float32)]),
-            self._key("finite"))
+            self._key("finite_and_loss"))
         return both[1] < 0.5, both[0]
 
     def _packed_sum(self, per_device_lists, key):
@@ -295,7 +295,7 @@ class CollectiveManager(ReplicatedManager):
         """One member per worker, summed across workers by --collective_implementation."""
         with tf.device(member):
             return private_api.collective_all_reduce(
-                tensor, self.num_workers, CROSS_WORKER_GROUP[_device_type(member)], key,
+                tensor, self.num_workers, CROSS_WORKER_GROUP[device_type(member)], key,
                 merge_op="Add", final_op="Id", timeout=self.timeout,
                 ordering_token=self._token_on(member).handle,
                 communication_hint=self._hint(member))
@@ -387,7 +387,3 @@ class CollectiveManager(ReplicatedManager):
                     grads_i = [g / grad_scale for g in grads_i]
                 self._update(i, self.clip(grads_i), stats[i])
         return None
-
-
-def _device_type(device):
-    return tf.DeviceSpec.from_string(device).device_type.upper()

@@ -18,8 +18,13 @@ import weakref
 import tensorflow as tf
 
 
+def device_type(device):
+    """'GPU' or 'CPU' of a device name such as '/gpu:1'."""
+    return tf.DeviceSpec.from_string(device).device_type.upper()
+
+
 def is_gpu(device):
-    return tf.DeviceSpec.from_string(device).device_type.upper() == "GPU"
+    return device_type(device) == "GPU"
 
 
 def _canonical(device):
