@@ -2289,4 +2289,78 @@ MUTATIONS = [
         "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
         "    if len(set(indices)) != len(indices):", "    if False:",
         [T + "config/test_refusal_table.py"]),
+    # --- scatter/xring (issue 31: Horovod's hierarchy) ---
+    # The CPU reduce-scatter drops the remainder of a pack not divisible by L.
+    Mutation(
+        "scatter_remainder_dropped", "towertrain/engine/variable_mgr/collective.py",
+        "    return [base + (i < longer) for i in range(parts)]",
+        "    return [base for i in range(parts)]",
+        [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices",
+         T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
+    # One device carries the whole pack across workers (today's one-member
+    # shape): the sums stay right, the per-device shards are gone.
+    Mutation(
+        "scatter_one_device_carries_the_pack", "towertrain/engine/variable_mgr/collective.py",
+        "    return [base + (i < longer) for i in range(parts)]",
+        "    return [length] + [0] * (parts - 1)",
+        [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices",
+         T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # Every shard summed on device 0 instead of its own device.
+    Mutation(
+        "scatter_shards_summed_on_device0", "towertrain/engine/variable_mgr/collective.py",
+        "            with tf.device(device):\n                shards.append(tf.add_n(pieces))",
+        "            with tf.device(self.devices[0]):\n                shards.append(tf.add_n(pieces))",
+        [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices"]),
+    # One cross-worker group for every local index.
+    Mutation(
+        "scatter_one_group_for_all_local_indices", "towertrain/engine/variable_mgr/collective.py",
+        "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2\n"
+        "            + index)",
+        "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2)",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # Every shard crosses workers from GPU 0.
+    Mutation(
+        "scatter_shards_cross_from_gpu0", "towertrain/engine/variable_mgr/collective.py",
+        "        with tf.device(device):\n            return private_api.collective_all_reduce(\n"
+        "                shard,",
+        "        with tf.device(self.devices[0]):\n            return private_api.collective_all_reduce(\n"
+        "                shard,",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The worker's local NCCL group keyed alike on every worker.
+    Mutation(
+        "scatter_local_group_shared_by_workers", "towertrain/engine/variable_mgr/collective.py",
+        "        return base + 1000 * len(self.devices) + self.task",
+        "        return base + 1000 * len(self.devices)",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The local reduce-scatter without the nccl hint (no ring implementation).
+    Mutation(
+        "scatter_reduce_scatter_without_nccl_hint", "towertrain/engine/variable_mgr/collective.py",
+        "                        ordering_token=self._tokens[i].handle, communication_hint=\"nccl\"))\n"
+        "            return out\n        return self._chains.run(self.devices, build), width",
+        "                        ordering_token=self._tokens[i].handle, communication_hint=\"auto\"))\n"
+        "            return out\n        return self._chains.run(self.devices, build), width",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The gathers left off the GPUs' ordering chains.
+    Mutation(
+        "scatter_gather_unchained", "towertrain/engine/variable_mgr/collective.py",
+        "        gathered = self._chains.run(self.devices, build)",
+        "        gathered = build()",
+        [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
+    # A GPU's gather output dropped (the pack's sum read from GPU 0's only):
+    # the other members are pruned and GPU 0's waits forever.
+    Mutation(
+        "scatter_gather_members_dropped", "towertrain/engine/variable_mgr/collective.py",
+        "        for device, whole in zip(self.devices, gathered):\n            with tf.device(device):\n"
+        "                out.append(whole[:length])",
+        "        for device in self.devices:\n            with tf.device(device):\n"
+        "                out.append(gathered[0][:length])",
+        [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned"]),
+    # Every pack's sum waits for the last pack's gradients (the conv kernel's,
+    # ready last): nothing overlaps the backward pass.
+    Mutation(
+        "packs_wait_for_the_last_pack", "towertrain/engine/variable_mgr/collective.py",
+        "                        flat = packing.gather(grads, p)\n",
+        "                        flat = packing.gather(grads, p) + 0 * tf.reduce_sum(\n"
+        "                            packing.gather(grads, packs[-1]))\n",
+        [GPU_GRAPH + "test_scatter_xring_first_byte_sized_pack_waits_for_no_conv_backward"]),
 ]
