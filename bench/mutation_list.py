@@ -2340,21 +2340,18 @@ MUTATIONS = [
         "                        ordering_token=self._tokens[i].handle, communication_hint=\"auto\"))\n"
         "            return out\n        return self._chains.run(self.devices, build), width",
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
-    # The gathers left off the GPUs' ordering chains.
+    # The gathers left off each GPU's order: no chain edge, and the CPU
+    # scalars' ordering token instead of their GPU's (the token alone orders
+    # a GPU's collective V2 ops, so both must go for the order to break).
     Mutation(
-        "scatter_gather_unchained", "towertrain/engine/variable_mgr/collective.py",
-        "        gathered = self._chains.run(self.devices, build)",
-        "        gathered = build()",
+        "scatter_gather_off_the_gpu_order", "towertrain/engine/variable_mgr/collective.py",
+        "                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,\n"
+        "                        ordering_token=self._tokens[i].handle, communication_hint=\"nccl\"))\n"
+        "            return out\n        gathered = self._chains.run(self.devices, build)",
+        "                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,\n"
+        "                        ordering_token=self._tokens[-1].handle, communication_hint=\"nccl\"))\n"
+        "            return out\n        gathered = build()",
         [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
-    # A GPU's gather output dropped (the pack's sum read from GPU 0's only):
-    # the other members are pruned and GPU 0's waits forever.
-    Mutation(
-        "scatter_gather_members_dropped", "towertrain/engine/variable_mgr/collective.py",
-        "        for device, whole in zip(self.devices, gathered):\n            with tf.device(device):\n"
-        "                out.append(whole[:length])",
-        "        for device in self.devices:\n            with tf.device(device):\n"
-        "                out.append(gathered[0][:length])",
-        [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned"]),
     # Every pack's sum waits for the last pack's gradients (the conv kernel's,
     # ready last): nothing overlaps the backward pass.
     Mutation(
