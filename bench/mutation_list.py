@@ -878,8 +878,8 @@ MUTATIONS = [
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
-        '        return "nccl/xring" if device == "gpu" else "pscpu/xring"\n',
-        '        return "nccl/xring" if device == "gpu" else "collective"\n',
+        '        return "scatter/xring" if device == "gpu" else "pscpu/xring"\n',
+        '        return "scatter/xring" if device == "gpu" else "collective"\n',
         [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs"]),
     # A refused combination let through.
     Mutation(
@@ -2023,7 +2023,7 @@ MUTATIONS = [
         [T + "plan/test_gpu_branches.py"]),
     Mutation(
         "collective_gpu_default_is_cpu_exchange", "towertrain/config/exchange_checks.py",
-        'return "nccl/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
+        'return "scatter/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
         [T + "plan/test_gpu_branches.py"]),
     Mutation(
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
