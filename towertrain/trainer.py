@@ -68,7 +68,8 @@ class Trainer:
     """Builds everything a run needs from a Params.
 
     model: a keras.Model to train instead of building `params.model` from the
-      registry. It must accept images in the run's data format.
+      registry; leave Params.model unset then (giving both is refused). It
+      must accept images in the run's data format.
     input_source: a towertrain.input_pipeline Input (create, tower_batches, ...);
       default: the Params' data (synthetic, or --data_dir).
     loss_fn: per-example loss(labels, logits); default softmax cross-entropy.
@@ -79,6 +80,7 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
+        model_checks.check_one_model(params.model, model)  # before any work
         # The plan's first half: devices, layout, runtime, exchange, what to read.
         layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
             plan_cluster.resolve(params), params.worker_hosts))

@@ -212,6 +212,8 @@ CASES = {
     "resume on fewer files": lambda mp: _resume_on_fewer_files(),
     "uint8 images": lambda mp: from_arrays(np.arange(256, dtype=np.uint8).reshape(
         64, 2, 2, 1), np.zeros(64, np.int32), 64),
+    "model named twice": lambda mp: Trainer(Params(model="cifar_cnn", device="cpu"),
+                                            model=_softmax_model()),
     "data_dir a file": _data_dir_a_file,
     "did you mean a model": lambda mp: _did_you_mean_model(),
     "cpu float16 NCHW": lambda mp: Trainer(Params(

@@ -145,13 +145,13 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     cluster_lib.check_supported(params, cluster)
     if model_spec is None:
         from towertrain import models
-        model_spec = models.get_spec(params.model)
+        model_spec = models.get_spec(params.resolved_model)
     topology = topology_of(params, machine, cluster)
     dataset = params.data_name or model_spec.default_dataset
     input_checks.check(params, dataset)
     per_device = params.batch_size or model_spec.default_batch_size
     return Layout(
-        model=params.model, dataset=dataset, topology=topology,
+        model=params.resolved_model, dataset=dataset, topology=topology,
         runtime=runtime_of(params, topology, machine),
         exchange=exchange_of(params, topology),
         input=_take(InputPlan, params, data_name=dataset, seed=params.tf_random_seed),
