@@ -95,7 +95,9 @@ class Trainer:
         self._prepare_model(layout, user_model=model is not None, loss_fn=loss_fn)
         self.input = self._make_input(layout, input_source)
         # The whole plan: batches, steps, epochs, schedules (towertrain.plan).
-        self.plan = plan_lib.build(params, layout, plan_lib.InputFacts.of(self.input))
+        self.plan = plan_lib.build(params, layout, plan_lib.InputFacts.of(
+            self.input, epochs_lib.door_name(input_source) if input_source else None,
+            getattr(input_source, "num_epochs", None) is not None))
         self.stop_request = None  # 1: this worker was asked to stop (callbacks/cluster_stop.py)
         if self.num_workers > 1:
             with tf.device("/cpu:0"):
