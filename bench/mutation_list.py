@@ -2284,6 +2284,43 @@ MUTATIONS = [
         "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
         "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
         [T + "cluster/test_launch_restarts.py"]),
+    # Issue 33 item 12b: Params(model=NAME) with Trainer(model=<keras model>)
+    # taken again (the name silently ignored), or Params' default the name again.
+    Mutation(
+        "params_model_with_keras_model_accepted", "towertrain/trainer.py",
+        "        model_checks.check_one_model(params.model, model)  # before any work\n", "",
+        [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
+         T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "params_model_default_named", "towertrain/config/settings.py",
+        'Setting("model", STRING, None,', 'Setting("model", STRING, "trivial",',
+        [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused"]),
+    # Issue 33 item 12c: a global batch larger than an epoch of real data taken
+    # (every step one partial batch); its boundary (a batch of exactly the
+    # epoch) refused; an input's own epochs, or --eval, refused too.
+    Mutation(
+        "batch_larger_than_epoch_accepted", "towertrain/plan/steps.py",
+        "            or not examples or examples >= global_batch):",
+        "            or not examples or examples >= 0):",
+        [T + "input/test_batch_larger_than_epoch.py", T + "config/test_refusal_table.py"]),
+    Mutation(
+        "batch_equal_to_epoch_refused", "towertrain/plan/steps.py",
+        "            or not examples or examples >= global_batch):",
+        "            or not examples or examples > global_batch):",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_the_cli_refuses_a_global_batch_larger_than_the_files"]),
+    Mutation(
+        "input_own_epochs_batch_refused", "towertrain/plan/steps.py",
+        "    if (params.eval or input_facts.user_epochs or input_facts.steps_per_epoch is None",
+        "    if (params.eval or input_facts.steps_per_epoch is None",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_partial_batches_that_were_asked_for_still_train"]),
+    Mutation(
+        "eval_batch_larger_than_epoch_refused", "towertrain/plan/steps.py",
+        "    if (params.eval or input_facts.user_epochs or",
+        "    if (input_facts.user_epochs or",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_partial_batches_that_were_asked_for_still_train"]),
     # A flag parser's reason dropped (a site of the refusal table's walk).
     Mutation(
         "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
