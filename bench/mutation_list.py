@@ -2326,4 +2326,20 @@ MUTATIONS = [
         "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
         "    if len(set(indices)) != len(indices):", "    if False:",
         [T + "config/test_refusal_table.py"]),
+    # The step checks the exchanged sum, not every tower's gradients (issue 35).
+    Mutation(
+        "summed_gradient_finite_check_dropped", "towertrain/engine/step/train_step.py",
+        "finite = finite + [tower.gradients_finite(grads.per_device[0])]",
+        "finite = finite",
+        [T + "engine/test_finite_check.py"]),
+    Mutation(
+        "summed_check_reads_tower_0_only", "towertrain/engine/step/train_step.py",
+        "finite = finite + [tower.gradients_finite(grads.per_device[0])]",
+        "finite = finite + [tower.gradients_finite(results[0].grads)]",
+        [T + "engine/test_finite_check.py::test_nan_gradients_on_one_tower_apply_nothing_on_any_copy"]),
+    Mutation(
+        "towers_check_gradients_despite_the_sum", "towertrain/engine/step/train_step.py",
+        "micro_batch, check_gradients=not sums_checked)",
+        "micro_batch, check_gradients=True)",
+        [T + "engine/test_finite_check.py::test_the_summed_gradient_is_checked_once_not_per_tower"]),
 ]

@@ -133,6 +133,31 @@ def collective_all_reduce(tensor, group_size, group_key, instance_key, merge_op=
         ordering_token=ordering_token)
 
 
+def collective_reduce_scatter(tensor, group_size, group_key, instance_key, ordering_token,
+                              communication_hint="nccl"):
+    """A reduce-scatter (sum) over a group of devices: member r gets the sum of
+    the r-th of group_size equal parts of the 1-D `tensor` (its length a
+    multiple of group_size). TensorFlow 2.21 implements it with NCCL only
+    (GPUs): on CPU devices the runtime finds no implementation ("undef").
+    Touches: tf.raw_ops.CollectiveReduceScatterV2 (no Python API)."""
+    return tf.raw_ops.CollectiveReduceScatterV2(
+        input=tensor, group_size=group_size, group_key=group_key, instance_key=instance_key,
+        ordering_token=[ordering_token], merge_op="Add", final_op="Id",
+        communication_hint=communication_hint)
+
+
+def collective_all_gather(tensor, group_size, group_key, instance_key, ordering_token,
+                          communication_hint="nccl"):
+    """An all-gather over a group of devices: every member gets the members'
+    equal-shaped tensors concatenated along axis 0, in rank order (ring on
+    CPU devices, NCCL on GPUs).
+    Touches: tf.raw_ops.CollectiveGatherV2 (its Python wrapper lives in the
+    private collective_ops)."""
+    return tf.raw_ops.CollectiveGatherV2(
+        input=tensor, group_size=group_size, group_key=group_key, instance_key=instance_key,
+        ordering_token=[ordering_token], communication_hint=communication_hint)
+
+
 def eager_context():
     """TensorFlow's eager context (graph collection, run metadata, server def).
     Touches: tensorflow.python.eager.context.context()."""
@@ -212,6 +237,10 @@ PRIVATE_NAMES = {
     "tensorflow.python.ops.collective_ops.all_reduce_v2":
         lambda: _has_module_attribute("tensorflow.python.ops.collective_ops",
                                       "all_reduce_v2"),
+    "tf.raw_ops.CollectiveReduceScatterV2":
+        lambda: callable(getattr(tf.raw_ops, "CollectiveReduceScatterV2", None)),
+    "tf.raw_ops.CollectiveGatherV2":
+        lambda: callable(getattr(tf.raw_ops, "CollectiveGatherV2", None)),
     "tensorflow.python.framework.ops._gradient_registry._registry":
         lambda: isinstance(getattr(getattr(importlib.import_module("tensorflow.python.framework.ops"),
                                            "_gradient_registry", None), "_registry", None), dict),

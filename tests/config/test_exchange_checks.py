@@ -26,13 +26,13 @@ import helpers.cli
     ({"variable_update": "collective_all_reduce", "all_reduce_spec": "ring"},
      r"^--all_reduce_spec=ring: is a --variable_update=replicated algorithm; with "
      r"--variable_update=collective_all_reduce use pscpu/xring, psgpu/xring, nccl/xring, "
-     r"collective$"),
+     r"scatter/xring, collective$"),
     ({"variable_update": "parameter_server", "all_reduce_spec": "nccl/xring"},
      r"^--all_reduce_spec=nccl/xring: only applies to --variable_update=replicated or "
      r"--variable_update=collective_all_reduce \(got --variable_update=parameter_server\)$"),
     ({"variable_update": "collective_all_reduce", "all_reduce_spec": "nccl/xring"},
-     r"^--all_reduce_spec=nccl/xring: needs --device=gpu; on CPU devices use pscpu/xring "
-     r"or collective$"),
+     r"^--all_reduce_spec=nccl/xring: needs --device=gpu; on CPU devices use pscpu/xring, "
+     r"scatter/xring or collective$"),
     ({"variable_update": "collective_all_reduce", "all_reduce_spec": "psgpu/xring"},
      r"^--all_reduce_spec=psgpu/xring: needs --device=gpu"),
     ({"variable_update": "collective_all_reduce", "all_reduce_spec": "xring"},
@@ -60,8 +60,8 @@ def test_refused_combinations_name_the_flags(changes, message):
      r"GPUs\); on CPU devices use ring or auto$"),
     ("gpu", {"all_reduce_spec": "pscpu/xring"},
      r"^--collective_implementation=nccl: needs a GPU to cross workers, and "
-     r"--all_reduce_spec=pscpu/xring crosses from /cpu:0; use nccl/xring, psgpu/xring or "
-     r"collective$"),
+     r"--all_reduce_spec=pscpu/xring crosses from /cpu:0; use nccl/xring, psgpu/xring, "
+     r"scatter/xring or collective$"),
 ])
 def test_nccl_is_refused_where_it_cannot_run(device, changes, message):
     with pytest.raises(ParamsError, match=message):

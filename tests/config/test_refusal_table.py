@@ -282,7 +282,7 @@ CASES = [
     (["--variable_update=replicated", "--all_reduce_spec=nccl"], "--all_reduce_spec=nccl: ",
      "needs --device=gpu; on CPU devices use pscpu or ring", E),
     ([COLLECTIVE, "--all_reduce_spec=nccl/xring"], "--all_reduce_spec=nccl/xring: ",
-     "needs --device=gpu; on CPU devices use pscpu/xring or collective", E),
+     "needs --device=gpu; on CPU devices use pscpu/xring, scatter/xring or collective", E),
     # --- towertrain/config/runtime_checks.py
     *[([f"--{flag}=-1"], f"--{flag}=-1: ", "must be >= 0", E)
       for flag in ("num_intra_threads", "num_inter_threads")],
@@ -352,7 +352,7 @@ CASES = [
     ([COLLECTIVE, "--device=gpu", "--num_gpus=1", "--all_reduce_spec=pscpu/xring",
       "--collective_implementation=nccl"], "--collective_implementation=nccl: ",
      "needs a GPU to cross workers, and --all_reduce_spec=pscpu/xring crosses from /cpu:0; "
-     "use nccl/xring, psgpu/xring or collective", E),
+     "use nccl/xring, psgpu/xring, scatter/xring or collective", E),
     ([COLLECTIVE, "--cluster_source=tf_config", "--worker_hosts=h:1,h:2"],
      "--worker_hosts=h:1,h:2: ", "is not read with --cluster_source=tf_config", E),
     (["--cluster_source=slurm"], "--cluster_source=slurm: ",

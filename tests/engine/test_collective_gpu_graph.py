@@ -10,6 +10,9 @@ builds the same step).
   data and control edges, so every worker launches them in one order.
 - The collectives that cross workers carry the --collective_implementation
   hint: nccl on GPUs by default, ring for the scalars on /cpu:0.
+- scatter/xring (Horovod's shape) reduce-scatters and gathers each pack over
+  this worker's GPUs with NCCL, and each GPU's shard crosses workers in a
+  group of its own (one per local index, the same on every worker).
 """
 import collections
 import os
@@ -23,7 +26,7 @@ import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch nor
 from helpers.gpu_graph import NUM_GPUS, cluster_step
 from towertrain.engine.variable_mgr import collective_graph
 
-GPU_SPECS = ("nccl/xring", "psgpu/xring", "collective", "pscpu/xring")
+GPU_SPECS = ("nccl/xring", "psgpu/xring", "collective", "pscpu/xring", "scatter/xring")
 
 
 def _step_graph(spec, workers=2, **overrides):
@@ -39,6 +42,11 @@ def test_no_collective_member_is_left_to_be_pruned(spec, workers):
     types = collections.Counter(op.type for _, op in found)
     if spec == "nccl/xring":  # one NCCL launch per pack per GPU
         assert types["NcclAllReduce"] == 4 * NUM_GPUS, types
+    if spec == "scatter/xring":  # a reduce-scatter and a gather per pack per GPU
+        assert types["CollectiveReduceScatterV2"] == types["CollectiveGatherV2"] == 4 * NUM_GPUS
+        crossing = [op for _, op in found if op.type == "CollectiveReduceV2"
+                    and "/pack" in op.name]
+        assert len(crossing) == (4 * NUM_GPUS if workers == 2 else 0)
     if workers == 2:
         assert types["CollectiveReduceV2"] >= 4, types  # a cross-worker sum per pack at least
     pruned = collective_graph.pruned(graph)
@@ -54,7 +62,7 @@ def test_each_gpu_has_one_ordering_chain(spec):
     assert collective_graph.unordered_on_gpus(graph) == [], spec
 
 
-@pytest.mark.parametrize("spec", ["nccl/xring", "psgpu/xring", "collective"])
+@pytest.mark.parametrize("spec", ["nccl/xring", "psgpu/xring", "collective", "scatter/xring"])
 def test_cross_worker_collectives_use_nccl_on_gpus_by_default(spec):
     assert collective_graph.hints(_step_graph(spec)) == {("GPU", "nccl"), ("CPU", "ring")}
 
@@ -64,6 +72,77 @@ def test_ring_is_selectable_and_a_cpu_member_crosses_by_ring():
         == {("GPU", "ring"), ("CPU", "ring")}
     # pscpu/xring's packs (the batch-norm statistics in the first) cross from /cpu:0.
     assert collective_graph.hints(_step_graph("pscpu/xring")) == {("CPU", "ring")}
+
+
+def _pack_collectives(graph, op_type):
+    """{pack index: [(GPU index, group size, group key)]} of the step's
+    collectives of op_type in the gradient packs, in graph order."""
+    found = {}
+    for _, op in collective_graph.collectives(graph):
+        if op.type == op_type and "/pack" in op.name:
+            pack = int(op.name.split("/pack")[1].split("/")[0])
+            found.setdefault(pack, []).append(
+                (tf.DeviceSpec.from_string(op.device).device_index,
+                 *collective_graph.group(op)))
+    return found
+
+
+@pytest.mark.parametrize("implementation", ["auto", "ring"])
+def test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index(implementation):
+    graphs = [cluster_step(2, task, model="ckpt_tiny", all_reduce_spec="scatter/xring",
+                           gradient_repacking=4, data_format="NHWC",
+                           collective_implementation=implementation)[1] for task in (0, 1)]
+    local_keys = []
+    for graph in graphs:
+        # Inside the worker: NCCL reduce-scatter and gather over its 4 GPUs,
+        # whatever crosses workers (TensorFlow has no ring reduce-scatter).
+        for op_type in ("CollectiveReduceScatterV2", "CollectiveGatherV2"):
+            assert collective_graph.hints(graph, op_type) == {("GPU", "nccl")}
+            members = _pack_collectives(graph, op_type)
+            assert sorted(members) == [0, 1, 2, 3]
+            for pack in members.values():
+                assert sorted(gpu for gpu, _, _ in pack) == list(range(NUM_GPUS))
+                assert {size for _, size, _ in pack} == {NUM_GPUS}
+            local_keys.append({key for pack in members.values() for _, _, key in pack})
+        # Across workers: per pack one all-reduce per GPU, group size 2, the
+        # group key that of the GPU's local index.
+        crossing = _pack_collectives(graph, "CollectiveReduceV2")
+        assert sorted(crossing) == [0, 1, 2, 3]
+        keys_by_gpu = {}
+        for pack in crossing.values():
+            assert sorted(gpu for gpu, _, _ in pack) == list(range(NUM_GPUS))
+            assert {size for _, size, _ in pack} == {2}
+            for gpu, _, key in pack:
+                keys_by_gpu.setdefault(gpu, set()).add(key)
+        assert all(len(keys) == 1 for keys in keys_by_gpu.values()), keys_by_gpu
+        assert len({min(keys) for keys in keys_by_gpu.values()}) == NUM_GPUS
+        expected_hint = "nccl" if implementation == "auto" else "ring"
+        assert ("GPU", expected_hint) in collective_graph.hints(graph)
+        if graph is graphs[0]:
+            first_keys = keys_by_gpu
+    assert keys_by_gpu == first_keys  # the same groups on both workers
+    # The local groups: one key each for the reduce-scatter and the gather,
+    # another on each worker (group keys are global to the cluster).
+    assert all(len(keys) == 1 for keys in local_keys)
+    assert len(set.union(*local_keys)) == 4
+
+
+def test_scatter_xring_first_byte_sized_pack_waits_for_no_conv_backward():
+    """Packs of at most 200 B (ckpt_tiny's 680 B in 4): pack 0's cross-worker
+    collectives wait (data or control edges) for no first-layer backward."""
+    graph = cluster_step(2, model="ckpt_tiny", all_reduce_spec="scatter/xring",
+                         gradient_pack_mb=0.0002, data_format="NHWC")[1]
+    top = graph.get_operations()
+    conv_backward = [op for op in top if op.type == "Conv2DBackpropFilter"]
+    assert len(conv_backward) == NUM_GPUS
+
+    def crossing(k):
+        ops = [op for op in top if op.type == "CollectiveReduceV2" and f"/pack{k}/" in op.name]
+        assert len(ops) == NUM_GPUS, k
+        return [any(c in collective_graph.ancestors(op) for c in conv_backward) for op in ops]
+    assert sorted(_pack_collectives(graph, "CollectiveReduceV2")) == [0, 1, 2, 3]
+    assert not any(crossing(0))
+    assert all(crossing(3))  # the last pack holds the conv kernel's gradient
 
 
 def test_the_header_says_how_collectives_cross():

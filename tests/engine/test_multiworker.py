@@ -121,7 +121,8 @@ def _recording_decodes(positions):
 def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list, models):
     """Worker process: joins the cluster (2 logical CPUs), then for each
     config (the `+`-joined --all_reduce_spec values `specs`, with the
-    `+`-joined --gradient_repacking `packs`, --gradient_accumulation_steps
+    `+`-joined --gradient_repacking `packs` (or --gradient_pack_mb, as "<MB>mb"),
+    --gradient_accumulation_steps
     `accumulations`, epoch counts `epochs_list` and --model `models`) trains a fresh Trainer
     that many epochs of the arrays (3 batches each, the last uneven), and
     saves every copy of its weights and the gradient collectives of its step
@@ -141,9 +142,11 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
         files = "" if poisoned else files
         data = dict(data_name=files, distortions=True, data_dir=os.path.join(
             os.path.dirname(out_path), files)) if files else {}
+        pack_mb = float(pack[:-2]) if pack.endswith("mb") else None  # "0.0002mb": sized
         params = _params(model=model, num_gpus=2, variable_update="collective_all_reduce",
                          worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
-                         all_reduce_spec=spec, gradient_repacking=int(pack),
+                         all_reduce_spec=spec, gradient_repacking=0 if pack_mb else int(pack),
+                         gradient_pack_mb=pack_mb,
                          num_epochs=epochs, gradient_accumulation_steps=accumulation, **data)
         if index == 0:
             trainer_lib.join_cluster(params)
@@ -209,10 +212,24 @@ def assert_workers_equal(outs, steps, ref_losses, expected):
                                            atol=1e-5, err_msg=f"worker {k} copy {c} var {i}")
 
 
-# The flat exchange with one pack per dtype, and the hierarchical one
+# The flat exchange with one pack per dtype, the hierarchical one
 # (--all_reduce_spec=pscpu/xring: summed on each worker, then one collective
-# per pack between the workers) with 3 packs.
-EXCHANGES = [("collective", 0), ("pscpu/xring", 3)]
+# per pack between the workers) with 3 packs, and Horovod's shape
+# (scatter/xring: each local device's shard of each pack across the workers)
+# with 3 packs (65, 57, 56 values: pack 0 carries the 8 batch-norm
+# statistics, so its shards are 33 and 32) and with packs of at most 200 B.
+BYTE_PACKS = "0.0002mb"
+EXCHANGES = [("collective", 0), ("pscpu/xring", 3), ("scatter/xring", 3),
+             ("scatter/xring", BYTE_PACKS)]
+
+
+def _pack_count(packs, num_values):
+    """The packs of a float32 gradient of num_values: counted, or the fewest
+    of at most BYTE_PACKS' bytes."""
+    if isinstance(packs, int):
+        return packs
+    pack_bytes = round(float(packs[:-2]) * 10**6)
+    return -(-num_values * 4 // pack_bytes)
 # --gradient_accumulation_steps=2 over two epochs (flat exchange), trained in
 # the same launch.
 ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny")
@@ -277,11 +294,22 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
     # The batch norm's moving statistics ride in the first pack (no collective
     # of their own after the packs).
     num_stats = sum(v.size for v in expected[num_trainable:])
+    num_packs = _pack_count(packs, num_values)
     for out in outs:
         collectives = np.load(out)["collectives"]
         if spec == "collective":
             assert collectives.shape == (2, 2) and set(collectives[:, 0]) == {4}
             assert collectives[:, 1].sum() == 2 * (num_values + num_stats)
+        elif spec == "scatter/xring":
+            # Per pack one collective per local device (its shard, about half
+            # the pack) over the 2 workers: the pack's elements cross once,
+            # split between both devices' links.
+            assert num_packs > 1
+            assert collectives.shape == (2 * num_packs, 2) and set(collectives[:, 0]) == {2}
+            assert collectives[:, 1].sum() == num_values + num_stats
+            shards = collectives[:, 1].reshape(num_packs, 2)
+            assert (np.abs(shards[:, 0] - shards[:, 1]) <= 1).all(), shards
+            assert (shards[:, 0] >= shards[:, 1]).all(), shards  # the first one longer
         else:
             assert collectives.shape == (packs, 2) and set(collectives[:, 0]) == {2}
             assert collectives[:, 1].sum() == num_values + num_stats

@@ -57,7 +57,9 @@ def _train(mode, spec, packs, compact=False, pack_mb=None):
     ("replicated", "ring", True, None),
     # One process: the flat exchange with one pack is the reference for both.
     ("collective_all_reduce", "collective", False, None),
-    ("collective_all_reduce", "collective", False, "pscpu/xring")])
+    ("collective_all_reduce", "collective", False, "pscpu/xring"),
+    # 4 devices: packs of 37 values leave shards of 10, 9, 9, 9.
+    ("collective_all_reduce", "collective", False, "scatter/xring")])
 def test_packs_equal_one_pack(mode, spec, compact, other_spec):
     one_losses, one, initial = _reference(mode, spec, compact)
     # 7 packs of 36-37 of the 253 values: both kernels straddle packs.
@@ -76,7 +78,7 @@ def test_packs_equal_one_pack(mode, spec, compact, other_spec):
 
 @pytest.mark.parametrize("mode,spec", [
     ("replicated", "pscpu"), ("collective_all_reduce", "collective"),
-    ("collective_all_reduce", "pscpu/xring")])
+    ("collective_all_reduce", "pscpu/xring"), ("collective_all_reduce", "scatter/xring")])
 def test_packs_sized_in_bytes_equal_one_pack(mode, spec):
     """Packs of at most 200 B: the 1012 B of the 253 float32 values in 6
     packs of 168-172 B (both kernels straddle packs), over the uneven epoch."""
@@ -176,3 +178,44 @@ def test_describe_names_the_pack_size():
     tensors = [tf.ones((2, 3)), tf.ones(4, tf.float16), tf.ones(5)]
     assert packing.describe(tensors, 0, 20) == ("4 packs (of at most 20 B, reverse layer "
                                                 "order): float16 8 B; float32 12 B, 16 B, 16 B")
+
+
+def test_scatter_shards_a_pack_not_divisible_by_the_devices():
+    """scatter/xring on 3 CPU devices, a pack of 7 values: local device i
+    holds the local sum of its shard (3, 2, 2 values: the first 7 % 3 one
+    longer), computed on device i; after the gather every device holds the
+    whole sum. Independent computation: numpy over the same inputs."""
+    from towertrain.engine.process import devices as devices_lib
+    from towertrain.engine.variable_mgr import collective
+    from towertrain.engine.variable_mgr.collective import CollectiveManager
+    from towertrain.plan.sections import Exchange
+    assert collective.shard_sizes(7, 3) == [3, 2, 2]
+    assert collective.shard_sizes(2, 3) == [1, 1, 0]
+    assert collective.shard_sizes(8, 2) == [4, 4]
+    devices_lib.ensure_logical_cpus(4)
+    devices = ["/cpu:0", "/cpu:1", "/cpu:2"]
+    manager = CollectiveManager(devices, Exchange(variable_update="collective_all_reduce",
+                                                  all_reduce_spec="scatter/xring"))
+    values = np.arange(21, dtype=np.float32).reshape(3, 7) ** 1.5
+
+    @tf.function
+    def sums():
+        flats = []
+        for device, row in zip(devices, values):
+            with tf.device(device):
+                flats.append(tf.constant(row))
+        shards = manager._add_n_reduce_scatter(flats)
+        return shards, manager._scattered_sum(flats, key=0)
+    graph = sums.get_concrete_function().graph
+
+    def placed(op_type):
+        return [tf.DeviceSpec.from_string(op.device).device_index
+                for op in graph.get_operations() if op.type == op_type]
+    assert placed("AddN")[:3] == [0, 1, 2]  # shard i summed on device i
+    assert placed("ConcatV2")[-3:] == [0, 1, 2]  # the whole sum gathered on each
+    shards, whole = sums()
+    total = values.sum(axis=0)
+    for shard, (start, end) in zip(shards, [(0, 3), (3, 5), (5, 7)]):
+        np.testing.assert_allclose(shard.numpy(), total[start:end], rtol=1e-6)
+    for tensor in whole:
+        np.testing.assert_allclose(tensor.numpy(), total, rtol=1e-6)

@@ -4,7 +4,9 @@ Every message starts with the flag at fault and names the flag it clashes with."
 
 # --all_reduce_spec values by the --variable_update that takes them.
 REPLICATED_SPECS = ("nccl", "pscpu", "psgpu", "ring")
-COLLECTIVE_SPECS = ("pscpu/xring", "psgpu/xring", "nccl/xring", "collective")
+# scatter/xring: Horovod's hierarchy (reduce-scatter in the worker, each
+# device's shard across workers, all-gather); CPU and GPU alike.
+COLLECTIVE_SPECS = ("pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
 MAX_PACKS = 1000  # per dtype; collective instance keys are numbered by pack
 _GPU_ONLY = ("nccl", "psgpu")  # the local part of a spec that sums on GPUs
 # --device=gpu's packs when neither --gradient_repacking nor --gradient_pack_mb
@@ -62,8 +64,8 @@ def validate_implementation(p, device, spec, fail):
              "GPUs); on CPU devices use ring or auto")
     if spec is not None and split_spec(spec)[0] == "pscpu":
         fail("collective_implementation", "nccl", f"needs a GPU to cross workers, and "
-             f"--all_reduce_spec={spec} crosses from /cpu:0; use nccl/xring, psgpu/xring "
-             "or collective")
+             f"--all_reduce_spec={spec} crosses from /cpu:0; use nccl/xring, psgpu/xring, "
+             "scatter/xring or collective")
 
 
 def _validate_pack_size(p, fail):
@@ -100,4 +102,5 @@ def validate_exchange(p, device, fail):
     local = split_spec(spec)[0] if "/" in spec else spec
     if local in _GPU_ONLY and device == "cpu":
         fail("all_reduce_spec", spec, "needs --device=gpu; on CPU devices use "
-             + ("pscpu or ring" if mode == "replicated" else "pscpu/xring or collective"))
+             + ("pscpu or ring" if mode == "replicated"
+               else "pscpu/xring, scatter/xring or collective"))

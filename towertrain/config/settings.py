@@ -19,7 +19,7 @@ VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective
 # replicated takes the first four; collective_all_reduce the rest: tf_cnn_benchmarks'
 # local/cross grammar (sum on the worker, then one exchange per worker) or flat.
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
-                    "pscpu/xring", "psgpu/xring", "nccl/xring", "collective")
+                    "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
 OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
@@ -125,7 +125,10 @@ SETTINGS = (
                 "pscpu, psgpu or ring (default: nccl on gpu, pscpu on cpu). "
                 "collective_all_reduce: local/xring sums on each worker (pscpu on cpu, nccl "
                 "or psgpu on gpu), then one cross-worker collective per pack from one member "
-                "per worker; collective sums over every device of every worker flatly "
+                "per worker; scatter/xring reduce-scatters each pack over the worker's devices, "
+                "each device sums its shard across workers (all L devices' links at once), "
+                "then all-gathers (Horovod's hierarchy; NCCL on gpu); collective sums over "
+                "every device of every worker flatly "
                 "(default: pscpu/xring on cpu, nccl/xring on gpu).", choices=ALL_REDUCE_SPECS,
                 scaling=PER_CONFIGURATION, applies_with=EXCHANGES),
         Setting("gradient_repacking", INTEGER, 0, "Cut each dtype's gradients into this many "

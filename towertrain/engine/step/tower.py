@@ -167,9 +167,17 @@ def seeded_states(values, indices, key):
     return out
 
 
-def all_finite(result):
-    """One boolean: the tower's loss and every gradient are finite."""
+def all_finite(result, gradients=True):
+    """One boolean: the tower's loss and (gradients=True) every gradient are
+    finite. gradients=False where the step checks the summed gradients
+    instead (gradients_finite): a sum holds a NaN or an infinity of any term."""
     checks = [tf.reduce_all(tf.math.is_finite(result.loss))]
-    checks += [tf.reduce_all(tf.math.is_finite(g)) for g in result.grads
-               if g.dtype.is_floating]
-    return tf.reduce_all(tf.stack(checks))
+    if gradients:
+        return tf.reduce_all(tf.stack(checks + [gradients_finite(result.grads)]))
+    return checks[0]
+
+
+def gradients_finite(grads):
+    """One boolean: every floating gradient in the list is finite."""
+    return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g in grads
+                                   if g.dtype.is_floating] or [tf.constant(True)]))

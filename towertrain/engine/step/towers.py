@@ -55,12 +55,13 @@ class Towers:
             # the exchange and the update stay outside (they cross devices).
             self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
 
-    def compute(self, batches, denominator, loss_scale, step=0, micro_batch=0):
+    def compute(self, batches, denominator, loss_scale, step=0, micro_batch=0,
+                check_gradients=True):
         """(results, finite): each tower's TowerResult (None for a statically
         empty slice) and, for each computed one, whether its loss and
-        gradients are finite. step, micro_batch (tensors or ints): where in
-        the run the draws are (the updates applied so far; the micro-batch
-        of the update under --gradient_accumulation_steps)."""
+        (check_gradients) gradients are finite. step, micro_batch (tensors
+        or ints): where in the run the draws are (the updates applied so far;
+        the micro-batch of the update under --gradient_accumulation_steps)."""
         draw = (step, micro_batch)
         # A statically empty slice (fewer examples than towers) computes nothing.
         active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
@@ -75,7 +76,7 @@ class Towers:
             result = computed.get(i)
             if result is not None:
                 with tf.device(device):
-                    finite.append(tower.all_finite(result))
+                    finite.append(tower.all_finite(result, check_gradients))
             results.append(result)
         return results, finite
 

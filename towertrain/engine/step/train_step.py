@@ -150,19 +150,27 @@ class TrainStep:
             step = tf.convert_to_tensor(self.variables.iterations())
             micro_batch = (self.accumulators.micro_batch.read_value()
                            if phase != accumulate.WHOLE else 0)
+        # Where the exchange sums, the sum is checked (below) and the towers
+        # check only their losses; a micro-batch's gradients are not summed yet.
+        sums_checked = self.variables.exchange_sums and phase != accumulate.ACCUMULATE
         results, finite = self.towers.compute(batches, denominator, loss_scale, step,
-                                              micro_batch)
+                                              micro_batch, check_gradients=not sums_checked)
         if phase == accumulate.ACCUMULATE:
             return self._accumulate(results, finite, local_count, clock, timed, now,
                                     staged_put=self.staging is not None and put)
         update_loss = update_correct = None
         if phase == accumulate.APPLY:
             (results, global_count, update_loss, update_correct, finite,
-             stop_requests) = self._take_update(results, finite, local_count)
+             stop_requests) = self._take_update(results, finite, local_count, sums_checked)
         # Outside the finite check's branch: a branch waits for all its inputs,
         # while here each gradient pack's exchange starts once its gradients exist.
         grads = self.variables.exchange([r.grads if r else None for r in results],
                                         [r.non_trainable if r else None for r in results])
+        if sums_checked:
+            # A sum holds a NaN or an infinity of any tower's gradient (and an
+            # overflow of finite ones), and every device holds the same sum.
+            with tf.device(self.devices[0]):
+                finite = finite + [tower.gradients_finite(grads.per_device[0])]
         with tf.device("/cpu:0"):
             all_finite = tf.reduce_all(tf.stack(finite))
             losses = [r.loss for r in results if r is not None]
@@ -226,7 +234,7 @@ class TrainStep:
                       if timed else {})
             return loss, local_count, all_finite, extras
 
-    def _take_update(self, results, finite, local_count):
+    def _take_update(self, results, finite, local_count, sums_checked=False):
         """APPLY: the update's results from the accumulators plus this last
         micro-batch. Returns (per-tower results carrying the update's
         gradients, the update's examples over every worker, its loss, its top-1
@@ -248,7 +256,8 @@ class TrainStep:
                 scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]
                 new_stats = results[i].non_trainable if results[i] is not None else None
                 combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))
-                finite.append(tower.all_finite(combined[-1]))
+                if not sums_checked:  # else the step checks the exchanged sum
+                    finite.append(tower.all_finite(combined[-1]))
         return combined, count, loss, correct, finite, stop_requests
 
     def _cluster_count_and_stop(self, count):

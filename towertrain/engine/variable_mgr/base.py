@@ -52,6 +52,12 @@ class VariableManager(abc.ABC):
     # True: towers' gradients are combined into one update, so each tower's
     # loss is divided by the global batch. False: towers train on their own.
     synchronous = True
+    # True: exchange() returns the summed gradients, the same bits on every
+    # device, so the step checks one device's sum for a NaN or an infinity
+    # (one check per variable) instead of every tower's gradients (one per
+    # variable per tower: at 8 towers on 2 CPU cores ~500 small ops, ~3% of
+    # the step, measured in a trace).
+    exchange_sums = False
 
     def __init__(self, devices, exchange, clipping=None):
         self.devices = list(devices)

@@ -10,6 +10,19 @@ own, by --all_reduce_spec:
   pack from that one member per worker (group size = workers), and the sum is
   copied back to every local device: L times fewer bytes cross the network
   than flat with L local devices;
+- scatter/xring (Horovod's shape): a reduce-scatter inside the worker leaves
+  local device i the worker's sum of shard i of the pack (1/L of it, the
+  first len % L shards one longer); device i then all-reduces its shard
+  across workers, in a group of device i of every worker (group size =
+  workers, a group key per local index), so all L devices' links carry the
+  exchange at once; an all-gather inside the worker gives every device the
+  whole sum. On GPUs both local steps are the collective ops with the nccl
+  hint (TensorFlow 2.21 implements CollectiveReduceScatterV2 only with
+  NCCL), over a group of this worker's GPUs (a group key per worker task:
+  group keys are global to the cluster), the pack padded to L equal shards
+  (NCCL's reduce-scatter and gather take equal parts); on CPU devices the
+  reduce-scatter is an add_n of the shard's slices placed on device i and
+  the gather a concat on each device;
 - collective (flat): one `CollectiveReduceV2` per pack per device over all
   devices of the cluster (group size = workers x local devices).
 Either way every copy then applies the identical update.
@@ -54,6 +67,12 @@ from .replicated import ReplicatedManager
 ALL_DEVICES_GROUP_BASE = 1000  # + the group size (see CollectiveManager.__init__)
 WORKERS_GROUP = 2
 CROSS_WORKER_GROUP = {"CPU": 3, "GPU": 4}
+# scatter/xring: a group per (local device count L, local index i) of device
+# i of every worker: base + L(L-1)/2 + i (a group key's size and members are
+# fixed for the life of the process). On GPUs, the worker's own groups of its
+# L GPUs for the reduce-scatter and the gather: base + 1000 L + task.
+SHARD_GROUP_BASE = {"CPU": 10_000, "GPU": 20_000}
+LOCAL_SCATTER_GROUP_BASE, LOCAL_GATHER_GROUP_BASE = 10**6, 2 * 10**6
 # Instance keys per call site; packs add their index (gradient packs from
 # 10**6 up, clear of the other sites for any --gradient_repacking).
 KEYS = {"count": 1, "finite_and_loss": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
@@ -85,6 +104,20 @@ def key_space(variables):
 def member_device(devices, local):
     """The device whose pack sum crosses workers, for a local/xring spec."""
     return "/cpu:0" if local == "pscpu" and len(devices) > 1 else devices[0]
+
+
+def shard_sizes(length, parts):
+    """The lengths of the contiguous shards of a pack of `length` values over
+    `parts` local devices: as equal as can be, the first length % parts one
+    longer (zero-length shards where length < parts)."""
+    base, longer = divmod(length, parts)
+    return [base + (i < longer) for i in range(parts)]
+
+
+def shard_group(device, num_devices, index):
+    """The group key of local device `index`'s shards across workers."""
+    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2
+            + index)
 
 
 def local_sum(flats, devices, local):
@@ -135,7 +168,8 @@ class CollectiveManager(ReplicatedManager):
         # wait for nothing else (the scalars' token on /cpu:0 follows every
         # tower). A GPU keeps one chain (engine/variable_mgr/ordering.py).
         self._pack_token = None
-        if self.local and not is_gpu(member_device(self.devices, self.local)):
+        if (self.local not in (None, "scatter")
+                and not is_gpu(member_device(self.devices, self.local))):
             with tf.device(member_device(self.devices, self.local)):
                 self._pack_token = tf.Variable(0.0, trainable=False, name="pack_token")
         if self.num_workers > 1:
@@ -249,8 +283,12 @@ class CollectiveManager(ReplicatedManager):
                 # TensorFlow fixes an instance's shape for the life of the process:
                 # each (pack count, pack) has its own key, the same on every worker.
                 key = self._key("grads") + len(packs) * (len(packs) - 1) // 2 + k
-                sums = (self._hierarchical_sum(flats, key) if self.local
-                        else self._all_devices_sum(flats, key))
+                if self.local == "scatter":
+                    sums = self._scattered_sum(flats, key)
+                elif self.local:
+                    sums = self._hierarchical_sum(flats, key)
+                else:
+                    sums = self._all_devices_sum(flats, key)
                 if k == 0 and riders is not None:
                     size = packing.pack_size(p)
                     rode = []
@@ -290,6 +328,99 @@ class CollectiveManager(ReplicatedManager):
                     [local[i].op] if 0 < i < len(local) else []):
                 out.append(tf.identity(total))
         return out
+
+    def _scattered_sum(self, flats, key):
+        """scatter/xring: reduce-scatter in the worker, each shard across
+        workers from its own device, all-gather in the worker."""
+        gpus = is_gpu(self.devices[0]) and len(self.devices) > 1  # one device: no local step
+        length = int(flats[0].shape[0])
+        if gpus:
+            shards, width = self._nccl_reduce_scatter(flats, key)
+        else:
+            shards = self._add_n_reduce_scatter(flats)
+        if self.num_workers > 1:
+            shards = [None if shard is None else self._chains.run(
+                [device], lambda i=i, device=device, shard=shard: [self._shard_across_workers(
+                    shard, i, device, key)])[0]
+                for i, (device, shard) in enumerate(zip(self.devices, shards))]
+        if gpus:
+            return self._nccl_gather(shards, key, length, width)
+        out = []
+        for device in self.devices:
+            with tf.device(device):
+                out.append(tf.concat([s for s in shards if s is not None], 0))
+        return out
+
+    def _add_n_reduce_scatter(self, flats):
+        """CPU devices (no ring reduce-scatter in TensorFlow): shard i is the
+        add_n on device i of every device's slice of it, each sliced on its
+        own device so only the shard travels. None for an empty shard."""
+        shards, start = [], 0
+        for device, size in zip(self.devices, shard_sizes(int(flats[0].shape[0]),
+                                                          len(self.devices))):
+            if not size:
+                shards.append(None)
+                continue
+            pieces = []
+            for source, flat in zip(self.devices, flats):
+                with tf.device(source):
+                    pieces.append(flat[start:start + size])
+            with tf.device(device):
+                shards.append(tf.add_n(pieces))
+            start += size
+        return shards
+
+    def _local_group(self, base):
+        return base + 1000 * len(self.devices) + self.task
+
+    def _nccl_reduce_scatter(self, flats, key):
+        """GPUs: one CollectiveReduceScatterV2 (nccl) per GPU over this
+        worker's GPUs, the pack padded with zeros to L equal shards.
+        Returns (the shards, the shard width)."""
+        count = len(self.devices)
+        length = int(flats[0].shape[0])
+        width = -(-length // count)
+
+        def build():
+            out = []
+            for i, (device, flat) in enumerate(zip(self.devices, flats)):
+                with tf.device(device):
+                    padded = tf.pad(flat, [[0, width * count - length]])
+                    out.append(private_api.collective_reduce_scatter(
+                        padded, count, self._local_group(LOCAL_SCATTER_GROUP_BASE), key,
+                        ordering_token=self._tokens[i].handle, communication_hint="nccl"))
+            return out
+        return self._chains.run(self.devices, build), width
+
+    def _nccl_gather(self, shards, key, length, width):
+        """GPUs: one CollectiveGatherV2 (nccl) per GPU of the summed shards;
+        each GPU keeps the pack's first `length` values (the rest is padding)."""
+        count = len(self.devices)
+
+        def build():
+            out = []
+            for i, (device, shard) in enumerate(zip(self.devices, shards)):
+                with tf.device(device):
+                    out.append(private_api.collective_all_gather(
+                        tf.reshape(shard, [width]), count,
+                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,
+                        ordering_token=self._tokens[i].handle, communication_hint="nccl"))
+            return out
+        gathered = self._chains.run(self.devices, build)
+        out = []
+        for device, whole in zip(self.devices, gathered):
+            with tf.device(device):
+                out.append(whole[:length])
+        return out
+
+    def _shard_across_workers(self, shard, index, device, key):
+        """Local device `index`'s shard summed over device `index` of every
+        worker (group size = workers), by --collective_implementation."""
+        with tf.device(device):
+            return private_api.collective_all_reduce(
+                shard, self.num_workers, shard_group(device, len(self.devices), index), key,
+                merge_op="Add", final_op="Id", timeout=self.timeout,
+                ordering_token=self._tokens[index].handle, communication_hint=self._hint(device))
 
     def _cross_worker_sum(self, tensor, member, key):
         """One member per worker, summed across workers by --collective_implementation."""

@@ -17,7 +17,8 @@ there), for tracing its step.
 import contextlib
 
 COLLECTIVE_OPS = ("NcclAllReduce", "CollectiveReduceV2", "CollectiveReduce",
-                  "CollectiveGatherV2", "CollectiveBcastSendV2", "CollectiveBcastRecvV2")
+                  "CollectiveReduceScatterV2", "CollectiveGatherV2", "CollectiveBcastSendV2",
+                  "CollectiveBcastRecvV2")
 
 
 def function_graphs(graph):
@@ -115,10 +116,17 @@ def gpus_with_collectives(graph):
     return {_device(op)[1] for _, op in collectives(graph) if _device(op)[0] == "GPU"}
 
 
-def hints(graph):
-    """{(device type, communication hint)} of the step's collective all-reduces."""
+def hints(graph, op_type="CollectiveReduceV2"):
+    """{(device type, communication hint)} of the step's collectives of
+    `op_type` (the all-reduces unless told)."""
     return {(_device(op)[0], op.get_attr("communication_hint").decode())
-            for _, op in collectives(graph) if op.type == "CollectiveReduceV2"}
+            for _, op in collectives(graph) if op.type == op_type}
+
+
+def group(op):
+    """(group size, group key) of a collective op, read from its constant inputs."""
+    import tensorflow as tf
+    return (int(tf.get_static_value(op.inputs[1])), int(tf.get_static_value(op.inputs[2])))
 
 
 @contextlib.contextmanager

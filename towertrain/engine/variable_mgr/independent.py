@@ -13,6 +13,7 @@ from .replicated import ReplicatedManager
 @register("independent")
 class IndependentManager(ReplicatedManager):
     synchronous = False
+    exchange_sums = False  # each tower's own gradients are checked
 
     def __init__(self, devices, exchange, clipping=None):  # no all-reduce to choose
         super(ReplicatedManager, self).__init__(devices, exchange, clipping)

@@ -17,6 +17,7 @@ class ReplicatedManager(VariableManager):
     by the chosen all-reduce, and each device applies the identical update to
     its own copy. Batch-norm statistics come from tower 0 and are written to
     every copy, so the copies stay bit-identical."""
+    exchange_sums = True
 
     def __init__(self, devices, exchange, clipping=None):
         super().__init__(devices, exchange, clipping)
