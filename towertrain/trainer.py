@@ -199,7 +199,7 @@ class Trainer:
             tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
             output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
             cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
-            seed=plan.recipe.seed).fn
+            seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None).fn
 
     # The plan's facts under the names callbacks, tests and users read.
     cluster = property(lambda self: self.plan.topology.cluster)

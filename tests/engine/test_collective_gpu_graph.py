@@ -154,6 +154,58 @@ def test_the_header_says_how_collectives_cross():
     assert describe.static_lines(trainer.plan)["Collectives"].startswith("ring (TensorFlow's")
 
 
+def _ancestors_of_all(ops):
+    """Every op that any of `ops` waits for (one walk for all of them)."""
+    found, stack = set(), list(ops)
+    while stack:
+        current = stack.pop()
+        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+            if parent not in found:
+                found.add(parent)
+                stack.append(parent)
+    return found
+
+
+@pytest.mark.parametrize("spec", ["nccl/xring", "collective"])
+def test_the_step_tail_is_one_scalar_collective_beside_the_packs(spec):
+    """Multi-worker step of a batch-norm model: besides the gradient packs,
+    one scalar collective (loss, finite flag, example count, stop requests)
+    after them (its finite flag checks the exchanged sum), and none that the
+    towers wait for: the count is folded into the tail (the towers divide by
+    the nominal global batch); the batch-norm statistics ride in pack 0, so
+    the update's branch holds no collective."""
+    graph = _step_graph(spec)
+    found = collective_graph.collectives(graph)
+    packs = [op for _, op in found if "/pack" in op.name]
+    others = [(g, op) for g, op in found if "/pack" not in op.name]
+    assert all(g is graph for g, _ in others), "a collective inside the update's branch"
+    assert len(others) == 1, [op.name for _, op in others]
+    tail = others[0][1]
+    assert tail.inputs[0].shape.num_elements() == 4  # [loss, non-finite, count, stops]
+    def pack_of(op):
+        return op.name.split("/pack")[1].split("/")[0]
+    waited = {pack_of(op) for op in set(packs) & collective_graph.ancestors(tail)}
+    assert waited == {pack_of(op) for op in packs}, "the tail runs before a pack"
+    towers = [op for op in graph.get_operations() if op.name.startswith("tower_")]
+    assert towers
+    before = {op.name for _, op in found} & {op.name for op in _ancestors_of_all(towers)}
+    assert not before, f"the towers wait for collectives {sorted(before)}"
+
+
+def test_in_half_precision_the_count_goes_before_the_towers():
+    """--use_fp16: a loss divided by the nominal batch would round otherwise
+    in float16 (engine/step/train_step.py), so the count and stop requests
+    are summed before the towers and the tail carries loss and finite flag
+    (its count slots zero): two scalar collectives besides the packs."""
+    graph = _step_graph("nccl/xring", use_fp16=True)
+    found = collective_graph.collectives(graph)
+    others = [op for _, op in found if "/pack" not in op.name]
+    towers = [op for op in graph.get_operations() if op.name.startswith("tower_")]
+    ahead = _ancestors_of_all(towers)
+    assert sorted(op.inputs[0].shape.num_elements() for op in others) == [2, 4]
+    assert [op.inputs[0].shape.num_elements() for op in others if op in ahead] == [2]
+
+
 # -- the CPU analog of the pruning, executed ---------------------------------
 
 def _v1_all_sum(tensors, timeout):

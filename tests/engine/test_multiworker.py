@@ -118,12 +118,20 @@ def _recording_decodes(positions):
     preprocessing.imagenet_train = recorded(preprocessing.imagenet_train, 3)
 
 
-def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list, models):
+def _flags(text):
+    """'weight_decay=0.01,use_fp16=true' -> the Params overrides it names."""
+    import json
+    return {name: json.loads(value) for name, value in
+            (item.split("=") for item in text.split(",") if item)}
+
+
+def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list, models,
+                flags_list):
     """Worker process: joins the cluster (2 logical CPUs), then for each
     config (the `+`-joined --all_reduce_spec values `specs`, with the
     `+`-joined --gradient_repacking `packs` (or --gradient_pack_mb, as "<MB>mb"),
-    --gradient_accumulation_steps
-    `accumulations`, epoch counts `epochs_list` and --model `models`) trains a fresh Trainer
+    --gradient_accumulation_steps `accumulations`, epoch counts `epochs_list`,
+    --model `models` and more flags `flags_list`, _flags's form) trains a fresh Trainer
     that many epochs of the arrays (3 batches each, the last uneven), and
     saves every copy of its weights and the gradient collectives of its step
     in out_path's `.<index>.npz`. One process per worker for several configs:
@@ -134,8 +142,8 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
     positions = []
     _recording_decodes(positions)
     configs = zip(specs.split("+"), packs.split("+"), accumulations.split("+"),
-                  epochs_list.split("+"), models.split("+"))
-    for index, (spec, pack, accumulation, epochs, model) in enumerate(configs):
+                  epochs_list.split("+"), models.split("+"), flags_list.split("+"))
+    for index, (spec, pack, accumulation, epochs, model, flags) in enumerate(configs):
         accumulation, epochs = int(accumulation), int(epochs)
         model, _, files = model.partition(":")  # trivial:cifar10 trains on those files
         poisoned = files == "nan"  # ckpt_tiny:nan: a NaN image in worker 1's share only
@@ -147,7 +155,8 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
                          worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
                          all_reduce_spec=spec, gradient_repacking=0 if pack_mb else int(pack),
                          gradient_pack_mb=pack_mb,
-                         num_epochs=epochs, gradient_accumulation_steps=accumulation, **data)
+                         num_epochs=epochs, gradient_accumulation_steps=accumulation, **data,
+                         **_flags(flags))
         if index == 0:
             trainer_lib.join_cluster(params)
         del positions[:]
@@ -178,12 +187,12 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
 
 def run_two_workers_each(tmp_path, configs):
     """Runs this file as two worker processes on a fresh 2-worker cluster,
-    each training every (spec, packs, accumulation, epochs, model) of `configs` in
+    each training every (spec, packs, accumulation, epochs, model, flags) of `configs` in
     turn (_run_worker); returns the .npz outputs of both workers per config
     once both succeeded."""
     hosts = _hosts(2)
     prefixes = [str(tmp_path / f"worker{k}") for k in range(2)]
-    joined = ["+".join(str(c[n]) for c in configs) for n in range(5)]
+    joined = ["+".join(str(c[n]) for c in configs) for n in range(6)]
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", hosts,
                                str(k), prefixes[k], *joined], cwd=REPO, env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -232,14 +241,23 @@ def _pack_count(packs, num_values):
     return -(-num_values * 4 // pack_bytes)
 # --gradient_accumulation_steps=2 over two epochs (flat exchange), trained in
 # the same launch.
-ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny")
+ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny", "")
 # Then a Trainer of another model (other variable shapes) in the same
 # processes: its collectives must not meet the first model's instance keys.
-SECOND_MODEL = ("pscpu/xring", 2, 1, 1, "tiny_dense")
+SECOND_MODEL = ("pscpu/xring", 2, 1, 1, "tiny_dense", "")
 # Then the file readers, --distortions on: each worker decodes its share only.
-FILES = [("pscpu/xring", 0, 1, 1, "trivial:cifar10"), ("pscpu/xring", 0, 1, 1, "trivial:imagenet")]
+FILES = [("pscpu/xring", 0, 1, 1, "trivial:cifar10", ""),
+         ("pscpu/xring", 0, 1, 1, "trivial:imagenet", "")]
 # Last, one step with a NaN image in worker 1's share only.
-POISONED = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:nan")
+POISONED = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:nan", "")
+# The step's count travels in its tail and the update divides by count /
+# nominal (engine/step/train_step.py): with weight decay (its term inside the
+# towers' loss) and accumulating, and in float16 (the count ahead of the
+# towers there), each equals one process with 4 devices.
+DECAYED = [("pscpu/xring", 2, 1, 1, "ckpt_tiny", "weight_decay=0.01"),
+           ("collective", 0, 2, 2, "ckpt_tiny", "weight_decay=0.01")]
+HALF = ("pscpu/xring", 2, 1, 1, "ckpt_tiny",
+        "use_fp16=true,fp16_loss_scale=128,allow_emulated_precision=true")
 
 
 @pytest.fixture(scope="module")
@@ -247,13 +265,13 @@ def exchange_outputs(tmp_path_factory):
     """Both exchanges' runs, the accumulating run and the second model's from
     one 2-worker launch (a Trainer each): {(spec, packs), ACCUMULATING or
     SECOND_MODEL: the two .npz outputs}."""
-    configs = ([(spec, packs, 1, 1, "ckpt_tiny") for spec, packs in EXCHANGES]
-               + [ACCUMULATING, SECOND_MODEL] + FILES + [POISONED])
+    configs = ([(spec, packs, 1, 1, "ckpt_tiny", "") for spec, packs in EXCHANGES]
+               + [ACCUMULATING, SECOND_MODEL] + FILES + [POISONED] + DECAYED + [HALF])
     directory = tmp_path_factory.mktemp("exchanges")
     _write_files(str(directory))
     outputs = run_two_workers_each(directory, configs)
-    result = {(config if config in [ACCUMULATING, SECOND_MODEL, POISONED] + FILES
-               else config[:2]): outs
+    kept_whole = [ACCUMULATING, SECOND_MODEL, POISONED, HALF] + FILES + DECAYED
+    result = {(config if config in kept_whole else config[:2]): outs
               for config, outs in outputs.items()}
     result["data"] = str(directory)
     return result
@@ -416,6 +434,28 @@ def test_a_non_finite_step_on_one_worker_applies_nothing_on_any(exchange_outputs
             np.testing.assert_array_equal(first[name], second[name], err_msg=name)
 
 
+@pytest.mark.slow  # the shared 2-worker launch's last runs; a 4-device reference each
+@pytest.mark.parametrize("config", DECAYED + [HALF], ids=["decay", "decay-accumulating", "fp16"])
+def test_the_count_in_the_tail_gives_one_process_s_update(config, exchange_outputs):
+    """2 workers x 2 logical CPUs == 1 process with 4 devices over epochs of
+    16 + 16 + 2 examples (the last step: count 2, nominal 16, worker 1's
+    towers empty), with weight decay (its term is in the towers' loss, so
+    the rescale by nominal / count must leave it counted once), accumulating,
+    and in float16 with a loss scale."""
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline import from_arrays
+    _, _, accumulation, epochs, _, flags = config
+    images, labels = _data()
+    reference = trainer_lib.Trainer(
+        _params(num_gpus=4, variable_update="replicated", num_epochs=epochs,
+                gradient_accumulation_steps=accumulation, **_flags(flags)),
+        input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=epochs))
+    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
+    trainable, stats = reference.variables.primary_variables()
+    expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
+    assert_workers_equal(exchange_outputs[config], reference.total_steps, ref_losses, expected)
+
+
 def _cli(hosts, task, train_dir, log_path, num_batches):
     args = helpers.cli.command("--model=trivial", "--device=cpu",
             "--num_gpus=1", "--batch_size=8", f"--num_batches={num_batches}",
@@ -518,5 +558,5 @@ def test_worker_shard_takes_contiguous_global_towers():
     assert seen == [[[0, 1, 2], [3, 4, 5]], [[6, 7], [8, 9]]]
 
 
-if __name__ == "__main__" and len(sys.argv) == 10 and sys.argv[1] == "worker":
+if __name__ == "__main__" and len(sys.argv) == 11 and sys.argv[1] == "worker":
     _run_worker(sys.argv[2], int(sys.argv[3]), *sys.argv[4:])

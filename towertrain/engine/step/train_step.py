@@ -66,15 +66,18 @@ class TrainStep:
     (engine/step/towers.py: seed, step and slot make every random draw);
     loss_scale: a recipe.precision.LossScale or None; accumulators: the
     per-device sums of --gradient_accumulation_steps, or None; nominal_batch:
-    the global batch a micro-batch's loss is divided by; stop_request: this
-    worker's stop flag (multi-worker); output_levels: the extras' levels to
-    trace ahead of the first step (step_outputs.levels).
+    the global batch a micro-batch's loss is divided by (and, multi-worker,
+    a whole step's: see _train_step); stop_request: this worker's stop flag
+    (multi-worker); half_precision: the model computes in float16 or
+    bfloat16; output_levels: the extras' levels to trace ahead of the first
+    step (step_outputs.levels).
     """
 
     def __init__(self, model, devices, variables, feed, *, loss_fn, decay_mask, loss,
                  exchange, nominal_batch, xla_compile=False, loss_scale=None,
                  accumulators=None, num_workers=1, tower_indices=None, stop_request=None,
-                 output_levels=(step_outputs.SCALARS,), cluster_towers=None, seed=0):
+                 output_levels=(step_outputs.SCALARS,), cluster_towers=None, seed=0,
+                 half_precision=False):
         self.devices, self.variables = list(devices), variables
         self.input, self.staging = feed.input, feed.staging
         self.loss_scale = loss_scale
@@ -94,6 +97,14 @@ class TrainStep:
         # (the global batch; the update's true count rescales at the end).
         self.accumulators = accumulators
         self.nominal = nominal_batch
+        # Multi-worker, a whole step's loss is divided by the nominal global
+        # batch too, and the example count travels in the tail's one scalar
+        # collective: none runs before the towers. Not in half precision: the
+        # backward pass rounds the gradient of a loss scaled otherwise in
+        # float16/bfloat16 (relative 2**-11 / 2**-8 per op), so an uneven step
+        # would differ from one divided by its count by far more than 1e-5;
+        # there the count is summed before the towers, as in one process.
+        self.fold_count = num_workers > 1 and not half_precision
         self.fn = tf.function(self._train_step)
         if self.staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
@@ -135,15 +146,19 @@ class TrainStep:
                        for device, batch in zip(self.devices, batches)]
         synchronous = self.variables.synchronous
         with tf.device("/cpu:0"):
-            global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            local_count = global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
             stop_requests = None
-            if phase != accumulate.WHOLE:
-                # A micro-batch's loss is divided by the nominal global batch (no
-                # exchange for the count); the update rescales by nominal / count.
-                local_count, denominator = global_count, tf.constant(self.nominal)
-            elif self.num_workers > 1:  # multi-worker: examples on every worker's towers
-                global_count, stop_requests = self._cluster_count_and_stop(global_count)
-            if phase == accumulate.WHOLE:
+            # Whether the update's count is summed in the tail (else: before the towers).
+            count_in_tail = self.num_workers > 1 and (phase != accumulate.WHOLE
+                                                       or self.fold_count)
+            if phase != accumulate.WHOLE or self.fold_count:
+                # The loss is divided by the nominal global batch (no exchange for
+                # the count before the towers); the update rescales by nominal / count.
+                denominator = tf.constant(self.nominal)
+            elif self.num_workers > 1:  # examples on every worker's towers, ahead
+                global_count, stop_requests = self._cluster_count_and_stop(local_count)
+                denominator = global_count
+            else:
                 denominator = global_count
             loss_scale = self.loss_scale.value() if self.loss_scale else None
             # Where the draws are: the updates applied so far, the micro-batch.
@@ -160,8 +175,8 @@ class TrainStep:
                                     staged_put=self.staging is not None and put)
         update_loss = update_correct = None
         if phase == accumulate.APPLY:
-            (results, global_count, update_loss, update_correct, finite,
-             stop_requests) = self._take_update(results, finite, local_count, sums_checked)
+            (results, global_count, update_loss, update_correct,
+             finite) = self._take_update(results, finite, local_count, sums_checked)
         # Outside the finite check's branch: a branch waits for all its inputs,
         # while here each gradient pack's exchange starts once its gradients exist.
         grads = self.variables.exchange([r.grads if r else None for r in results],
@@ -175,13 +190,26 @@ class TrainStep:
             all_finite = tf.reduce_all(tf.stack(finite))
             losses = [r.loss for r in results if r is not None]
             total = update_loss if update_loss is not None else tf.add_n(losses)
+            # What the exchanged gradients are still multiplied by, divided out
+            # in the update: the loss scale of a half-precision transfer, and
+            # count / nominal where the count came in the tail.
+            grad_scale = loss_scale if self.scaled_transfer else None
             if self.num_workers > 1:
                 # Every worker takes the same branch, and reports the loss over
                 # every worker's towers: one collective beside the packs.
-                all_finite, total = self.variables.cluster_finite_and_loss(all_finite, total)
+                all_finite, total, count, stops = self.variables.cluster_tail(
+                    all_finite, total, global_count if count_in_tail else 0,
+                    self.stop_request.read_value() if count_in_tail else 0)
+                if count_in_tail:
+                    global_count, stop_requests = count, stops
+                    share = tf.cast(count, tf.float32) / tf.cast(self.nominal, tf.float32)
+                    total = total / share
+                    grad_scale = share if grad_scale is None else grad_scale * share
+                    # No examples anywhere: nothing to apply (nominal / 0).
+                    all_finite = tf.logical_and(all_finite, count > 0)
 
         def update():
-            scale = {"grad_scale": loss_scale} if self.scaled_transfer else {}
+            scale = {"grad_scale": grad_scale} if grad_scale is not None else {}
             with private_api.forget_custom_gradients():  # else each trace leaks its graph
                 applied = self.variables.apply(grads,
                                                [r.non_trainable if r else None for r in results],
@@ -197,7 +225,7 @@ class TrainStep:
         with tf.device("/cpu:0"):
             extras = step_outputs.extras(
                 results, self.loss_scale, applied, outputs,
-                grad_scale=loss_scale if self.scaled_transfer else None)
+                grad_scale=grad_scale)
             if update_correct is not None:
                 extras["top1_correct"] = update_correct
             with tf.control_dependencies([clock["computed"]]):
@@ -237,34 +265,38 @@ class TrainStep:
     def _take_update(self, results, finite, local_count, sums_checked=False):
         """APPLY: the update's results from the accumulators plus this last
         micro-batch. Returns (per-tower results carrying the update's
-        gradients, the update's examples over every worker, its loss, its top-1
-        count, per-tower finite flags). The micro-batches' losses were divided
-        by the nominal global batch: nominal / count makes both the mean over
-        the update's examples, so a partial last batch weighs what it holds."""
+        gradients, the update's examples, its loss, its top-1 count, per-tower
+        finite flags). The micro-batches' losses were divided by the nominal
+        global batch: nominal / count makes both the mean over the update's
+        examples, so a partial last batch weighs what it holds. One worker
+        knows its count here and rescales before the exchange (every manager);
+        several learn it in the step's tail, which rescales after the
+        exchange (examples, loss and gradients returned unscaled and local)."""
         loss, correct, all_finite = self._local_sums(results, finite)
         grads, count, loss, correct, all_finite = self.accumulators.take(
             results, local_count, loss, correct, all_finite)
-        with tf.device("/cpu:0"):
-            stop_requests = None
-            if self.num_workers > 1:  # one exchange of count per update (the loss: later)
-                count, stop_requests = self._cluster_count_and_stop(count)
-            ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)
-            loss = loss * ratio
+        ratio = None
+        if self.num_workers == 1:
+            with tf.device("/cpu:0"):
+                ratio = tf.cast(self.nominal, tf.float32) / tf.cast(count, tf.float32)
+                loss = loss * ratio
         combined, finite = [], [all_finite]
         for i, device in enumerate(self.devices):
             with tf.device(device):
-                scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]
+                scaled = ([g * tf.cast(ratio, g.dtype) for g in grads[i]] if ratio is not None
+                          else grads[i])
                 new_stats = results[i].non_trainable if results[i] is not None else None
                 combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))
                 if not sums_checked:  # else the step checks the exchanged sum
                     finite.append(tower.all_finite(combined[-1]))
-        return combined, count, loss, correct, finite, stop_requests
+        return combined, count, loss, correct, finite
 
     def _cluster_count_and_stop(self, count):
-        """Multi-worker: the examples over every worker, and how many workers
-        asked to stop. The stop requests travel in the same collective (one
-        more value, no round trip): every worker learns of a preemption notice
-        in the step (with accumulation, the update) it arrived in
+        """Multi-worker in half precision, before the towers: the examples over
+        every worker, and how many workers asked to stop. The stop requests
+        travel in the same collective as the count (one more value, no round
+        trip), wherever the count goes: every worker learns of a preemption
+        notice in the step (with accumulation, the update) it arrived in
         (towertrain.callbacks.cluster_stop)."""
         both = self.variables.cluster_count(
             tf.stack([count, self.stop_request.read_value()]))

@@ -138,13 +138,15 @@ class VariableManager(abc.ABC):
     # Multi-worker reductions the step calls when the cluster has more than one
     # worker. In one process they are the identity.
     def cluster_count(self, count):
-        """The step's example count over every worker's towers (the loss denominator)."""
+        """The step's example count over every worker's towers, before the
+        towers (the loss denominator)."""
         return count
 
-    def cluster_finite_and_loss(self, finite, loss):
+    def cluster_tail(self, finite, loss, count, stops):
         """(True only if every worker's losses and gradients are finite, the
-        step's summed loss over every worker's towers): one collective."""
-        return finite, loss
+        summed loss, example count and stop requests over every worker):
+        one collective after the towers."""
+        return finite, loss, count, stops
 
     def close(self):
         """The trainer is done with its steps: release what the mode holds

@@ -75,7 +75,7 @@ SHARD_GROUP_BASE = {"CPU": 10_000, "GPU": 20_000}
 LOCAL_SCATTER_GROUP_BASE, LOCAL_GATHER_GROUP_BASE = 10**6, 2 * 10**6
 # Instance keys per call site; packs add their index (gradient packs from
 # 10**6 up, clear of the other sites for any --gradient_repacking).
-KEYS = {"count": 1, "finite_and_loss": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
+KEYS = {"count": 1, "tail": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
 # The key spaces: every key above (packs included: < 1.6 * 10**6 for up to
 # 1000 packs) plus a space's base stays below 2**31 (instance keys are int32).
 KEY_SPACES, KEY_SPACE_SIZE = 1000, 2 * 10**6
@@ -224,19 +224,27 @@ class CollectiveManager(ReplicatedManager):
                 communication_hint="ring")
 
     def cluster_count(self, count):
-        """The step's examples over every worker's towers (the loss denominator)."""
+        """The step's examples over every worker's towers, before the towers
+        (the loss denominator where the count cannot wait for the tail: see
+        engine/step/train_step.py, half-precision compute)."""
         return self._workers_reduce(count, self._key("count"))
 
-    def cluster_finite_and_loss(self, finite, loss):
-        """Whether every worker's losses and gradients are finite (so all
-        workers take the same branch) and the loss over every worker's towers,
-        in one collective of [loss, non-finite workers]: the step's only
-        scalar exchange after its towers. It needs no gradient pack's sum, so
-        it runs beside them, not after."""
-        both = self._workers_reduce(
-            tf.stack([tf.cast(loss, tf.float32), 1.0 - tf.cast(finite, tf.float32)]),
-            self._key("finite_and_loss"))
-        return both[1] < 0.5, both[0]
+    def cluster_tail(self, finite, loss, count, stops):
+        """One collective of [loss, non-finite workers, examples, stop
+        requests] over every worker: whether all losses and gradients are
+        finite (so all workers take the same branch), the loss, the example
+        count (the update's rescale, nominal / count) and how many workers
+        asked to stop. The step's only scalar exchange: it needs no gradient
+        pack's sum, so it runs beside them, not after. Always four values, so
+        its instance key keeps one shape (a step whose count went ahead of
+        the towers passes zeros)."""
+        tail = self._workers_reduce(
+            tf.stack([tf.cast(loss, tf.float32), 1.0 - tf.cast(finite, tf.float32),
+                      tf.cast(count, tf.float32), tf.cast(stops, tf.float32)]),
+            self._key("tail"))
+        # Counts travel as float32: exact below 2**24 examples per step.
+        return (tail[1] < 0.5, tail[0], tf.cast(tf.round(tail[2]), tf.int32),
+                tf.cast(tf.round(tail[3]), tf.int32))
 
     def _packed_sum(self, per_device_lists, key):
         """Sums lists of tensors (one list per local device) over the cluster:
@@ -514,7 +522,7 @@ class CollectiveManager(ReplicatedManager):
         for i, device in enumerate(self.devices):
             with tf.device(device):
                 grads_i = summed[i]
-                if grad_scale is not None:
-                    grads_i = [g / grad_scale for g in grads_i]
+                if grad_scale is not None:  # float16 gradients with --fp16_vars
+                    grads_i = [g / tf.cast(grad_scale, g.dtype) for g in grads_i]
                 self._update(i, self.clip(grads_i), stats[i])
         return None
