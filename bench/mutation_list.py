@@ -871,8 +871,8 @@ MUTATIONS = [
     # The finite flag not exchanged: a worker with finite towers applies alone.
     Mutation(
         "finite_flag_not_exchanged", "towertrain/engine/variable_mgr/collective.py",
-        "        return both[1] < 0.5, both[0]\n",
-        "        return finite, both[0]\n",
+        "        return (tail[1] < 0.5, tail[0],",
+        "        return (finite, tail[0],",
         [T + "engine/test_multiworker.py::"
          "test_a_non_finite_step_on_one_worker_applies_nothing_on_any"]),
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
@@ -1367,19 +1367,8 @@ MUTATIONS = [
     # (neither the accumulated flag nor the accumulated sums).
     Mutation(
         "accumulation_finite_only_last_micro_batch", "towertrain/engine/step/train_step.py",
-        "        combined, finite = [], [all_finite]\n"
-        "        for i, device in enumerate(self.devices):\n"
-        "            with tf.device(device):\n"
-        "                scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]\n"
-        "                new_stats = results[i].non_trainable if results[i] is not None else None\n"
-        "                combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))\n"
-        "                finite.append(tower.all_finite(combined[-1]))\n",
-        "        combined, finite = [], list(finite)\n"
-        "        for i, device in enumerate(self.devices):\n"
-        "            with tf.device(device):\n"
-        "                scaled = [g * tf.cast(ratio, g.dtype) for g in grads[i]]\n"
-        "                new_stats = results[i].non_trainable if results[i] is not None else None\n"
-        "                combined.append(tower.TowerResult(tf.constant(0.0), scaled, new_stats))\n",
+        "        combined, finite = [], [all_finite]\n",
+        "        combined, finite = [], list(finite)\n",
         [T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
     # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
     Mutation(
@@ -1395,13 +1384,49 @@ MUTATIONS = [
         "                                        steps_per_epoch * p.gradient_accumulation_steps)",
         [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
     # x collective_all_reduce: an update's example count not summed over the
-    # workers (each rescales by its own count).
+    # workers (each rescales by its own count, whole steps and updates alike).
     Mutation(
         "accumulation_multiworker_local_count", "towertrain/engine/step/train_step.py",
-        "            if self.num_workers > 1:  # one exchange of count per update (the loss: later)\n",
-        "            if False:  # one exchange of count per update (the loss: later)\n",
+        "                    global_count, stop_requests = count, stops\n"
+        "                    share = tf.cast(count, tf.float32)",
+        "                    share = tf.cast(global_count, tf.float32)\n"
+        "                    global_count, stop_requests = count, stops\n"
+        "                    share = share",
         [T + "engine/test_multiworker.py::"
-         "test_two_workers_accumulating_equal_one_process_with_four_devices"]),
+         "test_two_workers_accumulating_equal_one_process_with_four_devices",
+         T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # The count in the step's tail (issue 31): the update no longer divides
+    # the exchanged gradients by count / nominal (the loss still is).
+    Mutation(
+        "tail_gradients_not_rescaled", "towertrain/engine/step/train_step.py",
+        "                    grad_scale = share if grad_scale is None else grad_scale * share\n",
+        "                    grad_scale = grad_scale\n",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices",
+         T + "engine/test_multiworker.py::test_the_count_in_the_tail_gives_one_process_s_update"]),
+    # x the count left out of the tail (zero examples: nothing applied).
+    Mutation(
+        "count_left_out_of_tail", "towertrain/engine/step/train_step.py",
+        "                    all_finite, total, global_count if count_in_tail else 0,\n",
+        "                    all_finite, total, 0,\n",
+        [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # x the count summed before the towers again (a second scalar collective).
+    Mutation(
+        "count_before_towers_again", "towertrain/engine/step/train_step.py",
+        "        self.fold_count = num_workers > 1 and not half_precision\n",
+        "        self.fold_count = False\n",
+        [GPU_GRAPH + "test_the_step_tail_is_one_scalar_collective_beside_the_packs"]),
+    # x half precision folded too (its backward rounds the nominal-scaled loss).
+    Mutation(
+        "half_precision_count_folded", "towertrain/engine/step/train_step.py",
+        "        self.fold_count = num_workers > 1 and not half_precision\n",
+        "        self.fold_count = num_workers > 1\n",
+        [GPU_GRAPH + "test_in_half_precision_the_count_goes_before_the_towers"]),
+    # x the stop requests left out of the tail: a signalled worker stops alone.
+    Mutation(
+        "stop_request_left_out_of_tail", "towertrain/engine/step/train_step.py",
+        "                    self.stop_request.read_value() if count_in_tail else 0)\n",
+        "                    0)\n",
+        [T + "cluster/test_coordinated_stop.py"]),
     # x a skipped (non-finite) update: the next update's micro-batches planned
     # from the global step, which lags the input after a skip.
     Mutation(
@@ -2284,6 +2309,43 @@ MUTATIONS = [
         "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
         "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
         [T + "cluster/test_launch_restarts.py"]),
+    # Issue 33 item 12b: Params(model=NAME) with Trainer(model=<keras model>)
+    # taken again (the name silently ignored), or Params' default the name again.
+    Mutation(
+        "params_model_with_keras_model_accepted", "towertrain/trainer.py",
+        "        model_checks.check_one_model(params.model, model)  # before any work\n", "",
+        [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
+         T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "params_model_default_named", "towertrain/config/settings.py",
+        'Setting("model", STRING, None,', 'Setting("model", STRING, "trivial",',
+        [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused"]),
+    # Issue 33 item 12c: a global batch larger than an epoch of real data taken
+    # (every step one partial batch); its boundary (a batch of exactly the
+    # epoch) refused; an input's own epochs, or --eval, refused too.
+    Mutation(
+        "batch_larger_than_epoch_accepted", "towertrain/plan/steps.py",
+        "            or not examples or examples >= global_batch):",
+        "            or not examples or examples >= 0):",
+        [T + "input/test_batch_larger_than_epoch.py", T + "config/test_refusal_table.py"]),
+    Mutation(
+        "batch_equal_to_epoch_refused", "towertrain/plan/steps.py",
+        "            or not examples or examples >= global_batch):",
+        "            or not examples or examples > global_batch):",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_the_cli_refuses_a_global_batch_larger_than_the_files"]),
+    Mutation(
+        "input_own_epochs_batch_refused", "towertrain/plan/steps.py",
+        "    if (params.eval or input_facts.user_epochs or input_facts.steps_per_epoch is None",
+        "    if (params.eval or input_facts.steps_per_epoch is None",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_partial_batches_that_were_asked_for_still_train"]),
+    Mutation(
+        "eval_batch_larger_than_epoch_refused", "towertrain/plan/steps.py",
+        "    if (params.eval or input_facts.user_epochs or",
+        "    if (input_facts.user_epochs or",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_partial_batches_that_were_asked_for_still_train"]),
     # A flag parser's reason dropped (a site of the refusal table's walk).
     Mutation(
         "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",

@@ -90,8 +90,10 @@ def group(title, *settings):
 # The table, in --help order. Params' fields follow the same order.
 SETTINGS = (
     *group("Model and data",
-        Setting("model", STRING, "trivial", "Model name from the registry "
-                "(towertrain.models)."),
+        # None, not "trivial", so Trainer(model=<keras model>) can tell an
+        # explicit Params(model=...) apart and refuse it (Params.resolved_model).
+        Setting("model", STRING, None, "Model name from the registry "
+                "(towertrain.models; default: trivial)."),
         Setting("data_name", ENUM, None, "Dataset name (default: the model's); sets the "
                 "number of classes.", choices=DATA_NAMES),
         Setting("data_dir", STRING, None, "Directory of the dataset's files (cifar10 binary "
