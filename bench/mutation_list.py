@@ -2402,6 +2402,13 @@ MUTATIONS = [
         "                        ordering_token=self._tokens[i].handle, communication_hint=\"auto\"))\n"
         "            return out\n        return self._chains.run(self.devices, build), width",
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The GPU default back to the one-member shape.
+    Mutation(
+        "collective_gpu_default_one_member", "towertrain/config/exchange_checks.py",
+        'return "scatter/xring" if device == "gpu" else "pscpu/xring"',
+        'return "nccl/xring" if device == "gpu" else "pscpu/xring"',
+        [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs",
+         T + "plan/test_gpu_branches.py::test_the_exchange_defaults_per_device_and_mode"]),
     # The gathers left off each GPU's order: no chain edge, and the CPU
     # scalars' ordering token instead of their GPU's (the token alone orders
     # a GPU's collective V2 ops, so both must go for the order to break).
