@@ -382,6 +382,8 @@ class CollectiveManager(ReplicatedManager):
         return shards
 
     def _local_group(self, base):
+        """The group key of this worker's own GPUs (group keys are global to
+        the cluster, so each worker task needs its own)."""
         return base + 1000 * len(self.devices) + self.task
 
     def _nccl_reduce_scatter(self, flats, key):
