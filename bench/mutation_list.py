@@ -1363,13 +1363,6 @@ MUTATIONS = [
         "        if self.loss_scale:\n            self.loss_scale.update(all_finite)\n",
         [T + "recipe/test_accumulation_combined.py::test_dynamic_loss_scale_counts_updates",
          T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
-    # x loss scaling: the update's finite check sees only its last micro-batch
-    # (neither the accumulated flag nor the accumulated sums).
-    Mutation(
-        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step/train_step.py",
-        "        combined, finite = [], [all_finite]\n",
-        "        combined, finite = [], list(finite)\n",
-        [T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
     # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
     Mutation(
         "accumulation_linear_scaling_per_batch", "towertrain/plan/__init__.py",
