@@ -44,7 +44,7 @@ def runner(stock):
     import tensorflow as tf
     from towertrain import Params, Trainer, models
     update = "replicated" if FLAGS.num_devices > 1 else "parameter_server"
-    params = Params(model=FLAGS.model, device="cpu", num_gpus=FLAGS.num_devices,
+    params = Params(device="cpu", num_gpus=FLAGS.num_devices,
                     batch_size=FLAGS.batch_size, data_format=FLAGS.data_format,
                     variable_update=update)
     with tf.device("/cpu:0"):

@@ -12,9 +12,12 @@ start-up and tracing (minutes on a loaded 2-core machine) are paid once:
 2. 2 worker processes x 1 device, collective_all_reduce: the same six, in
    one process pair;
 3. 2 worker processes x 2 devices, resnet20: --all_reduce_spec=pscpu/xring
-   (hierarchical) vs collective (flat), with the bytes of gradient that enter
-   cross-process collectives per worker per step, read off each trainer's
-   traced step (the summed input sizes of its packs' CollectiveReduceV2 ops).
+   (hierarchical, one member per worker crosses) vs scatter/xring (Horovod's
+   shape: each device crosses with its half of each pack) vs collective
+   (flat), with the bytes of gradient that enter cross-process collectives
+   per worker per step, read off each trainer's traced step (the summed
+   input sizes of its packs' CollectiveReduceV2 ops), and the bytes a ring
+   then sends from each worker to the others (ring_bytes_sent).
 (a) compares resnet20 with one pack in sessions 2 and 1, (b) is session 3,
 (c) sessions 1 and 2. Images/sec count the global batch (every worker's).
 """
@@ -31,6 +34,7 @@ from bench_multiworker import _free_ports  # noqa: E402 - beside this script
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 32
+SPECS = ("pscpu/xring", "scatter/xring", "collective")  # session 3
 REPACKING = [(model, packs) for model in ("resnet20", "alexnet_cifar") for packs in (0, 4, 16)]
 
 
@@ -45,7 +49,16 @@ def _configs(session):
                 for name, packs in REPACKING]
     return [(f"resnet20 {spec}", "resnet20",
              dict(variable_update="collective_all_reduce", all_reduce_spec=spec))
-            for spec in ("pscpu/xring", "collective")]
+            for spec in SPECS]
+
+
+def ring_bytes_sent(members, workers):
+    """The bytes one worker sends to the other workers per step through ring
+    all-reduces, one (group size n, input bytes b) per member on this worker:
+    2(n-1)/n x b leave each member; a group with k = n / workers members on
+    each worker, its ring visiting a worker's members in a row, crosses on
+    one edge of the k, so each member accounts for 1/k of that edge."""
+    return sum(2 * (n - 1) / n * b * workers / n for n, b in members)
 
 
 def run_session(session, hosts, task, rounds, steps):
@@ -68,9 +81,12 @@ def run_session(session, hosts, task, rounds, steps):
         trainer = Trainer(Params(model=name, **base, **changes))
         ops = [op for op in trainer.trace_step().graph.get_operations()
                if op.type == "CollectiveReduceV2" and "/pack" in op.name]
-        crossing[label] = {"collectives": len(ops), "bytes": sum(
-            op.inputs[0].shape.num_elements() * op.inputs[0].dtype.size for op in ops),
-            "group_sizes": sorted({int(tf.get_static_value(op.inputs[1])) for op in ops})}
+        members = [(int(tf.get_static_value(op.inputs[1])),
+                    op.inputs[0].shape.num_elements() * op.inputs[0].dtype.size) for op in ops]
+        crossing[label] = {"collectives": len(ops), "bytes": sum(b for _, b in members),
+                           "group_sizes": sorted({n for n, _ in members}),
+                           "sent": ring_bytes_sent(members, 2 if hosts else 1),
+                           "links": len({op.device for op in ops})}
         for _ in range(2):  # warm-up
             float(trainer.step())
         trainers[label] = trainer
@@ -149,12 +165,15 @@ def main():
         if number == 3:
             for label, sent in result["crossing"].items():
                 print(f"  {label:28s} {sent['collectives']} gradient collectives per worker "
-                      f"(group size {sent['group_sizes']}), {sent['bytes'] / 1e6:.2f} MB "
-                      "per worker per step into them")
+                      f"(group size {sent['group_sizes']}, from {sent['links']} device(s)), "
+                      f"{sent['bytes'] / 1e6:.2f} MB per worker per step into them, "
+                      f"{sent['sent'] / 1e6:.2f} MB sent to the other worker (ring)")
             m = medians[3]
-            print(f"  (b) hierarchical / flat: {m['resnet20 pscpu/xring'] / m['resnet20 collective']:.2f}"
-                  f" (medians); {_paired(result, 'resnet20 pscpu/xring', 'resnet20 collective'):.2f}"
-                  " (median of per-round ratios)\n")
+            for spec in SPECS[1:]:
+                a, b = "resnet20 " + SPECS[0], "resnet20 " + spec
+                print(f"  (b) {SPECS[0]} / {spec}: {m[a] / m[b]:.2f} (medians); "
+                      f"{_paired(result, a, b):.2f} (median of per-round ratios)")
+            print()
     if 1 in medians and 2 in medians:
         key = "resnet20 repacking 0"
         print(f"(a) 2 workers x 1 device / 1 process x 2 devices (resnet20): "

@@ -2,6 +2,7 @@
 
     python bench/bench_slow_link.py [--rounds=5] [--steps=4] [--warmup=1]
         [--rates=resnet20=10,20 --rates=alexnet_cifar=40,80] [--pack_mb=0.25]
+        [--all_reduce_spec=pscpu/xring] [--devices_per_worker=1]
 
 Needs root (network namespaces). Two worker processes, each `python -m
 towertrain --device=cpu --num_gpus=1` (one logical CPU device, one intra-op
@@ -20,6 +21,11 @@ nothing; 0: the exchange hides entirely behind the backward pass), and the
 bytes that left worker 0's end of the link per step (tx bytes over the run,
 start-up's variable broadcast included, over its steps). The namespaces are
 deleted at exit, also on failure or Ctrl-C.
+
+--all_reduce_spec picks the collective exchange (pscpu/xring by default;
+scatter/xring, Horovod's shape, or collective, flat) and --devices_per_worker
+the logical CPU devices per worker: with one device per worker every spec
+sends the same bytes through the one link, so compare specs with 2.
 
 --contention: instead, t_indep and t_1 with the link unlimited (tbf at 10
 Gbit/s): what the exchange costs in CPU (gRPC, copies, the sum) on cores
@@ -67,9 +73,12 @@ def parse_rates(entries):
     return rates
 
 
-def exchanges(pack_mb):
+SPECS = ("pscpu/xring", "scatter/xring", "collective")  # the CPU ones
+
+
+def exchanges(pack_mb, spec="pscpu/xring"):
     """(label, towertrain flags) of the exchanges timed at each rate."""
-    collective = ["--variable_update=collective_all_reduce", "--all_reduce_spec=pscpu/xring"]
+    collective = ["--variable_update=collective_all_reduce", f"--all_reduce_spec={spec}"]
     return [("t_1", collective),
             ("t_4", collective + ["--gradient_repacking=4"]),
             ("t_16", collective + ["--gradient_repacking=16"]),
@@ -102,9 +111,9 @@ def tbf_command(namespace, link, rate_mbit):
             "tbf", "rate", f"{rate_mbit:g}mbit", "burst", "64kb", "latency", "400ms"]
 
 
-def worker_command(model, flags, task, steps, warmup, cluster):
+def worker_command(model, flags, task, steps, warmup, cluster, devices=1):
     base = [sys.executable, "-m", "towertrain", f"--model={model}", "--device=cpu",
-            "--num_gpus=1", f"--batch_size={BATCH}", f"--num_batches={steps}",
+            f"--num_gpus={devices}", f"--batch_size={BATCH}", f"--num_batches={steps}",
             f"--num_warmup_batches={warmup}", f"--display_every={steps}",
             "--num_intra_threads=1", *flags]
     if cluster:
@@ -156,7 +165,7 @@ def run_pair(model, flags, args, cluster):
     before = tx_bytes()
     procs = [subprocess.Popen(["ip", "netns", "exec", ns,
                                *worker_command(model, flags, k, args.steps, args.warmup,
-                                               cluster)],
+                                               cluster, args.devices_per_worker)],
                               cwd=REPO, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
              for k, ns in enumerate(NAMESPACES)]
@@ -179,7 +188,8 @@ def run_pair(model, flags, args, cluster):
             raise RuntimeError(f"no 'total images/sec' in:\n{out[-2000:]}")
         rates.append(float(match.group(1)))
     workers = len(NAMESPACES) if cluster else 1
-    seconds = statistics.mean(step_time(r, BATCH, workers) for r in rates)
+    seconds = statistics.mean(step_time(r, BATCH * args.devices_per_worker, workers)
+                              for r in rates)
     packs = PACKS_LINE.search(outs[0])
     return seconds, tx_bytes() - before, packs.group(1).strip() if packs else "-"
 
@@ -196,7 +206,7 @@ def measure(args, rates):
             print(f"round {round_ + 1} {model} t_indep: {1000 * seconds:.0f} ms", flush=True)
             for rate in model_rates:
                 set_rate(rate)
-                for label, flags in exchanges(args.pack_mb):
+                for label, flags in exchanges(args.pack_mb, args.all_reduce_spec):
                     seconds, nbytes, line = run_pair(model, flags, args, True)
                     table.setdefault((model, rate, label), []).append(seconds)
                     sent.setdefault((model, rate, label), []).append(nbytes / total_steps)
@@ -214,7 +224,7 @@ def measure_contention(args):
     for round_ in range(args.rounds):
         for model in args.rates:
             for label, flags, cluster in (("t_indep", ["--variable_update=independent"], False),
-                                          ("t_1", exchanges(args.pack_mb)[0][1], True)):
+                                          ("t_1", exchanges(args.pack_mb, args.all_reduce_spec)[0][1], True)):
                 seconds, _, _ = run_pair(model, flags, args, cluster)
                 times.setdefault((model, label), []).append(seconds)
                 print(f"round {round_ + 1} {model} unlimited {label}: {1000 * seconds:.0f} ms",
@@ -226,19 +236,20 @@ def measure_contention(args):
 
 
 def report(table, sent, packs, rates, args):
-    print(f"\nbatch {BATCH} per worker, 2 workers x 1 CPU device, {args.steps} timed steps "
+    print(f"\nbatch {BATCH} per device, 2 workers x {args.devices_per_worker} CPU device(s), "
+          f"--all_reduce_spec={args.all_reduce_spec}, {args.steps} timed steps "
           f"after {args.warmup}, {args.rounds} interleaved rounds; ms per step: median "
           "(min-max)")
     for model, model_rates in rates.items():
         indep = summary(table[(model, None, "t_indep")])
         print(f"\n{model}: t_indep {_fmt(indep)}")
-        for label, _ in exchanges(args.pack_mb):
+        for label, _ in exchanges(args.pack_mb, args.all_reduce_spec):
             print(f"  {label}: {packs.get((model, label), '-')}")
         print("| link | exchange | ms/step | exposed fraction | MB sent per worker per step |")
         print("|---|---|---|---|---|")
         for rate in model_rates:
             one = summary(table[(model, rate, "t_1")])
-            for label, _ in exchanges(args.pack_mb):
+            for label, _ in exchanges(args.pack_mb, args.all_reduce_spec):
                 times = summary(table[(model, rate, label)])
                 fraction = exposed_fraction(times[0], indep[0], one[0])
                 mb = statistics.median(sent[(model, rate, label)]) / 1e6
@@ -263,6 +274,10 @@ def parse_args(argv=None):
                         + " ".join(DEFAULT_RATES) + ")")
     parser.add_argument("--pack_mb", type=float, default=0.25,
                         help="--gradient_pack_mb of the byte-sized packs")
+    parser.add_argument("--all_reduce_spec", choices=SPECS, default="pscpu/xring",
+                        help="the collective exchange timed")
+    parser.add_argument("--devices_per_worker", type=int, default=1,
+                        help="logical CPU devices (towers) per worker")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     parser.add_argument("--contention", action="store_true",
                         help="time t_indep and t_1 on an unlimited link instead")
@@ -271,8 +286,10 @@ def parse_args(argv=None):
         args.rates = parse_rates(args.rates or DEFAULT_RATES)
     except ValueError as error:
         parser.error(str(error))
-    if args.rounds < 1 or args.steps < 1 or args.warmup < 0 or not args.pack_mb > 0:
-        parser.error("--rounds and --steps must be >= 1, --warmup >= 0, --pack_mb > 0")
+    if (args.rounds < 1 or args.steps < 1 or args.warmup < 0 or not args.pack_mb > 0
+            or args.devices_per_worker < 1):
+        parser.error("--rounds, --steps and --devices_per_worker must be >= 1, --warmup >= 0, "
+                     "--pack_mb > 0")
     return args
 
 

@@ -20,6 +20,9 @@ more steps and reports images/sec. Paths:
   xla              --xla_compile, replicated psgpu
   xring_nccl       collective_all_reduce nccl/xring in one process: the local
                    NCCL sum, every member's output used (needs 2+ GPUs)
+  xring_scatter    collective_all_reduce scatter/xring in one process: the
+                   local NCCL reduce-scatter and gather (CollectiveReduceScatterV2,
+                   CollectiveGatherV2; needs 2+ GPUs)
   xring_2workers   collective_all_reduce, 2 worker processes x 1 GPU on
                    127.0.0.1: the cross-worker collective with NCCL (with one
                    GPU both workers share it, and the hint is ring: NCCL
@@ -73,10 +76,14 @@ PATHS = {
     "xla": ("--xla_compile, replicated psgpu", dict(REPLICATED_PSGPU, xla_compile=True), "all"),
     "xring_nccl": ("collective_all_reduce nccl/xring, one process (local NCCL sum)",
                         COLLECTIVE_NCCL, "all"),
+    "xring_scatter": ("collective_all_reduce scatter/xring, one process (NCCL "
+                      "reduce-scatter and gather)",
+                      dict(variable_update="collective_all_reduce",
+                           all_reduce_spec="scatter/xring"), "all"),
     "xring_2workers": ("collective_all_reduce, 2 worker processes x 1 GPU",
                          COLLECTIVE_NCCL, "workers"),
 }
-NEEDS_TWO_GPUS = ("nccl", "xring_nccl")
+NEEDS_TWO_GPUS = ("nccl", "xring_nccl", "xring_scatter")
 # Ops a path's traced step must place on the GPUs (checked without a GPU).
 EXPECTED_GPU_OPS = {"nccl": ("NcclAllReduce",), "staging_gpu": ("Unstage",)}
 # Relative weight difference allowed against the CPU: float32 rounding in a

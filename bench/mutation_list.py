@@ -878,8 +878,8 @@ MUTATIONS = [
     # The default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
-        '        return "nccl/xring" if device == "gpu" else "pscpu/xring"\n',
-        '        return "nccl/xring" if device == "gpu" else "collective"\n',
+        '        return "scatter/xring" if device == "gpu" else "pscpu/xring"\n',
+        '        return "scatter/xring" if device == "gpu" else "collective"\n',
         [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs"]),
     # A refused combination let through.
     Mutation(
@@ -2041,7 +2041,7 @@ MUTATIONS = [
         [T + "plan/test_gpu_branches.py"]),
     Mutation(
         "collective_gpu_default_is_cpu_exchange", "towertrain/config/exchange_checks.py",
-        'return "nccl/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
+        'return "scatter/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
         [T + "plan/test_gpu_branches.py"]),
     Mutation(
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
@@ -2302,11 +2302,126 @@ MUTATIONS = [
         "launcher_negative_restarts_accepted", "towertrain/commands/launch.py",
         "elif options.max_restarts < 0:", "elif options.max_restarts < -1:",
         [T + "cluster/test_launch_restarts.py"]),
+    # Issue 33 item 12b: Params(model=NAME) with Trainer(model=<keras model>)
+    # taken again (the name silently ignored), or Params' default the name again.
+    Mutation(
+        "params_model_with_keras_model_accepted", "towertrain/trainer.py",
+        "        model_checks.check_one_model(params.model, model)  # before any work\n", "",
+        [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
+         T + "commands/test_newcomer_errors.py"]),
+    Mutation(
+        "params_model_default_named", "towertrain/config/settings.py",
+        'Setting("model", STRING, None,', 'Setting("model", STRING, "trivial",',
+        [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused"]),
+    # Issue 33 item 12c: a global batch larger than an epoch of real data taken
+    # (every step one partial batch); its boundary (a batch of exactly the
+    # epoch) refused; an input's own epochs, or --eval, refused too.
+    Mutation(
+        "batch_larger_than_epoch_accepted", "towertrain/plan/steps.py",
+        "            or not examples or examples >= global_batch):",
+        "            or not examples or examples >= 0):",
+        [T + "input/test_batch_larger_than_epoch.py", T + "config/test_refusal_table.py"]),
+    Mutation(
+        "batch_equal_to_epoch_refused", "towertrain/plan/steps.py",
+        "            or not examples or examples >= global_batch):",
+        "            or not examples or examples > global_batch):",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_the_cli_refuses_a_global_batch_larger_than_the_files"]),
+    Mutation(
+        "input_own_epochs_batch_refused", "towertrain/plan/steps.py",
+        "    if (params.eval or input_facts.user_epochs or input_facts.steps_per_epoch is None",
+        "    if (params.eval or input_facts.steps_per_epoch is None",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_partial_batches_that_were_asked_for_still_train"]),
+    Mutation(
+        "eval_batch_larger_than_epoch_refused", "towertrain/plan/steps.py",
+        "    if (params.eval or input_facts.user_epochs or",
+        "    if (input_facts.user_epochs or",
+        [T + "input/test_batch_larger_than_epoch.py::"
+         "test_partial_batches_that_were_asked_for_still_train"]),
     # A flag parser's reason dropped (a site of the refusal table's walk).
     Mutation(
         "gpu_indices_listed_twice_accepted", "towertrain/config/runtime_checks.py",
         "    if len(set(indices)) != len(indices):", "    if False:",
         [T + "config/test_refusal_table.py"]),
+    # --- scatter/xring (issue 31: Horovod's hierarchy) ---
+    # The CPU reduce-scatter drops the remainder of a pack not divisible by L.
+    Mutation(
+        "scatter_remainder_dropped", "towertrain/engine/variable_mgr/collective.py",
+        "    return [base + (i < longer) for i in range(parts)]",
+        "    return [base for i in range(parts)]",
+        [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices",
+         T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
+    # One device carries the whole pack across workers (today's one-member
+    # shape): the sums stay right, the per-device shards are gone.
+    Mutation(
+        "scatter_one_device_carries_the_pack", "towertrain/engine/variable_mgr/collective.py",
+        "    return [base + (i < longer) for i in range(parts)]",
+        "    return [length] + [0] * (parts - 1)",
+        [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices",
+         T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # Every shard summed on device 0 instead of its own device.
+    Mutation(
+        "scatter_shards_summed_on_device0", "towertrain/engine/variable_mgr/collective.py",
+        "            with tf.device(device):\n                shards.append(tf.add_n(pieces))",
+        "            with tf.device(self.devices[0]):\n                shards.append(tf.add_n(pieces))",
+        [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices"]),
+    # One cross-worker group for every local index.
+    Mutation(
+        "scatter_one_group_for_all_local_indices", "towertrain/engine/variable_mgr/collective.py",
+        "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2\n"
+        "            + index)",
+        "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2)",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # Every shard crosses workers from GPU 0.
+    Mutation(
+        "scatter_shards_cross_from_gpu0", "towertrain/engine/variable_mgr/collective.py",
+        "        with tf.device(device):\n            return private_api.collective_all_reduce(\n"
+        "                shard,",
+        "        with tf.device(self.devices[0]):\n            return private_api.collective_all_reduce(\n"
+        "                shard,",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The worker's local NCCL group keyed alike on every worker.
+    Mutation(
+        "scatter_local_group_shared_by_workers", "towertrain/engine/variable_mgr/collective.py",
+        "        return base + 1000 * len(self.devices) + self.task",
+        "        return base + 1000 * len(self.devices)",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The local reduce-scatter without the nccl hint (no ring implementation).
+    Mutation(
+        "scatter_reduce_scatter_without_nccl_hint", "towertrain/engine/variable_mgr/collective.py",
+        "                        ordering_token=self._tokens[i].handle, communication_hint=\"nccl\"))\n"
+        "            return out\n        return self._chains.run(self.devices, build), width",
+        "                        ordering_token=self._tokens[i].handle, communication_hint=\"auto\"))\n"
+        "            return out\n        return self._chains.run(self.devices, build), width",
+        [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
+    # The GPU default back to the one-member shape.
+    Mutation(
+        "collective_gpu_default_one_member", "towertrain/config/exchange_checks.py",
+        'return "scatter/xring" if device == "gpu" else "pscpu/xring"',
+        'return "nccl/xring" if device == "gpu" else "pscpu/xring"',
+        [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs",
+         T + "plan/test_gpu_branches.py::test_the_exchange_defaults_per_device_and_mode"]),
+    # The gathers left off each GPU's order: no chain edge, and the CPU
+    # scalars' ordering token instead of their GPU's (the token alone orders
+    # a GPU's collective V2 ops, so both must go for the order to break).
+    Mutation(
+        "scatter_gather_off_the_gpu_order", "towertrain/engine/variable_mgr/collective.py",
+        "                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,\n"
+        "                        ordering_token=self._tokens[i].handle, communication_hint=\"nccl\"))\n"
+        "            return out\n        gathered = self._chains.run(self.devices, build)",
+        "                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,\n"
+        "                        ordering_token=self._tokens[-1].handle, communication_hint=\"nccl\"))\n"
+        "            return out\n        gathered = build()",
+        [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
+    # Every pack's sum waits for the last pack's gradients (the conv kernel's,
+    # ready last): nothing overlaps the backward pass.
+    Mutation(
+        "packs_wait_for_the_last_pack", "towertrain/engine/variable_mgr/collective.py",
+        "                        flat = packing.gather(grads, p)\n",
+        "                        flat = packing.gather(grads, p) + 0 * tf.reduce_sum(\n"
+        "                            packing.gather(grads, packs[-1]))\n",
+        [GPU_GRAPH + "test_scatter_xring_first_byte_sized_pack_waits_for_no_conv_backward"]),
     # The step checks the exchanged sum, not every tower's gradients (issue 35).
     Mutation(
         "summed_gradient_finite_check_dropped", "towertrain/engine/step/train_step.py",

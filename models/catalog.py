@@ -77,6 +77,9 @@ def _imagenet(name, builder, image_size, batch_size, learning_rate, min_image_si
                      default_dataset="imagenet", min_image_size=min_image_size)
 
 
+# What --model (and Params(model=None)) builds when not given: tf_cnn_benchmarks' default.
+DEFAULT_MODEL = "trivial"
+
 # Names and defaults follow tf_cnn_benchmarks; alexnet_cifar is its alexnet
 # with --data_name=cifar10.
 BUILTIN_MODELS = (

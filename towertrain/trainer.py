@@ -68,7 +68,8 @@ class Trainer:
     """Builds everything a run needs from a Params.
 
     model: a keras.Model to train instead of building `params.model` from the
-      registry. It must accept images in the run's data format.
+      registry; leave Params.model unset then (giving both is refused). It
+      must accept images in the run's data format.
     input_source: a towertrain.input_pipeline Input (create, tower_batches, ...);
       default: the Params' data (synthetic, or --data_dir).
     loss_fn: per-example loss(labels, logits); default softmax cross-entropy.
@@ -79,6 +80,7 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
+        model_checks.check_one_model(params.model, model)  # before any work
         # The plan's first half: devices, layout, runtime, exchange, what to read.
         layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
             plan_cluster.resolve(params), params.worker_hosts))
@@ -93,7 +95,9 @@ class Trainer:
         self._prepare_model(layout, user_model=model is not None, loss_fn=loss_fn)
         self.input = self._make_input(layout, input_source)
         # The whole plan: batches, steps, epochs, schedules (towertrain.plan).
-        self.plan = plan_lib.build(params, layout, plan_lib.InputFacts.of(self.input))
+        self.plan = plan_lib.build(params, layout, plan_lib.InputFacts.of(
+            self.input, epochs_lib.door_name(input_source) if input_source else None,
+            getattr(input_source, "num_epochs", None) is not None))
         self.stop_request = None  # 1: this worker was asked to stop (callbacks/cluster_stop.py)
         if self.num_workers > 1:
             with tf.device("/cpu:0"):

@@ -170,6 +170,13 @@ def _data_dir_a_file(mp):
     Params(data_dir="cifar/data_batch_1.bin")
 
 
+def _batch_larger_than_the_files(mp):
+    import tempfile
+    from helpers.cifar_files import write_dataset
+    data_dir = write_dataset(os.path.join(tempfile.mkdtemp(), "cifar"), 10, 2)
+    Trainer(Params(device="cpu", num_gpus=2, batch_size=8, data_dir=data_dir))
+
+
 def _did_you_mean_model():
     try:
         Params(model="resnet-20")
@@ -212,7 +219,13 @@ CASES = {
     "resume on fewer files": lambda mp: _resume_on_fewer_files(),
     "uint8 images": lambda mp: from_arrays(np.arange(256, dtype=np.uint8).reshape(
         64, 2, 2, 1), np.zeros(64, np.int32), 64),
+    "model named twice": lambda mp: Trainer(Params(model="cifar_cnn", device="cpu"),
+                                            model=_softmax_model()),
     "data_dir a file": _data_dir_a_file,
+    "global batch larger than the files": _batch_larger_than_the_files,
+    "global batch larger than the arrays": lambda mp: Trainer(
+        Params(device="cpu", num_gpus=2, batch_size=8, num_epochs=2),
+        input_source=from_arrays(*_arrays(), 16)),
     "did you mean a model": lambda mp: _did_you_mean_model(),
     "cpu float16 NCHW": lambda mp: Trainer(Params(
         model="trivial", device="cpu", data_format="NCHW", use_fp16=True,

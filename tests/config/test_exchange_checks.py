@@ -68,7 +68,7 @@ def test_nccl_is_refused_where_it_cannot_run(device, changes, message):
         Params(device=device, variable_update="collective_all_reduce",
                collective_implementation="nccl", **changes)
     Params(device="gpu", variable_update="collective_all_reduce",
-           collective_implementation="nccl")  # nccl/xring, the GPU default
+           collective_implementation="nccl")  # scatter/xring, the GPU default
 
 
 def test_collective_implementation_belongs_to_collective_all_reduce():
@@ -86,7 +86,7 @@ def test_defaults_and_accepted_specs():
     assert Params(device="cpu", variable_update="collective_all_reduce"
                   ).resolved_all_reduce_spec == "pscpu/xring"
     assert Params(device="gpu", variable_update="collective_all_reduce"
-                  ).resolved_all_reduce_spec == "nccl/xring"
+                  ).resolved_all_reduce_spec == "scatter/xring"
     assert Params(device="gpu", variable_update="replicated").resolved_all_reduce_spec == "nccl"
     assert Params(device="gpu").resolved_all_reduce_spec is None  # parameter_server
     for spec in ("psgpu/xring", "nccl/xring", "collective"):

@@ -182,6 +182,10 @@ CASES = [
     (["--num_examples_per_epoch=0"], "--num_examples_per_epoch=0: ", "must be >= 1", E),
     (["--num_examples_per_epoch=64", "--data_dir={data}"], "--num_examples_per_epoch=64: ",
      "conflicts with --data_dir=", E),
+    # A global batch larger than the files' epoch (32 examples): no full batch, ever.
+    (["--data_dir={data}", "--batch_size=33"], "--batch_size=33: ",
+     "the global batch of 33 (33 per device x 1 device x 1 worker) is larger than the 32 "
+     "examples of an epoch (the files in --data_dir)", E),
     *[([f"--optimizer={optimizer}", f"--{flag}={value}"], f"--{flag}={float(value)}: ",
        "must be in [0, 1)", E) for optimizer, flag in [
         ("rmsprop", "rmsprop_decay"), ("rmsprop", "rmsprop_momentum"),
@@ -441,6 +445,11 @@ LIBRARY_CASES = [
                               num_examples_per_epoch=100), input_source=from_arrays(
         np.zeros((64, 32, 32, 3), np.float32), np.zeros(64, np.int32), 8, repeat=False)),
      "--num_examples_per_epoch=100: conflicts with the input's epoch of 8 steps of 8"),
+    # An endless in-memory input of 4 examples, cut into epochs of global batches of 8.
+    (lambda d: Trainer(Params(model="trivial", device="cpu", batch_size=8, num_epochs=1),
+                       input_source=from_arrays(np.zeros((4, 32, 32, 3), np.float32),
+                                                np.zeros(4, np.int32), 8)),
+     "--num_epochs=1: from_arrays's global_batch=8 is larger than its 4 examples"),
 ]
 
 # Sites no caller can reach, each with why ("path: its first line" as the key).
@@ -461,6 +470,7 @@ ACCEPTED = [
     (["--data_dir={data}", "--input=dataset", "--datasets_prefetch_buffer_size=4"], E),
     (["--data_dir={data}", "--input=dataset", *DATASETS_FLAGS[:4]], E),
     (["--data_dir={data}", "--batch_group_size=2"], E),
+    (["--data_dir={data}", "--batch_size=32"], E),  # one full batch an epoch
     ([COLLECTIVE, "--sync_batch_norm"], ONE_WORKER_TF_CONFIG),
     ([COLLECTIVE, "--sync_batch_norm", "--cluster_source=tf_config"], ONE_WORKER_TF_CONFIG),
     (["--batch_size=1", "--num_batches=1", "--display_every=1", "--num_warmup_batches=0",

@@ -70,7 +70,7 @@ def tower_slices(images, global_batch, num_devices, steps, tower):
 
 def run_steps(variable_update, num_devices, global_batch, steps=2, all_reduce=None):
     images, labels = bn_data(steps * global_batch, global_batch)
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update=variable_update, all_reduce_spec=all_reduce,
                     init_learning_rate=0.1)
     trainer = Trainer(params, model=bn_model(),
@@ -134,7 +134,7 @@ def test_partial_last_batch_statistics_through_the_engine():
     run time, so the towers run the fused layer's unknown-batch path; the last
     batch gives tower 0 two examples (variance correction 7/8 matters)."""
     images, labels = bn_data(7, 4)
-    params = Params(model="trivial", device="cpu", num_gpus=2,
+    params = Params(device="cpu", num_gpus=2,
                     variable_update="replicated", staging_depth=0,
                     init_learning_rate=0.1, num_epochs=1)
     trainer = Trainer(params, model=bn_model(),

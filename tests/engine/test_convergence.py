@@ -33,7 +33,7 @@ def train_accuracy(num_towers, scaled):
     model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(name="flatten"),
                               keras.layers.Dense(2, name="logits")])
     recipe = dict(scale_learning_rate="linear", base_batch_size=BASE_BATCH) if scaled else {}
-    params = Params(model="trivial", device="cpu", num_gpus=num_towers, batch_size=BASE_BATCH,
+    params = Params(device="cpu", num_gpus=num_towers, batch_size=BASE_BATCH,
                     variable_update="replicated" if num_towers > 1 else "parameter_server",
                     optimizer="momentum", init_learning_rate=0.01, num_epochs=EPOCHS,
                     num_learning_rate_warmup_epochs=1, num_warmup_batches=0, **recipe)
@@ -66,7 +66,7 @@ def test_bf16_reaches_the_float32_accuracy_within_one_point():
                                       keras.layers.Dense(2, name="logits")])
         finally:
             keras.mixed_precision.set_dtype_policy("float32")
-        params = Params(model="trivial", device="cpu", num_gpus=2, batch_size=BASE_BATCH,
+        params = Params(device="cpu", num_gpus=2, batch_size=BASE_BATCH,
                         variable_update="replicated", optimizer="momentum",
                         init_learning_rate=0.01, num_epochs=EPOCHS,
                         num_learning_rate_warmup_epochs=1, num_warmup_batches=0,

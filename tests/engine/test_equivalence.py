@@ -55,7 +55,7 @@ def tower_trainer(num_devices, variable_update, all_reduce, optimizer_name, imag
     keras.utils.set_random_seed(1)
     model = tiny_model()
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update=variable_update, all_reduce_spec=all_reduce,
                     optimizer=optimizer_name, init_learning_rate=LEARNING_RATE)
     trainer = Trainer(params, model=model,
@@ -145,7 +145,7 @@ def test_weight_decay_counts_once_over_uneven_towers(variable_update, all_reduce
     keras.utils.set_random_seed(1)
     model = tiny_model()
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=3,
+    params = Params(device="cpu", num_gpus=3,
                     variable_update=variable_update, all_reduce_spec=all_reduce,
                     optimizer="momentum", init_learning_rate=LEARNING_RATE,
                     weight_decay=weight_decay)

@@ -83,7 +83,7 @@ def _cpu_trainer(mode, spec, packs, pack_mb=None):
     rng = np.random.default_rng(0)
     images = rng.standard_normal((16,) + IMAGE_SHAPE).astype(np.float32)
     labels = rng.integers(0, NUM_CLASSES, 16).astype(np.int32)
-    params = Params(model="trivial", device="cpu", num_gpus=4, variable_update=mode,
+    params = Params(device="cpu", num_gpus=4, variable_update=mode,
                     all_reduce_spec=spec, gradient_repacking=packs,
                     gradient_pack_mb=pack_mb, num_warmup_batches=0)
     return Trainer(params, model=tiny_model(), input_source=from_arrays(images, labels, 8))

@@ -185,3 +185,20 @@ def test_a_custom_loss_of_the_wrong_length_on_dynamic_slices():
     for got, want in zip(model.get_weights(), before):
         np.testing.assert_array_equal(got, want)
     trainer.close()
+
+
+@pytest.mark.parametrize("name", ["cifar_cnn", "trivial"])
+def test_a_registry_model_named_together_with_a_keras_model_is_refused(name):
+    # Issue 33 item 12: Params(model='cifar_cnn') with model= trained the Keras
+    # model and ignored the flag without a word. Naming the default model
+    # ('trivial') is refused too: Params' default is None, not that name.
+    assert towertrain.Params().model is None
+    with pytest.raises(towertrain.ParamsError) as refused:
+        towertrain.Trainer(towertrain.Params(device="cpu", model=name), model=conv_net())
+    assert str(refused.value) == (
+        f"--model={name}: Trainer(params, model=...) trains your Keras model 'user_net', "
+        f"so Params(model={name!r}) would be ignored; drop one of the two")
+    # Without the name the same run is built, on the Keras model.
+    trainer = make(conv_net(), *arrays())
+    assert trainer.model.name == "user_net" and trainer.plan.model == "trivial"
+    trainer.close()

@@ -176,7 +176,7 @@ def soft_placement_off():
 @pytest.mark.parametrize("optimizer", ["sgd", "momentum"])
 def test_parameter_server_cpu_variables_and_slots_live_on_cpu0(soft_placement_off,
                                                                optimizer):
-    params = Params(model="trivial", device="cpu", num_gpus=NUM_GPUS,
+    params = Params(device="cpu", num_gpus=NUM_GPUS,
                     variable_update="parameter_server", local_parameter_device="cpu",
                     optimizer=optimizer)
     trainer = Trainer(params, model=ps_model(), input_source=ps_input())
@@ -224,7 +224,7 @@ def ring_input():
 
 @pytest.mark.parametrize("device,num_devices", [("gpu", 4), ("gpu", 3), ("cpu", 4)])
 def test_ring_hops_run_on_the_ring_positions(device, num_devices):
-    params = Params(model="trivial", device=device, num_gpus=num_devices,
+    params = Params(device=device, num_gpus=num_devices,
                     variable_update="replicated", all_reduce_spec="ring")
     trainer = Trainer(params, model=ring_model(), input_source=ring_input(),
                       check_devices=device == "cpu")

@@ -36,7 +36,7 @@ def test_parameter_server_gpu_variables_and_slots_live_spread(monkeypatch):
     before = tf.config.get_soft_device_placement()
     tf.config.set_soft_device_placement(False)
     try:
-        params = Params(model="trivial", device="gpu", num_gpus=4, data_format="NHWC",
+        params = Params(device="gpu", num_gpus=4, data_format="NHWC",
                         variable_update="parameter_server", local_parameter_device="gpu",
                         optimizer="momentum")
         trainer = Trainer(params, model=ps_model(), input_source=ps_input())

@@ -36,7 +36,7 @@ def _train(mode, spec, packs, compact=False, pack_mb=None):
     tf.keras.utils.set_random_seed(1)
     model = tiny_model()
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=4, variable_update=mode,
+    params = Params(device="cpu", num_gpus=4, variable_update=mode,
                     all_reduce_spec=spec, gradient_repacking=packs,
                     gradient_pack_mb=pack_mb,
                     compact_gradient_transfer=compact, optimizer="momentum",

@@ -33,7 +33,7 @@ def traced(device, num_devices, global_batch=8, staging_depth=1):
     rng = np.random.default_rng(0)
     images = rng.standard_normal((4 * global_batch,) + IMAGE_SHAPE).astype(np.float32)
     labels = rng.integers(0, 5, 4 * global_batch).astype(np.int32)
-    params = Params(model="trivial", device=device, num_gpus=num_devices,
+    params = Params(device=device, num_gpus=num_devices,
                     variable_update="replicated", staging_depth=staging_depth)
     trainer = Trainer(params, model=tiny_model(),
                       input_source=from_arrays(images, labels, global_batch),

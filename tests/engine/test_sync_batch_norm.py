@@ -77,7 +77,7 @@ def train(num_devices, sync, images, labels, global_batch, batch_norm,
     keras.utils.set_random_seed(1)
     model = bn_model(batch_norm)
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update=variable_update, optimizer=optimizer_name,
                     all_reduce_spec=all_reduce if variable_update == "replicated" else None,
                     init_learning_rate=LEARNING_RATE, sync_batch_norm=sync)
@@ -154,7 +154,7 @@ def three_tower_trainer():
     """Read only: its traced step and its header."""
     images, labels = data(12)
     keras.utils.set_random_seed(1)
-    params = Params(model="trivial", device="cpu", num_gpus=3, variable_update="replicated",
+    params = Params(device="cpu", num_gpus=3, variable_update="replicated",
                     all_reduce_spec="pscpu", sync_batch_norm=True)
     return Trainer(params, model=bn_model(BATCH_NORMS["fused"]),
                    input_source=from_arrays(images, labels, 12))
@@ -206,7 +206,7 @@ def test_a_model_without_batch_norm_is_refused():
     model = keras.Sequential([keras.Input(IMAGE_SHAPE), keras.layers.Flatten(),
                               keras.layers.Dense(NUM_CLASSES)], name="plain")
     images, labels = data(4)
-    params = Params(model="trivial", device="cpu", num_gpus=2, sync_batch_norm=True)
+    params = Params(device="cpu", num_gpus=2, sync_batch_norm=True)
     with pytest.raises(ParamsError, match=r"model 'plain' has no batch-norm layers"):
         Trainer(params, model=model, input_source=from_arrays(images, labels, 4))
 
@@ -234,7 +234,7 @@ def test_gpu_graph_sums_on_gpu0_and_keeps_each_towers_backward_on_its_gpu():
     layer on /gpu:0 from each GPU's local sums, and every tower's backward
     pass (the gradient ops tf.gradients builds) stays on that tower's GPU."""
     images, labels = data(8)
-    params = Params(model="trivial", device="gpu", num_gpus=4, variable_update="replicated",
+    params = Params(device="gpu", num_gpus=4, variable_update="replicated",
                     all_reduce_spec="psgpu", data_format="NHWC", sync_batch_norm=True)
     trainer = Trainer(params, model=bn_model(BATCH_NORMS["fused"]),
                       input_source=from_arrays(images, labels, 8), check_devices=False)

@@ -11,7 +11,7 @@ NUM_GPUS = 4
 
 def gpu_trainer(model=None, input_source=None, **overrides):
     overrides.setdefault("variable_update", "replicated")
-    params = Params(model="trivial", device="gpu", num_gpus=NUM_GPUS, batch_size=2,
+    params = Params(device="gpu", num_gpus=NUM_GPUS, batch_size=2,
                     **overrides)
     return Trainer(params, model=model, input_source=input_source, check_devices=False)
 

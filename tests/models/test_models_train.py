@@ -61,8 +61,8 @@ def test_one_training_step(name, num_devices, data_format):
     num_classes = models.DATASET_CLASSES[spec.default_dataset]
     model = models.build(name, num_classes=num_classes, data_format=data_format,
                          image_size=max(32, spec.min_image_size))
-    params = Params(model=name, device="cpu", num_gpus=num_devices, batch_size=1,
-                    num_batches=1, num_warmup_batches=0, variable_update="replicated",
+    params = Params(data_name=spec.default_dataset, device="cpu", num_gpus=num_devices,
+                    batch_size=1, num_batches=1, num_warmup_batches=0, variable_update="replicated",
                     data_format=data_format)
     trainer = Trainer(params, model=model)
     loss = float(trainer.step())

@@ -21,5 +21,8 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
     for path in ("xring_nccl", "xring_2workers"):
         assert (f"\n{path:<15}traced, 2 workers x 2 GPUs: 3 CollectiveReduceV2, 2 NcclAllReduce"
                 in out), out
-    assert out.count("every collective kept, one chain per GPU, NCCL across workers") == 2
+    # scatter/xring: per GPU a reduce-scatter and a gather in the worker.
+    assert (f"\n{'xring_scatter':<15}traced, 2 workers x 2 GPUs: 2 CollectiveGatherV2, "
+            "2 CollectiveReduceScatterV2, ") in out, out
+    assert out.count("every collective kept, one chain per GPU, NCCL across workers") == 3
     assert out.rstrip().endswith("run this on a machine with a GPU to prove them")

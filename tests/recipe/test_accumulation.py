@@ -70,7 +70,7 @@ def test_update_equals_one_step_on_its_batches_concatenated(num_devices, variabl
     keras.utils.set_random_seed(1)
     model = tiny_model()
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update=variable_update, optimizer="momentum",
                     init_learning_rate=LEARNING_RATE, weight_decay=WEIGHT_DECAY,
                     num_epochs=2, num_warmup_batches=0, gradient_accumulation_steps=steps,
@@ -115,7 +115,7 @@ def test_full_batches_equal_stock_keras_gradient_accumulation(num_devices, sync)
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     reference.fit(images, labels, batch_size=global_batch, epochs=1, shuffle=False, verbose=0)
 
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update="replicated", optimizer="momentum",
                     init_learning_rate=LEARNING_RATE, num_batches=updates,
                     num_warmup_batches=0, gradient_accumulation_steps=steps,
@@ -141,7 +141,7 @@ def test_schedule_counts_updates():
     batches of 4 are 6 batches, 2 updates of K=4 an epoch, so the rate
     changes at the third update; the warmup ramps over updates too."""
     images, labels = examples(22)
-    params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
+    params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     piecewise_learning_rate_schedule="0.1;1;0.01", num_epochs=2,
                     num_warmup_batches=0, gradient_accumulation_steps=4, staging_depth=0)
     trainer = Trainer(params, model=tiny_model(),
@@ -185,7 +185,7 @@ def test_micro_batches_before_the_last_exchange_nothing():
     the last micro-batch all-reduces and applies."""
     from towertrain.engine.step import accumulate
     images, labels = examples(16)
-    params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
+    params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     all_reduce_spec="pscpu", optimizer="momentum", num_batches=2,
                     num_warmup_batches=0, gradient_accumulation_steps=2, staging_depth=0)
     trainer = Trainer(params, model=tiny_model(),

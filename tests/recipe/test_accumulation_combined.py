@@ -100,7 +100,7 @@ def train_tiny(seed, images, labels, num_epochs=1, callbacks=(), **flags):
     keras.utils.set_random_seed(seed)
     model = tiny_model()
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", init_learning_rate=LEARNING_RATE,
+    params = Params(device="cpu", init_learning_rate=LEARNING_RATE,
                     num_epochs=num_epochs, num_warmup_batches=0, staging_depth=0, **flags)
     trainer = Trainer(params, model=model, input_source=from_arrays(
         images, labels, GLOBAL_BATCH, num_epochs=num_epochs))
@@ -184,7 +184,7 @@ def _fp16_trainer(images, steps=2, num_epochs=None, **flags):
         keras.mixed_precision.set_dtype_policy("float32")
     flags = dict(dict(staging_depth=0, fp16_inc_loss_scale_every_n=100), **flags)
     length = dict(num_epochs=num_epochs) if num_epochs else dict(num_batches=100)
-    params = Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
+    params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     optimizer="momentum", init_learning_rate=LEARNING_RATE,
                     num_warmup_batches=0, gradient_accumulation_steps=steps, use_fp16=True,
                     fp16_enable_auto_loss_scale=True, fp16_loss_scale=1024.0,

@@ -131,7 +131,7 @@ def _train(num_devices, spec, compact, use_bf16=False):
     rng = np.random.default_rng(3)
     images = rng.standard_normal((STEPS * GLOBAL_BATCH,) + IMAGE_SHAPE).astype(np.float32)
     labels = rng.integers(0, NUM_CLASSES, STEPS * GLOBAL_BATCH).astype(np.int32)
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update="replicated", all_reduce_spec=spec,
                     optimizer="momentum", init_learning_rate=0.1,
                     compact_gradient_transfer=compact, use_bf16=use_bf16,

@@ -233,7 +233,7 @@ def test_towers_step_with_the_scheduled_rates_like_serial_keras(variable_update,
     keras.utils.set_random_seed(1)
     model = tiny_model()
     initial = model.get_weights()
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update=variable_update, all_reduce_spec=all_reduce,
                     init_learning_rate=0.1, scale_learning_rate="linear", base_batch_size=5,
                     num_learning_rate_warmup_epochs=1, num_epochs_per_decay=1,

@@ -69,7 +69,7 @@ def towers(num_devices, variable_update, all_reduce, images, labels, global_batc
     model = tiny_model()
     initial = model.get_weights()
     flags.setdefault("init_learning_rate", LEARNING_RATE)
-    params = Params(model="trivial", device="cpu", num_gpus=num_devices,
+    params = Params(device="cpu", num_gpus=num_devices,
                     variable_update=variable_update, all_reduce_spec=all_reduce, **flags)
     trainer = Trainer(params, model=model,
                       input_source=from_arrays(images, labels, global_batch))

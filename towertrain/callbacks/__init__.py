@@ -116,7 +116,8 @@ def _observers(plan, handles, summaries, write):
     if out.graph_file:
         observers.append(GraphFile(handles.trace_step, out.graph_file, write))
     if out.benchmark_log_dir:
-        parameters = dict(handles.settings, batch_size=plan.batches.global_batch,
+        parameters = dict(handles.settings, model=plan.model,
+                          batch_size=plan.batches.global_batch,
                           batch_size_per_device=plan.batches.per_device,
                           num_batches=plan.steps.timed)
         observers.append(BenchmarkLogFile(out.benchmark_log_dir, out.display_every, warmup,

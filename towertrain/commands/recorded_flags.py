@@ -14,6 +14,7 @@ def directory(params):
 def fill_params(params, explicit, record):
     """params with each recorded flag not given explicitly (`explicit`: names
     given on the command line) taken from the record."""
+    # As given (None: not given), so the record's model brings its own dataset.
     given = {name: getattr(params, name) for name in run_record.RECORDED_FLAGS}
     changes = run_record.recorded_values(given, explicit, record)
     if not changes:
@@ -37,8 +38,11 @@ def check(record, params, where):
 
 
 def resolved(params, name):
-    """The flag's value as a run uses it: --data_name defaults to the model's dataset."""
+    """The flag's value as a run uses it: --model defaults to the registry's
+    default, --data_name to the model's dataset."""
+    if name == "model":
+        return params.resolved_model
     if name == "data_name" and params.data_name is None:
         from towertrain import models  # deferred: builds the registry (imports Keras)
-        return models.get_spec(params.model).default_dataset
+        return models.get_spec(params.resolved_model).default_dataset
     return getattr(params, name)

@@ -86,10 +86,10 @@ class MirroredRunner:
         from towertrain import models
         from towertrain.recipe import precision
         strategy = tf.distribute.MirroredStrategy(list(devices))
-        spec = models.get_spec(params.model)
+        spec = models.get_spec(params.resolved_model)
         with strategy.scope(), precision.policy_scope(params):
             model = models.build(
-                params.model, data_format=params.resolved_data_format,
+                params.resolved_model, data_format=params.resolved_data_format,
                 num_classes=models.DATASET_CLASSES[params.data_name or spec.default_dataset])
             if stock_batch_norm:
                 from towertrain.state.export import to_stock_keras
@@ -240,7 +240,7 @@ def main(argv):
         base = flags_lib.params_from_flags().replace(device=device)
         from towertrain import models
         base = base.replace(batch_size=base.batch_size or
-                            models.get_spec(base.model).default_batch_size)
+                            models.get_spec(base.resolved_model).default_batch_size)
         names = [name for name, _, _ in modes(device)]
         selected = fl.modes.split(",") if fl.modes else None
         for name in selected or ():
@@ -257,13 +257,13 @@ def main(argv):
                 write=lambda line: print(line, flush=True))
     for config in configs:
         config.runner.close()
-    settings = {"model": base.model, "device": device, "data_format": base.resolved_data_format,
+    settings = {"model": base.resolved_model, "device": device, "data_format": base.resolved_data_format,
                 "batch_size": base.batch_size, "num_batches": base.resolved_num_batches,
                 "num_warmup_batches": base.num_warmup_batches, "rounds": fl.rounds,
                 "max_devices": max_devices, "keras_batch_norm": fl.keras_batch_norm,
                 "tensorflow": tf.__version__}
     os.makedirs(fl.output_dir, exist_ok=True)
-    stem = os.path.join(fl.output_dir, f"scaling_{base.model}_{device}")
+    stem = os.path.join(fl.output_dir, f"scaling_{base.resolved_model}_{device}")
     lines = scaling_plot.table_lines(configs, settings)
     print("\n" + "\n".join(lines))
     with open(stem + ".txt", "w", encoding="utf-8") as f:

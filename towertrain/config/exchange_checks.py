@@ -32,12 +32,17 @@ def gradient_pack_bytes(p, device):
 
 def default_spec(variable_update, device):
     """The exchange a mode uses when --all_reduce_spec is not given. For
-    collective_all_reduce the hierarchical one: bench/bench_exchange.py (b)
-    measured it faster than the flat one at 2 workers x 2 devices."""
+    collective_all_reduce a hierarchical one: on CPU devices pscpu/xring
+    (bench/bench_exchange.py (b) measured it faster than the flat one at 2
+    workers x 2 devices); on GPUs scatter/xring
+    by the cost model (README: Gradient exchange): no term of it exceeds
+    nccl/xring's (the same NVLink bytes, no serial copy-back), and every
+    GPU's link carries 1/L of the crossing instead of one GPU's carrying
+    all. No GPU was at hand to measure it."""
     if variable_update == "replicated":
         return "nccl" if device == "gpu" else "pscpu"
     if variable_update == "collective_all_reduce":
-        return "nccl/xring" if device == "gpu" else "pscpu/xring"
+        return "scatter/xring" if device == "gpu" else "pscpu/xring"
     return None
 
 

@@ -46,6 +46,14 @@ class Params:
         return DEFAULT_NUM_BATCHES if self.num_batches is None else self.num_batches
 
     @property
+    def resolved_model(self) -> str:
+        """--model, or the registry's default model when not given."""
+        if self.model is not None:
+            return self.model
+        from towertrain.models import catalog  # names without Keras
+        return catalog.DEFAULT_MODEL
+
+    @property
     def resolved_device(self) -> str:
         if self.device is not None:
             return self.device
@@ -89,7 +97,7 @@ def validate(p: Params) -> None:
     from towertrain.models import catalog  # names without Keras; models never import the engine
 
     _check_types(p)
-    if p.model not in catalog.registered_names():
+    if p.model is not None and p.model not in catalog.registered_names():
         import difflib
         close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)
         _fail("model", p.model, (f"unknown model (did you mean {close[0]}?)" if close else

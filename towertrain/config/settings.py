@@ -90,8 +90,10 @@ def group(title, *settings):
 # The table, in --help order. Params' fields follow the same order.
 SETTINGS = (
     *group("Model and data",
-        Setting("model", STRING, "trivial", "Model name from the registry "
-                "(towertrain.models)."),
+        # None, not "trivial", so Trainer(model=<keras model>) can tell an
+        # explicit Params(model=...) apart and refuse it (Params.resolved_model).
+        Setting("model", STRING, None, "Model name from the registry "
+                "(towertrain.models; default: trivial)."),
         Setting("data_name", ENUM, None, "Dataset name (default: the model's); sets the "
                 "number of classes.", choices=DATA_NAMES),
         Setting("data_dir", STRING, None, "Directory of the dataset's files (cifar10 binary "
@@ -127,7 +129,7 @@ SETTINGS = (
                 "each device sums its shard across workers (all L devices' links at once), "
                 "then all-gathers (Horovod's hierarchy; NCCL on gpu); collective sums over "
                 "every device of every worker flatly "
-                "(default: pscpu/xring on cpu, nccl/xring on gpu).", choices=ALL_REDUCE_SPECS,
+                "(default: pscpu/xring on cpu, scatter/xring on gpu).", choices=ALL_REDUCE_SPECS,
                 scaling=PER_CONFIGURATION, applies_with=EXCHANGES),
         Setting("gradient_repacking", INTEGER, 0, "Cut each dtype's gradients into this many "
                 "packs of about equal bytes, in reverse layer order, each reduced on its own "

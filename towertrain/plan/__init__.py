@@ -47,13 +47,20 @@ class InputFacts:
     global_batch: Optional[int] = None  # the input's own global batch, if it sets one
     num_examples: Optional[int] = None  # examples per epoch, where the input knows them
     synthetic: bool = False  # the plan's synthetic data (stands in for the dataset)
+    # A user's input (Trainer(input_source=...)): how messages name it (from_arrays,
+    # ...), and whether it was built with its own epochs (from_arrays(num_epochs=K),
+    # repeat=False, ...: its partial batches are the ones asked for). None, False:
+    # the plan's own input (synthetic data or --data_dir).
+    user_input: Optional[str] = None
+    user_epochs: bool = False
 
     @classmethod
-    def of(cls, input_source):
+    def of(cls, input_source, user_input=None, user_epochs=False):
         return cls(getattr(input_source, "steps_per_epoch", None),
                    getattr(input_source, "global_batch", None),
                    getattr(input_source, "num_examples", None),
-                   getattr(input_source, "name", None) == "synthetic")
+                   getattr(input_source, "name", None) == "synthetic",
+                   user_input, user_epochs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,13 +152,13 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     cluster_lib.check_supported(params, cluster)
     if model_spec is None:
         from towertrain import models
-        model_spec = models.get_spec(params.model)
+        model_spec = models.get_spec(params.resolved_model)
     topology = topology_of(params, machine, cluster)
     dataset = params.data_name or model_spec.default_dataset
     input_checks.check(params, dataset)
     per_device = params.batch_size or model_spec.default_batch_size
     return Layout(
-        model=params.model, dataset=dataset, topology=topology,
+        model=params.resolved_model, dataset=dataset, topology=topology,
         runtime=runtime_of(params, topology, machine),
         exchange=exchange_of(params, topology),
         input=_take(InputPlan, params, data_name=dataset, seed=params.tf_random_seed),
@@ -171,6 +178,9 @@ def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> Run
                       global_batch=global_batch,
                       eval_per_device=layout.eval_batch_per_device,
                       accumulation_steps=accumulation_steps)
+    steps_lib.check_batch_fits_epoch(
+        params, input_facts, global_batch,
+        (layout.batch_per_device, topology.num_towers, topology.num_workers))
     steps = steps_lib.plan_steps(params, input_facts, global_batch, layout.dataset)
     recipe = Recipe(
         optimizer=_take(Optimizer, params),

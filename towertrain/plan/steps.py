@@ -65,6 +65,43 @@ def epoch_origin(params, input_facts, dataset):
     return None, None
 
 
+def check_batch_fits_epoch(params, input_facts, global_batch, split):
+    """Refuses a global batch larger than an epoch of real data where
+    towertrain cuts the epochs: the files of --data_dir, or an endless
+    in-memory input that Params(num_epochs) makes exact epochs. Each epoch
+    would be one partial batch of all its examples (epochs end with their
+    partial batch), so no step would train on the batch asked for, while the
+    header and the learning-rate scaling count that batch. A last partial
+    batch after full ones (34 examples in 16s: 16, 16, 2) is an epoch's
+    normal end and passes; so does synthetic data (it fills every batch), an
+    input that repeats without epochs (its batches run across them), one
+    built with its own epochs (from_arrays(num_epochs=K), repeat=False: its
+    partial batches are the ones asked for), and --eval (no training batch).
+
+    split: (per device, devices per worker, workers) of the plan's batch."""
+    examples = input_facts.num_examples
+    if (params.eval or input_facts.user_epochs or input_facts.steps_per_epoch is None
+            or not examples or examples >= global_batch):  # synthetic: no examples
+        return
+    per_device, towers, workers = split
+    devices = towers * workers
+    if input_facts.user_input:  # an endless input of the user's, cut by Params(num_epochs)
+        door = input_facts.user_input
+        raise ParamsError(
+            f"--num_epochs={params.num_epochs}: {door}'s global_batch={global_batch} is "
+            f"larger than its {examples} examples, so no step of an epoch would train on a "
+            f"full batch; give {door} a global_batch of at most {examples}")
+    where = (f"{per_device} per device x {towers} device{'s' * (towers > 1)} x {workers} "
+             f"worker{'s' * (workers > 1)}")
+    fix = (f"use a smaller --batch_size (at most {examples // devices} per device) or fewer "
+           "devices" if examples >= devices else f"use at most {examples} devices")
+    source = epoch_origin(params, input_facts, None)[1]
+    raise ParamsError(
+        f"--batch_size={per_device}: the global batch of {global_batch} ({where}) is larger "
+        f"than the {examples} examples of an epoch ({source}), so no step would train on a "
+        f"full batch; {fix}")
+
+
 def plan_steps(params, input_facts, global_batch, dataset=None) -> Steps:
     """The Steps section: length, epochs, accumulation and the eval schedule.
     input_facts: the plan's InputFacts; dataset: the run's (for its known size)."""

@@ -17,6 +17,11 @@ def _door(input_source):
         input_source, "origin", None) or type(input_source).__name__
 
 
+def door_name(input_source):
+    """How messages name a user's input: its entry point (from_arrays, ...)."""
+    return (getattr(input_source, "origin", "") or "").split(":")[0] or _door(input_source)
+
+
 def agree(num_epochs, input_source):
     """The input to train on, its epochs agreed with --num_epochs (`num_epochs`);
     raises ParamsError naming both settings when they differ."""
@@ -29,7 +34,7 @@ def agree(num_epochs, input_source):
         rebuilt = with_epochs(wanted) if with_epochs is not None else None
         return rebuilt if rebuilt is not None else input_source
     if given != wanted:
-        door = (getattr(input_source, "origin", "") or "").split(":")[0] or _door(input_source)
+        door = door_name(input_source)
         raise ParamsError(f"--num_epochs={wanted}: Params(num_epochs={wanted}) and "
                           f"{door}(num_epochs={given}) disagree; give the epochs once: in "
                           f"Params, and leave num_epochs out of {door}")
@@ -46,7 +51,7 @@ def check_lasts(num_epochs, input_source, total_steps, global_batch):
         return
     available = given * math.ceil(examples / global_batch)
     if total_steps > available:
-        door = (getattr(input_source, "origin", "") or "").split(":")[0] or _door(input_source)
+        door = door_name(input_source)
         raise ParamsError(
             f"--num_epochs: the input ({door}, num_epochs={given}) ends after {available} "
             f"steps, but Params has no num_epochs and asks for {total_steps} steps "

@@ -73,6 +73,17 @@ def model_input_shape(model):
     return _shape(inputs[0].shape[1:])
 
 
+def check_one_model(model_name, model):
+    """Params(model=NAME) names a registry model; Trainer(model=...) passes one.
+    Given both, the Keras model would be trained and NAME silently ignored."""
+    if model is None or model_name is None:
+        return
+    name = getattr(model, "name", type(model).__name__)
+    raise ParamsError(f"--model={model_name}: Trainer(params, model=...) trains your Keras "
+                      f"model {name!r}, so Params(model={model_name!r}) would be ignored; "
+                      "drop one of the two")
+
+
 def check_built(model, input_source=None):
     """input_source: the Trainer's input, whose images give the shape to build for."""
     if not isinstance(model, keras.Model):

@@ -22,7 +22,10 @@ own, by --all_reduce_spec:
   group keys are global to the cluster), the pack padded to L equal shards
   (NCCL's reduce-scatter and gather take equal parts); on CPU devices the
   reduce-scatter is an add_n of the shard's slices placed on device i and
-  the gather a concat on each device;
+  the gather a concat on each device. On GPUs NCCL hands shard r to the
+  group's rank r, and TensorFlow ranks a worker's GPUs by their links: every
+  worker's GPUs must have the same links (homogeneous machines), so that
+  device i holds the same shard on every worker;
 - collective (flat): one `CollectiveReduceV2` per pack per device over all
   devices of the cluster (group size = workers x local devices).
 Either way every copy then applies the identical update.
