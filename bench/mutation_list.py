@@ -2448,4 +2448,11 @@ MUTATIONS = [
         "and plan.topology.device == \"cpu\" and not exchange.gradient_repacking",
         "and plan.topology.device == \"cpu\"",
         [T + "engine/test_exchange_graph.py::test_the_header_says_cpu_devices_sum_per_variable"]),
+    # An earlier micro-batch's infinite loss (finite gradients) is carried by
+    # the accumulated flag; the exchanged sum's check cannot see it.
+    Mutation(
+        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step/train_step.py",
+        "        combined, finite = [], [all_finite]\n",
+        "        combined, finite = [], list(finite)\n",
+        [T + "engine/test_finite_check.py::test_an_infinite_loss_in_an_earlier_micro_batch_skips_the_update"]),
 ]
