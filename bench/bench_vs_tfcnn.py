@@ -17,7 +17,8 @@ CPU devices, --variable_update=replicated, each at its defaults otherwise
 layout), the same per-device batch, warm-up and timed steps; each prints
 'total images/sec'. The runs of one round are interleaved (tower count,
 precision, then the two programs in alternating order), so drift on the
-machine hits both; the table gives per tower count and precision the median
+machine hits both (a run two rows share, tf_cnn_benchmarks' float32, runs
+once per round); the table gives per tower count and precision the median
 images/sec of each and the median, min and max of the per-round ratios.
 
 Precisions: float32 for both; 'best' is each program's fastest on this
@@ -190,19 +191,24 @@ def main():
     curve = {s: [] for s in shapes}
     started = time.monotonic()
     for r in range(args.rounds):
-        for (t, (p_tt, p_tf)), (tt_values, tf_values, ratios) in pairs.items():
-            order = [("towertrain", towertrain, p_tt), ("tf_cnn_benchmarks", tfcnn, p_tf)]
+        for t in towers:
+            # Each distinct run once per round (a precision both rows share,
+            # tf_cnn_benchmarks' float32, is one run), in alternating order.
+            runs = list(dict.fromkeys(
+                [("towertrain", p_tt) for p_tt, _ in precisions] +
+                [("tf_cnn_benchmarks", p_tf) for _, p_tf in precisions]))
             if r % 2:
-                order.reverse()
-            got = {}
-            for name, fn, precision in order:
-                got[name] = fn(args, t, precision)
-            tt_values.append(got["towertrain"])
-            tf_values.append(got["tf_cnn_benchmarks"])
-            ratios.append(got["towertrain"] / got["tf_cnn_benchmarks"])
-            print(f"round {r + 1}: {t} towers, towertrain {p_tt} {got['towertrain']:.1f}, "
-                  f"tf_cnn_benchmarks {p_tf} {got['tf_cnn_benchmarks']:.1f}, "
-                  f"ratio {ratios[-1]:.3f}", flush=True)
+                runs.reverse()
+            got = {run_: (towertrain if run_[0] == "towertrain" else tfcnn)(args, t, run_[1])
+                   for run_ in runs}
+            for p_tt, p_tf in precisions:
+                tt_values, tf_values, ratios = pairs[(t, (p_tt, p_tf))]
+                a, b = got[("towertrain", p_tt)], got[("tf_cnn_benchmarks", p_tf)]
+                tt_values.append(a)
+                tf_values.append(b)
+                ratios.append(a / b)
+                print(f"round {r + 1}: {t} towers, towertrain {p_tt} {a:.1f}, "
+                      f"tf_cnn_benchmarks {p_tf} {b:.1f}, ratio {ratios[-1]:.3f}", flush=True)
         for shape in (shapes if r % 2 == 0 else list(reversed(shapes))):
             curve[shape].append(workers(args, *shape))
             print(f"round {r + 1}: {shape[0]} x {shape[1]}: {curve[shape][-1]:.1f}", flush=True)

@@ -1363,13 +1363,6 @@ MUTATIONS = [
         "        if self.loss_scale:\n            self.loss_scale.update(all_finite)\n",
         [T + "recipe/test_accumulation_combined.py::test_dynamic_loss_scale_counts_updates",
          T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
-    # x loss scaling: the update's finite check sees only its last micro-batch
-    # (neither the accumulated flag nor the accumulated sums).
-    Mutation(
-        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step/train_step.py",
-        "        combined, finite = [], [all_finite]\n",
-        "        combined, finite = [], list(finite)\n",
-        [T + "recipe/test_accumulation_combined.py::test_overflow_in_one_micro_batch_skips_the_whole_update"]),
     # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
     Mutation(
         "accumulation_linear_scaling_per_batch", "towertrain/plan/__init__.py",
@@ -2445,4 +2438,21 @@ MUTATIONS = [
         "micro_batch, check_gradients=not sums_checked)",
         "micro_batch, check_gradients=True)",
         [T + "engine/test_finite_check.py::test_the_summed_gradient_is_checked_once_not_per_tower"]),
+    Mutation(
+        "pscpu_packs_over_cpu_devices", "towertrain/engine/allreduce/central.py",
+        "        if all(tf.DeviceSpec.from_string(d).device_type.upper() == \"CPU\"",
+        "        if False and all(tf.DeviceSpec.from_string(d).device_type.upper() == \"CPU\"",
+        [T + "engine/test_exchange_graph.py::test_pscpu_over_cpu_devices_sums_each_variable_without_packing"]),
+    Mutation(
+        "header_says_no_pack_for_packed_cpu_exchange", "towertrain/engine/run/header.py",
+        "and plan.topology.device == \"cpu\" and not exchange.gradient_repacking",
+        "and plan.topology.device == \"cpu\"",
+        [T + "engine/test_exchange_graph.py::test_the_header_says_cpu_devices_sum_per_variable"]),
+    # An earlier micro-batch's infinite loss (finite gradients) is carried by
+    # the accumulated flag; the exchanged sum's check cannot see it.
+    Mutation(
+        "accumulation_finite_only_last_micro_batch", "towertrain/engine/step/train_step.py",
+        "        combined, finite = [], [all_finite]\n",
+        "        combined, finite = [], list(finite)\n",
+        [T + "engine/test_finite_check.py::test_an_infinite_loss_in_an_earlier_micro_batch_skips_the_update"]),
 ]

@@ -83,3 +83,30 @@ def test_the_summed_gradient_is_checked_once_not_per_tower(mode, sums):
     else:  # each tower's own, on its device
         assert len(gradients) == towers * len(floating)
         assert len({op.device for op in gradients}) == towers
+
+
+def _infinite_loss_for(label):
+    """Cross-entropy, plus an infinity that carries no gradient for the
+    examples of `label`: an infinite loss with finite gradients, which the
+    summed gradients' check cannot see."""
+    def loss_fn(labels, logits):
+        ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+        return ce + tf.where(tf.equal(tf.cast(labels, tf.int32), label),
+                             tf.fill(tf.shape(ce), float("inf")), tf.zeros_like(ce))
+    return loss_fn
+
+
+def test_an_infinite_loss_in_an_earlier_micro_batch_skips_the_update():
+    """--gradient_accumulation_steps=2: the update's first micro-batch has an
+    infinite loss (finite gradients), its last is clean: nothing is applied,
+    though the exchanged sum is finite (the accumulated flag carries it)."""
+    images, labels = _data(poisoned_tower=1)  # batch 0 poisoned, batch 1 clean
+    trainer = Trainer(tiny_models.tiny_params("replicated", TOWERS, batch_size=PER_DEVICE,
+                                              num_batches=1, gradient_accumulation_steps=2),
+                      input_source=from_arrays(images, labels, PER_DEVICE * TOWERS,
+                                               num_epochs=1),
+                      loss_fn=_infinite_loss_for(POISON_LABEL))
+    before = _copies(trainer)
+    result = trainer.step()
+    assert result.finite is False and not np.isfinite(result.loss)
+    assert _copies(trainer) == before and trainer.global_step() == 0

@@ -125,6 +125,16 @@ def _flags(text):
             (item.split("=") for item in text.split(",") if item)}
 
 
+def _infinite_where_marked(labels, logits):
+    """Cross-entropy, plus an infinity that has no gradient for an example
+    labelled -1 (scored as label 0): a non-finite loss with finite gradients."""
+    import keras
+    import tensorflow as tf
+    loss = keras.losses.sparse_categorical_crossentropy(tf.maximum(labels, 0), logits,
+                                                        from_logits=True)
+    return loss + tf.stop_gradient(tf.where(labels < 0, np.inf, 0.0))
+
+
 def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list, models,
                 flags_list):
     """Worker process: joins the cluster (2 logical CPUs), then for each
@@ -146,7 +156,10 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
     for index, (spec, pack, accumulation, epochs, model, flags) in enumerate(configs):
         accumulation, epochs = int(accumulation), int(epochs)
         model, _, files = model.partition(":")  # trivial:cifar10 trains on those files
-        poisoned = files == "nan"  # ckpt_tiny:nan: a NaN image in worker 1's share only
+        # ckpt_tiny:nan: a NaN image in worker 1's share only; ckpt_tiny:infloss:
+        # an example there whose loss is infinite but its gradient finite.
+        poisoned = files in ("nan", "infloss")
+        loss_fn = _infinite_where_marked if files == "infloss" else None
         files = "" if poisoned else files
         data = dict(data_name=files, distortions=True, data_dir=os.path.join(
             os.path.dirname(out_path), files)) if files else {}
@@ -160,12 +173,15 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
         if index == 0:
             trainer_lib.join_cluster(params)
         del positions[:]
-        arrays = images
+        arrays, marked = images, labels
         if poisoned:  # global rows 8..15 are towers 2 and 3: worker 1's
-            arrays = images.copy()
-            arrays[12] = np.nan
+            arrays, marked = images.copy(), labels.copy()
+            if loss_fn is None:
+                arrays[12] = np.nan
+            else:
+                marked[12] = -1
         trainer = trainer_lib.Trainer(params, input_source=None if files else from_arrays(
-            arrays, labels, GLOBAL_BATCH, num_epochs=epochs))
+            arrays, marked, GLOBAL_BATCH, num_epochs=epochs), loss_fn=loss_fn)
         assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
         results = [trainer.step() for _ in range(1 if poisoned else trainer.total_steps)]
         losses = [float(r) for r in results]
@@ -250,6 +266,10 @@ FILES = [("pscpu/xring", 0, 1, 1, "trivial:cifar10", ""),
          ("pscpu/xring", 0, 1, 1, "trivial:imagenet", "")]
 # Last, one step with a NaN image in worker 1's share only.
 POISONED = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:nan", "")
+# And one with an infinite loss but finite gradients in worker 1's share: the
+# exchanged gradient sum is finite everywhere, so only the finite flag in
+# the step's tail keeps worker 0 from applying.
+INFINITE_LOSS = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:infloss", "")
 # The step's count travels in its tail and the update divides by count /
 # nominal (engine/step/train_step.py): with weight decay (its term inside the
 # towers' loss) and accumulating, and in float16 (the count ahead of the
@@ -266,11 +286,12 @@ def exchange_outputs(tmp_path_factory):
     one 2-worker launch (a Trainer each): {(spec, packs), ACCUMULATING or
     SECOND_MODEL: the two .npz outputs}."""
     configs = ([(spec, packs, 1, 1, "ckpt_tiny", "") for spec, packs in EXCHANGES]
-               + [ACCUMULATING, SECOND_MODEL] + FILES + [POISONED] + DECAYED + [HALF])
+               + [ACCUMULATING, SECOND_MODEL] + FILES + [POISONED, INFINITE_LOSS] + DECAYED
+               + [HALF])
     directory = tmp_path_factory.mktemp("exchanges")
     _write_files(str(directory))
     outputs = run_two_workers_each(directory, configs)
-    kept_whole = [ACCUMULATING, SECOND_MODEL, POISONED, HALF] + FILES + DECAYED
+    kept_whole = [ACCUMULATING, SECOND_MODEL, POISONED, INFINITE_LOSS, HALF] + FILES + DECAYED
     result = {(config if config in kept_whole else config[:2]): outs
               for config, outs in outputs.items()}
     result["data"] = str(directory)
@@ -422,13 +443,15 @@ def test_two_workers_on_files_decode_only_their_share_and_equal_one_process(
 
 
 @pytest.mark.slow  # the shared 2-worker launch's last run
-def test_a_non_finite_step_on_one_worker_applies_nothing_on_any(exchange_outputs):
-    """Worker 1's towers see a NaN image, worker 0's do not: the finite flag
-    travels with the loss in the step's one scalar collective, so both skip
-    the update (worker 0 alone would apply it and the copies would part)."""
-    first, second = (np.load(out) for out in exchange_outputs[POISONED])
+@pytest.mark.parametrize("config", [POISONED, INFINITE_LOSS], ids=["nan-image", "inf-loss"])
+def test_a_non_finite_step_on_one_worker_applies_nothing_on_any(config, exchange_outputs):
+    """Worker 1's towers see a NaN image (or an infinite loss with finite
+    gradients), worker 0's do not: the finite flag travels with the loss in
+    the step's one scalar collective, so both skip the update (worker 0
+    alone would apply it and the copies would part)."""
+    first, second = (np.load(out) for out in exchange_outputs[config])
     assert list(first["applied"]) == [False] and list(second["applied"]) == [False]
-    assert np.isnan(first["losses"][0]) and np.isnan(second["losses"][0])
+    assert not np.isfinite(first["losses"][0]) and not np.isfinite(second["losses"][0])
     for name in first.files:
         if name.startswith("copy"):
             np.testing.assert_array_equal(first[name], second[name], err_msg=name)

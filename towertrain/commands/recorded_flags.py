@@ -14,7 +14,8 @@ def directory(params):
 def fill_params(params, explicit, record):
     """params with each recorded flag not given explicitly (`explicit`: names
     given on the command line) taken from the record."""
-    given = {name: resolved(params, name) for name in run_record.RECORDED_FLAGS}
+    # As given (None: not given), so the record's model brings its own dataset.
+    given = {name: getattr(params, name) for name in run_record.RECORDED_FLAGS}
     changes = run_record.recorded_values(given, explicit, record)
     if not changes:
         return params
