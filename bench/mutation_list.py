@@ -2438,16 +2438,6 @@ MUTATIONS = [
         "micro_batch, check_gradients=not sums_checked)",
         "micro_batch, check_gradients=True)",
         [T + "engine/test_finite_check.py::test_the_summed_gradient_is_checked_once_not_per_tower"]),
-    Mutation(
-        "pscpu_packs_over_cpu_devices", "towertrain/engine/allreduce/central.py",
-        "        if all(tf.DeviceSpec.from_string(d).device_type.upper() == \"CPU\"",
-        "        if False and all(tf.DeviceSpec.from_string(d).device_type.upper() == \"CPU\"",
-        [T + "engine/test_exchange_graph.py::test_pscpu_over_cpu_devices_sums_each_variable_without_packing"]),
-    Mutation(
-        "header_says_no_pack_for_packed_cpu_exchange", "towertrain/engine/run/header.py",
-        "and plan.topology.device == \"cpu\" and not exchange.gradient_repacking",
-        "and plan.topology.device == \"cpu\"",
-        [T + "engine/test_exchange_graph.py::test_the_header_says_cpu_devices_sum_per_variable"]),
     # An earlier micro-batch's infinite loss (finite gradients) is carried by
     # the accumulated flag; the exchanged sum's check cannot see it.
     Mutation(

@@ -122,36 +122,3 @@ def test_first_pack_of_the_step_waits_only_for_the_last_layers(build):
         return [any(c in data_ancestors(op) for c in conv_backward) for op in sums]
     assert not any(waits_for_conv(0))
     assert all(waits_for_conv(6))
-
-
-def test_pscpu_over_cpu_devices_sums_each_variable_without_packing():
-    """Logical CPU devices share memory: pscpu sums each variable on /cpu:0
-    (no concat or split copying every gradient), and the sums are the numpy
-    sums, the same on every device."""
-    devices = [f"/cpu:{i}" for i in range(4)]
-    algorithm = allreduce.create("pscpu")
-    graph = _traced_reduce(algorithm, devices)
-    ops = graph.get_operations()
-    assert not [op for op in ops if op.type in ("ConcatV2", "SplitV", "Split")]
-    adds = [op for op in ops if op.type == "AddN"]
-    assert len(adds) == len(SHAPES) and all(op.device.upper().endswith("CPU:0") for op in adds)
-    rng = np.random.default_rng(5)
-    values = [[rng.standard_normal(s).astype(np.float32) for s in SHAPES] for _ in devices]
-    per_device = []
-    for device, grads in zip(devices, values):
-        with tf.device(device):
-            per_device.append([tf.constant(g) for g in grads])
-    summed = algorithm.reduce(per_device, devices)
-    for v in range(len(SHAPES)):
-        expected = values[0][v] + values[1][v] + values[2][v] + values[3][v]
-        for d in range(len(devices)):
-            np.testing.assert_array_equal(summed[d][v].numpy(), expected)
-
-
-def test_the_header_says_cpu_devices_sum_per_variable():
-    from towertrain.engine.run import header
-    trainer = _cpu_trainer("replicated", "pscpu", 0)
-    assert header.gradient_packs(trainer.plan, trainer.model) == (
-        "none: each variable summed on /cpu:0 on its own (CPU devices share memory)")
-    packed = _cpu_trainer("replicated", "pscpu", 2)
-    assert header.gradient_packs(packed.plan, packed.model).startswith("2 packs")

@@ -57,7 +57,9 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("AllReduce", static["AllReduce"]))
         if "Collectives" in static:
             info.append(("Collectives", static["Collectives"]))
-        info.append(("Gradient packs", gradient_packs(plan, model)))
+        info.append(("Gradient packs", packing.describe(
+            model.trainable_variables, plan.exchange.gradient_repacking,
+            plan.exchange.gradient_pack_bytes)))
     if gradients.describe(recipe.clipping):
         info.append(("Gradient clip", gradients.describe(recipe.clipping)))
     if synced_batch_norms:
@@ -108,15 +110,3 @@ def _layers(model):
         seen.add(id(layer))
         yield layer
         stack.extend(getattr(layer, "layers", None) or [])
-
-
-def gradient_packs(plan, model):
-    """The header's packs line. replicated pscpu over CPU devices sums each
-    variable on its own (engine/allreduce/central.py) unless packs are asked for."""
-    exchange = plan.exchange
-    if (exchange.variable_update == "replicated" and exchange.all_reduce_spec == "pscpu"
-            and plan.topology.device == "cpu" and not exchange.gradient_repacking
-            and not exchange.gradient_pack_bytes and not exchange.compact_gradient_transfer):
-        return "none: each variable summed on /cpu:0 on its own (CPU devices share memory)"
-    return packing.describe(model.trainable_variables, exchange.gradient_repacking,
-                            exchange.gradient_pack_bytes)
