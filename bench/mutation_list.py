@@ -2445,4 +2445,10 @@ MUTATIONS = [
         "        combined, finite = [], [all_finite]\n",
         "        combined, finite = [], list(finite)\n",
         [T + "engine/test_finite_check.py::test_an_infinite_loss_in_an_earlier_micro_batch_skips_the_update"]),
+    # --help and docs/flags.md show what --model's None means (issue 33 12b).
+    Mutation(
+        "model_default_not_shown", "towertrain/config/settings.py",
+        "        return catalog.DEFAULT_MODEL\n    return None",
+        "        return None\n    return None",
+        [T + "commands/test_cli.py::test_help_lists_towertrains_flags_grouped_with_defaults"]),
 ]

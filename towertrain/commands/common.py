@@ -160,8 +160,9 @@ def configure_logging(flag_values):
         flag_values.verbosity = 0 if verbose else -1  # INFO / WARNING
 
 
-def flag_help(flag, width=80):
-    """A flag's --help entry: `--name=default` then its wrapped help text."""
+def flag_help(flag, width=80, shown_default=None):
+    """A flag's --help entry: `--name=default` then its wrapped help text.
+    shown_default: what a None default means (settings.shown_default)."""
     text = flag.help
     choices = getattr(flag.parser, "enum_values", None)
     if choices:  # absl prefixes an enum's help with "<a|b>: "
@@ -169,6 +170,8 @@ def flag_help(flag, width=80):
     if flag.flag_type() == "bool":
         head = f"  --[no]{flag.name}"
         text += f" (default: {'on' if flag.default else 'off'})"
+    elif flag.default is None and shown_default is not None:
+        head = f"  --{flag.name}={shown_default}"
     elif flag.default is None:
         head = f"  --{flag.name}"
         if "default" not in text:

@@ -21,9 +21,11 @@ COMMAND_MODULES = {"towertrain.export": "towertrain.commands.export",
                    "towertrain.scaling": "towertrain.commands.scaling"}
 
 
-def _default(flag):
+def _default(flag, shown_default=None):
     if flag.flag_type() == "bool":
         return "on" if flag.default else "off"
+    if flag.default is None and shown_default is not None:
+        return f"`{shown_default}`"
     if flag.default is None:
         return "none"
     return f"`{flag.default}`"
@@ -33,13 +35,14 @@ def _escape(text):
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _row(flag):
+def _row(flag, shown_default=None):
     text = flag.help
     choices = getattr(flag.parser, "enum_values", None)
     if choices:  # absl prefixes an enum's help with "<a|b>: "
         text = text.split(": ", 1)[-1] + " One of: " + ", ".join(
             f"`{c}`" for c in choices) + "."
-    return f"| `--{flag.name}` | {flag.flag_type()} | {_default(flag)} | {_escape(text)} |"
+    return (f"| `--{flag.name}` | {flag.flag_type()} | {_default(flag, shown_default)} | "
+            f"{_escape(text)} |")
 
 
 _TABLE_HEAD = ["| flag | type | default | meaning |", "|---|---|---|---|"]
@@ -93,7 +96,7 @@ def command_section(module):
 def markdown():
     """docs/flags.md: every towertrain flag by group, with its type, default and
     help, then the flags of python -m towertrain.export and towertrain.scaling."""
-    from towertrain.config import flags as flags_lib
+    from towertrain.config import flags as flags_lib, settings
     flags_lib.define_flags()
     FLAGS = flags_lib.FLAGS
     lines = ["# Flag reference", "",
@@ -109,7 +112,7 @@ def markdown():
         lines += [f"## {title}", ""] + _TABLE_HEAD
         for name in names:
             listed.add(name)
-            lines.append(_row(FLAGS[name]))
+            lines.append(_row(FLAGS[name], settings.shown_default(name)))
         lines.append("")
     missing = sorted(n for n in flags_lib.params_lib.Params.__dataclass_fields__
                      if n in FLAGS and n not in listed)

@@ -8,6 +8,7 @@ import os
 import sys
 
 from towertrain.commands import common
+from towertrain.config import settings
 
 
 def main(argv):
@@ -104,7 +105,8 @@ def help_text(width=80):
     for title, names in flags_lib.GROUPS:
         lines += ["", f"{title}:"]
         for name in names:
-            lines += common.flag_help(flags.FLAGS[name], width)
+            lines += common.flag_help(flags.FLAGS[name], width,
+                                      settings.shown_default(name))
     return "\n".join(lines) + "\n"
 
 

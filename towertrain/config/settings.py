@@ -87,13 +87,22 @@ def group(title, *settings):
     return tuple(dataclasses.replace(s, group=title) for s in settings)
 
 
+def shown_default(name):
+    """What --help and docs/flags.md show as the default of a training flag
+    whose None means a value: --model's is the registry's default model."""
+    if name == "model":
+        from towertrain.models import catalog  # names without Keras
+        return catalog.DEFAULT_MODEL
+    return None
+
+
 # The table, in --help order. Params' fields follow the same order.
 SETTINGS = (
     *group("Model and data",
         # None, not "trivial", so Trainer(model=<keras model>) can tell an
         # explicit Params(model=...) apart and refuse it (Params.resolved_model).
         Setting("model", STRING, None, "Model name from the registry "
-                "(towertrain.models; default: trivial)."),
+                "(towertrain.models)."),
         Setting("data_name", ENUM, None, "Dataset name (default: the model's); sets the "
                 "number of classes.", choices=DATA_NAMES),
         Setting("data_dir", STRING, None, "Directory of the dataset's files (cifar10 binary "
