@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from bench_multiworker import TOTAL, _free_ports
+from bench_multiworker import _free_ports, _run as run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TFCNN_SCRIPT = os.path.join("scripts", "tf_cnn_benchmarks", "tf_cnn_benchmarks.py")
@@ -76,27 +76,6 @@ def tfcnn_python(args):
                         args.tfcnn_venv], check=True)
         subprocess.run([python, "-m", "pip", "install", "-q", "tf_keras==2.21.0"], check=True)
     return python
-
-
-def run(commands, timeout, env=None, cwd=REPO):
-    """Runs the commands at once; the first one's 'total images/sec'."""
-    env = dict(os.environ if env is None else env, TF_CPP_MIN_LOG_LEVEL="3")
-    procs = [subprocess.Popen(c, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for c in commands]
-    try:
-        outs = [p.communicate(timeout=timeout)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for p, out in zip(procs, outs):
-        if p.returncode != 0:
-            raise RuntimeError(f"exit {p.returncode} of {' '.join(commands[0])}:\n{out[-3000:]}")
-    match = TOTAL.search(outs[0])
-    if not match:
-        raise RuntimeError(f"no 'total images/sec' in:\n{outs[0][-3000:]}")
-    return float(match.group(1))
 
 
 def common(args):
@@ -223,8 +202,10 @@ def main():
         print(f"| {t} | {p_tt} (tf_cnn_benchmarks {p_tf}) | {summary(tt_values)} | "
               f"{summary(tf_values)} | {ratio_summary(ratios)} |")
     if curve:
-        base = curve.get((1, 8)) or next(iter(curve.values()))
-        print("\n| workers x devices | img/s | / 1 x 8, median (min, max) of rounds |")
+        base_shape = (1, 8) if (1, 8) in curve else next(iter(curve))
+        base = curve[base_shape]
+        print(f"\n| workers x devices | img/s | / {base_shape[0]} x {base_shape[1]}, "
+              "median (min, max) of rounds |")
         print("|---|---|---|")
         for shape, values in curve.items():
             ratios = [v / b for v, b in zip(values, base)]

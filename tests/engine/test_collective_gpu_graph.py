@@ -154,18 +154,6 @@ def test_the_header_says_how_collectives_cross():
     assert describe.static_lines(trainer.plan)["Collectives"].startswith("ring (TensorFlow's")
 
 
-def _ancestors_of_all(ops):
-    """Every op that any of `ops` waits for (one walk for all of them)."""
-    found, stack = set(), list(ops)
-    while stack:
-        current = stack.pop()
-        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
-            if parent not in found:
-                found.add(parent)
-                stack.append(parent)
-    return found
-
-
 @pytest.mark.parametrize("spec", ["nccl/xring", "collective"])
 def test_the_step_tail_is_one_scalar_collective_beside_the_packs(spec):
     """Multi-worker step of a batch-norm model: besides the gradient packs,
@@ -188,7 +176,7 @@ def test_the_step_tail_is_one_scalar_collective_beside_the_packs(spec):
     assert waited == {pack_of(op) for op in packs}, "the tail runs before a pack"
     towers = [op for op in graph.get_operations() if op.name.startswith("tower_")]
     assert towers
-    before = {op.name for _, op in found} & {op.name for op in _ancestors_of_all(towers)}
+    before = {op.name for _, op in found} & {op.name for op in collective_graph.ancestors(*towers)}
     assert not before, f"the towers wait for collectives {sorted(before)}"
 
 
@@ -201,7 +189,7 @@ def test_in_half_precision_the_count_goes_before_the_towers():
     found = collective_graph.collectives(graph)
     others = [op for _, op in found if "/pack" not in op.name]
     towers = [op for op in graph.get_operations() if op.name.startswith("tower_")]
-    ahead = _ancestors_of_all(towers)
+    ahead = collective_graph.ancestors(*towers)
     assert sorted(op.inputs[0].shape.num_elements() for op in others) == [2, 4]
     assert [op.inputs[0].shape.num_elements() for op in others if op in ahead] == [2]
 

@@ -64,9 +64,10 @@ def kept_ops(graph):
     return kept
 
 
-def ancestors(op):
-    """Every op `op` waits for, through data and control inputs."""
-    found, stack = set(), [op]
+def ancestors(*ops):
+    """Every op that any of `ops` waits for, through data and control inputs
+    (one walk for all of them)."""
+    found, stack = set(), list(ops)
     while stack:
         current = stack.pop()
         for parent in [t.op for t in current.inputs] + list(current.control_inputs):
