@@ -234,8 +234,9 @@ MUTATIONS = [
     # Non-finite gradients applied anyway.
     Mutation(
         "nonfinite_step_applied", "towertrain/engine/step/tower.py",
-        "    return tf.reduce_all(tf.stack(checks))",
-        "    return tf.constant(True)",
+        "    return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g in grads",
+        "    return tf.constant(True)\n"
+        "    return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g in grads",
         [T + "callbacks/test_divergence.py::test_nan_gradients_with_a_finite_loss_apply_nothing_on_any_copy"]),
     # Every tower draws tower 0's dropout masks.
     Mutation(
@@ -757,8 +758,8 @@ MUTATIONS = [
     # Hierarchical exchange silently flat: every local device's pack crosses workers.
     Mutation(
         "hierarchical_is_flat", "towertrain/engine/variable_mgr/collective.py",
-        "                sums = (self._hierarchical_sum(flats, key) if self.local\n",
-        "                sums = (self._hierarchical_sum(flats, key) if False\n",
+        "                elif self.local:\n                    sums = self._hierarchical_sum(",
+        "                elif False:\n                    sums = self._hierarchical_sum(",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # GPU cluster path: only GPU 0's NCCL output kept, the others' NcclAllReduce
     # pruned (its peers then wait forever).
@@ -785,8 +786,8 @@ MUTATIONS = [
     # The cross-worker sum of a pack without its communication hint (ring over gRPC).
     Mutation(
         "cross_worker_pack_without_hint", "towertrain/engine/variable_mgr/collective.py",
-        "                communication_hint=self._hint(member))",
-        '                communication_hint="auto")',
+        "                ordering_token=token.handle,\n                communication_hint=self._hint(device))",
+        '                ordering_token=token.handle,\n                communication_hint="auto")',
         [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default"]),
     # auto no longer means NCCL on GPUs.
     Mutation(
@@ -2376,10 +2377,8 @@ MUTATIONS = [
     # Every shard crosses workers from GPU 0.
     Mutation(
         "scatter_shards_cross_from_gpu0", "towertrain/engine/variable_mgr/collective.py",
-        "        with tf.device(device):\n            return private_api.collective_all_reduce(\n"
-        "                shard,",
-        "        with tf.device(self.devices[0]):\n            return private_api.collective_all_reduce(\n"
-        "                shard,",
+        "                    shard, device, shard_group(device, len(self.devices), i),",
+        "                    shard, self.devices[0], shard_group(device, len(self.devices), i),",
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
     # The worker's local NCCL group keyed alike on every worker.
     Mutation(

@@ -329,7 +329,8 @@ class CollectiveManager(ReplicatedManager):
         total = local[0]
         if self.num_workers > 1:
             total = self._chains.run([member], lambda: [self._cross_worker_sum(
-                local[0], member, key)])[0]
+                local[0], member, CROSS_WORKER_GROUP[device_type(member)],
+                self._token_on(member), key)])[0]
         out = []
         for i, device in enumerate(self.devices):
             # Each GPU's own NCCL output is a control input of its copy of the
@@ -350,9 +351,11 @@ class CollectiveManager(ReplicatedManager):
         else:
             shards = self._add_n_reduce_scatter(flats)
         if self.num_workers > 1:
+            # Shard i crosses from device i, with device i of every worker.
             shards = [None if shard is None else self._chains.run(
-                [device], lambda i=i, device=device, shard=shard: [self._shard_across_workers(
-                    shard, i, device, key)])[0]
+                [device], lambda i=i, device=device, shard=shard: [self._cross_worker_sum(
+                    shard, device, shard_group(device, len(self.devices), i),
+                    self._tokens[i], key)])[0]
                 for i, (device, shard) in enumerate(zip(self.devices, shards))]
         if gpus:
             return self._nccl_gather(shards, key, length, width)
@@ -426,23 +429,16 @@ class CollectiveManager(ReplicatedManager):
                 out.append(whole[:length])
         return out
 
-    def _shard_across_workers(self, shard, index, device, key):
-        """Local device `index`'s shard summed over device `index` of every
-        worker (group size = workers), by --collective_implementation."""
+    def _cross_worker_sum(self, tensor, device, group, token, key):
+        """`tensor` on `device` summed with its peers of `group` (one device per
+        worker, group size = workers) by --collective_implementation, after
+        `token`'s device's earlier collectives."""
         with tf.device(device):
             return private_api.collective_all_reduce(
-                shard, self.num_workers, shard_group(device, len(self.devices), index), key,
+                tensor, self.num_workers, group, key,
                 merge_op="Add", final_op="Id", timeout=self.timeout,
-                ordering_token=self._tokens[index].handle, communication_hint=self._hint(device))
-
-    def _cross_worker_sum(self, tensor, member, key):
-        """One member per worker, summed across workers by --collective_implementation."""
-        with tf.device(member):
-            return private_api.collective_all_reduce(
-                tensor, self.num_workers, CROSS_WORKER_GROUP[device_type(member)], key,
-                merge_op="Add", final_op="Id", timeout=self.timeout,
-                ordering_token=self._token_on(member).handle,
-                communication_hint=self._hint(member))
+                ordering_token=token.handle,
+                communication_hint=self._hint(device))
 
     def _from_chief(self, per_device_lists, source_device, key):
         """Every device gets local device `source_device`'s values on worker 0:
