@@ -1554,7 +1554,7 @@ MUTATIONS = [
     # Every model's collectives in one key space: a second Trainer of another
     # model in the same worker processes meets keys TensorFlow fixed for the first.
     Mutation(
-        "collective_keys_one_space", "towertrain/engine/variable_mgr/collective.py",
+        "collective_keys_one_space", "towertrain/engine/variable_mgr/collective_keys.py",
         "            return space * KEY_SPACE_SIZE",
         "            return 0",
         [T + "engine/test_multiworker.py::"
@@ -1594,7 +1594,7 @@ MUTATIONS = [
     # Two model layouts whose hashes meet share a key space (1 in 1000): the
     # second trainer in the process meets keys TensorFlow fixed for the first.
     Mutation(
-        "key_spaces_collide", "towertrain/engine/variable_mgr/collective.py",
+        "key_spaces_collide", "towertrain/engine/variable_mgr/collective_keys.py",
         "        space = (space + 1) % KEY_SPACES\n",
         "        return space * KEY_SPACE_SIZE\n",
         [T + "engine/test_collective_keys.py::"
@@ -2369,7 +2369,7 @@ MUTATIONS = [
         [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices"]),
     # One cross-worker group for every local index.
     Mutation(
-        "scatter_one_group_for_all_local_indices", "towertrain/engine/variable_mgr/collective.py",
+        "scatter_one_group_for_all_local_indices", "towertrain/engine/variable_mgr/collective_keys.py",
         "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2\n"
         "            + index)",
         "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2)",
