@@ -2,7 +2,8 @@
 
     python bench/bench_slow_link.py [--rounds=5] [--steps=4] [--warmup=1]
         [--rates=resnet20=10,20 --rates=alexnet_cifar=40,80] [--pack_mb=0.25]
-        [--all_reduce_spec=pscpu/xring] [--devices_per_worker=1]
+        [--all_reduce_spec=pscpu/xring[,scatter/xring]] [--packings=t_1,t_4,t_16,t_bytes]
+        [--devices_per_worker=1]
 
 Needs root (network namespaces). Two worker processes, each `python -m
 towertrain --device=cpu --num_gpus=1` (one logical CPU device, one intra-op
@@ -23,9 +24,12 @@ start-up's variable broadcast included, over its steps). The namespaces are
 deleted at exit, also on failure or Ctrl-C.
 
 --all_reduce_spec picks the collective exchange (pscpu/xring by default;
-scatter/xring, Horovod's shape, or collective, flat) and --devices_per_worker
-the logical CPU devices per worker: with one device per worker every spec
-sends the same bytes through the one link, so compare specs with 2.
+scatter/xring, Horovod's shape, or collective, flat), or several,
+comma-separated, timed interleaved with the per-round ratio of the first to
+each other; --packings which packings to time (t_1 always); and
+--devices_per_worker the logical CPU devices per worker: with one device per
+worker every spec sends the same bytes through the one link, so compare specs
+with 2.
 
 --contention: instead, t_indep and t_1 with the link unlimited (tbf at 10
 Gbit/s): what the exchange costs in CPU (gRPC, copies, the sum) on cores
@@ -76,13 +80,30 @@ def parse_rates(entries):
 SPECS = ("pscpu/xring", "scatter/xring", "collective")  # the CPU ones
 
 
-def exchanges(pack_mb, spec="pscpu/xring"):
-    """(label, towertrain flags) of the exchanges timed at each rate."""
-    collective = ["--variable_update=collective_all_reduce", f"--all_reduce_spec={spec}"]
-    return [("t_1", collective),
-            ("t_4", collective + ["--gradient_repacking=4"]),
-            ("t_16", collective + ["--gradient_repacking=16"]),
-            ("t_bytes", collective + [f"--gradient_pack_mb={pack_mb:g}"])]
+PACKINGS = ("t_1", "t_4", "t_16", "t_bytes")
+
+
+def exchanges(pack_mb, specs=("pscpu/xring",), packings=PACKINGS):
+    """(label, towertrain flags) of the exchanges timed at each rate, in run
+    order: each packing with every spec in turn, so specs interleave. With one
+    spec a label is the packing ("t_1"), with several "t_1 scatter/xring"."""
+    if isinstance(specs, str):
+        specs = (specs,)
+    packing_flags = {"t_1": [], "t_4": ["--gradient_repacking=4"],
+                     "t_16": ["--gradient_repacking=16"],
+                     "t_bytes": [f"--gradient_pack_mb={pack_mb:g}"]}
+    runs = []
+    for packing in packings:
+        for spec in specs:
+            label = packing if len(specs) == 1 else f"{packing} {spec}"
+            runs.append((label, ["--variable_update=collective_all_reduce",
+                                 f"--all_reduce_spec={spec}", *packing_flags[packing]]))
+    return runs
+
+
+def spec_ratios(times_a, times_b):
+    """Per-round ratios a / b of two specs' step times (same rounds, in order)."""
+    return [a / b for a, b in zip(times_a, times_b)]
 
 
 def step_time(images_per_sec, batch_per_worker, workers):
@@ -206,7 +227,7 @@ def measure(args, rates):
             print(f"round {round_ + 1} {model} t_indep: {1000 * seconds:.0f} ms", flush=True)
             for rate in model_rates:
                 set_rate(rate)
-                for label, flags in exchanges(args.pack_mb, args.all_reduce_spec):
+                for label, flags in exchanges(args.pack_mb, args.specs, args.packings):
                     seconds, nbytes, line = run_pair(model, flags, args, True)
                     table.setdefault((model, rate, label), []).append(seconds)
                     sent.setdefault((model, rate, label), []).append(nbytes / total_steps)
@@ -224,7 +245,7 @@ def measure_contention(args):
     for round_ in range(args.rounds):
         for model in args.rates:
             for label, flags, cluster in (("t_indep", ["--variable_update=independent"], False),
-                                          ("t_1", exchanges(args.pack_mb, args.all_reduce_spec)[0][1], True)):
+                                          ("t_1", exchanges(args.pack_mb, args.specs[:1])[0][1], True)):
                 seconds, _, _ = run_pair(model, flags, args, cluster)
                 times.setdefault((model, label), []).append(seconds)
                 print(f"round {round_ + 1} {model} unlimited {label}: {1000 * seconds:.0f} ms",
@@ -235,28 +256,49 @@ def measure_contention(args):
               f"CPU and gRPC add {(one[0] - indep[0]) / indep[0]:.0%} to a step")
 
 
+def _one_pack_label(label):
+    """The t_1 label of `label`'s spec: exposed fractions divide by it."""
+    return " ".join(["t_1", *label.split(" ")[1:]])
+
+
 def report(table, sent, packs, rates, args):
     print(f"\nbatch {BATCH} per device, 2 workers x {args.devices_per_worker} CPU device(s), "
           f"--all_reduce_spec={args.all_reduce_spec}, {args.steps} timed steps "
           f"after {args.warmup}, {args.rounds} interleaved rounds; ms per step: median "
           "(min-max)")
+    runs = exchanges(args.pack_mb, args.specs, args.packings)
     for model, model_rates in rates.items():
         indep = summary(table[(model, None, "t_indep")])
         print(f"\n{model}: t_indep {_fmt(indep)}")
-        for label, _ in exchanges(args.pack_mb, args.all_reduce_spec):
+        for label, _ in runs:
             print(f"  {label}: {packs.get((model, label), '-')}")
         print("| link | exchange | ms/step | exposed fraction | MB sent per worker per step |")
         print("|---|---|---|---|---|")
         for rate in model_rates:
-            one = summary(table[(model, rate, "t_1")])
-            for label, _ in exchanges(args.pack_mb, args.all_reduce_spec):
+            for label, _ in runs:
+                one = summary(table[(model, rate, _one_pack_label(label))])
                 times = summary(table[(model, rate, label)])
                 fraction = exposed_fraction(times[0], indep[0], one[0])
                 mb = statistics.median(sent[(model, rate, label)]) / 1e6
                 print(f"| {rate:g} Mbit/s | {label} | {_fmt(times)} | "
                       f"{'-' if fraction is None else f'{fraction:.2f}'} | {mb:.2f} |")
-            ratio = (one[0] - indep[0]) / indep[0]
-            print(f"| {rate:g} Mbit/s | (t_1 - t_indep) / t_indep | {ratio:.1f} | | |")
+            for spec in args.specs:
+                suffix = "" if len(args.specs) == 1 else f" {spec}"
+                one = summary(table[(model, rate, f"t_1{suffix}")])
+                print(f"| {rate:g} Mbit/s | (t_1 - t_indep) / t_indep{suffix} | "
+                      f"{(one[0] - indep[0]) / indep[0]:.1f} | | |")
+            first = args.specs[0]
+            for other in args.specs[1:]:
+                for packing in args.packings:
+                    ratios = spec_ratios(table[(model, rate, f"{packing} {first}")],
+                                         table[(model, rate, f"{packing} {other}")])
+                    print(f"| {rate:g} Mbit/s | {packing}: {first} / {other} step time, "
+                          f"per-round ratios | {_ratio_fmt(summary(ratios))} | | |")
+
+
+def _ratio_fmt(stats):
+    median, low, high = stats
+    return f"{median:.2f} ({low:.2f}-{high:.2f})"
 
 
 def _fmt(stats):
@@ -274,8 +316,12 @@ def parse_args(argv=None):
                         + " ".join(DEFAULT_RATES) + ")")
     parser.add_argument("--pack_mb", type=float, default=0.25,
                         help="--gradient_pack_mb of the byte-sized packs")
-    parser.add_argument("--all_reduce_spec", choices=SPECS, default="pscpu/xring",
-                        help="the collective exchange timed")
+    parser.add_argument("--all_reduce_spec", default="pscpu/xring",
+                        help="the collective exchange(s) timed, comma-separated to compare "
+                        "them interleaved (" + ", ".join(SPECS) + ")")
+    parser.add_argument("--packings", default=",".join(PACKINGS),
+                        help="which of " + ", ".join(PACKINGS) + " to time at each rate "
+                        "(t_1 is always timed: the exposed fractions divide by it)")
     parser.add_argument("--devices_per_worker", type=int, default=1,
                         help="logical CPU devices (towers) per worker")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
@@ -286,6 +332,15 @@ def parse_args(argv=None):
         args.rates = parse_rates(args.rates or DEFAULT_RATES)
     except ValueError as error:
         parser.error(str(error))
+    args.specs = tuple(s for s in args.all_reduce_spec.split(",") if s)
+    unknown = [s for s in args.specs if s not in SPECS]
+    if unknown or not args.specs or len(set(args.specs)) != len(args.specs):
+        parser.error(f"--all_reduce_spec={args.all_reduce_spec}: give distinct specs among "
+                     + ", ".join(SPECS))
+    packings = [p for p in args.packings.split(",") if p]
+    if any(p not in PACKINGS for p in packings):
+        parser.error(f"--packings={args.packings}: choose among " + ", ".join(PACKINGS))
+    args.packings = tuple(p for p in PACKINGS if p == "t_1" or p in packings)
     if (args.rounds < 1 or args.steps < 1 or args.warmup < 0 or not args.pack_mb > 0
             or args.devices_per_worker < 1):
         parser.error("--rounds, --steps and --devices_per_worker must be >= 1, --warmup >= 0, "

@@ -55,3 +55,40 @@ def test_the_commands_it_runs():
     alone = slow_link.worker_command("resnet20", ["--variable_update=independent"], 0, 4, 1,
                                      cluster=False)
     assert not any(a.startswith("--worker_hosts") for a in alone)
+
+
+def test_several_specs_interleave_and_are_compared_round_by_round():
+    args = slow_link.parse_args(["--all_reduce_spec=pscpu/xring,scatter/xring",
+                                 "--packings=t_bytes", "--devices_per_worker=2"])
+    assert args.specs == ("pscpu/xring", "scatter/xring")
+    assert args.packings == ("t_1", "t_bytes")  # t_1 always: fractions divide by it
+    runs = slow_link.exchanges(0.25, args.specs, args.packings)
+    assert [label for label, _ in runs] == ["t_1 pscpu/xring", "t_1 scatter/xring",
+                                            "t_bytes pscpu/xring", "t_bytes scatter/xring"]
+    assert runs[3][1][-2:] == ["--all_reduce_spec=scatter/xring", "--gradient_pack_mb=0.25"]
+    assert slow_link._one_pack_label("t_bytes scatter/xring") == "t_1 scatter/xring"
+    assert slow_link._one_pack_label("t_16") == "t_1"
+    assert slow_link.spec_ratios([2.0, 3.0], [1.0, 6.0]) == [2.0, 0.5]
+    for bad in ["--all_reduce_spec=pscpu/xring,nccl/xring", "--all_reduce_spec=ring,ring",
+                "--packings=t_2"]:
+        with pytest.raises(SystemExit):
+            slow_link.parse_args([bad])
+
+
+def test_report_prints_each_spec_and_the_ratio(capsys):
+    args = slow_link.parse_args(["--all_reduce_spec=pscpu/xring,scatter/xring",
+                                 "--packings=t_1", "--rates=resnet20=10,20", "--rounds=2"])
+    table = {("resnet20", None, "t_indep"): [0.1, 0.1]}
+    sent, packs = {}, {}
+    for rate in (10.0, 20.0):
+        table[("resnet20", rate, "t_1 pscpu/xring")] = [0.5, 0.6]
+        table[("resnet20", rate, "t_1 scatter/xring")] = [0.25, 0.6]
+        for label in ("t_1 pscpu/xring", "t_1 scatter/xring"):
+            sent[("resnet20", rate, label)] = [1.1e6, 1.2e6]
+    slow_link.report(table, sent, packs, args.rates, args)
+    out = capsys.readouterr().out
+    assert "| 10 Mbit/s | t_1 scatter/xring | 425 (250-600) | 1.00 | 1.15 |" in out
+    assert "| 10 Mbit/s | (t_1 - t_indep) / t_indep pscpu/xring | 4.5 | | |" in out
+    # per-round ratios 2.0 and 1.0: median 1.5
+    assert "| 20 Mbit/s | t_1: pscpu/xring / scatter/xring step time, per-round ratios | " \
+           "1.50 (1.00-2.00) | | |" in out
