@@ -2450,4 +2450,20 @@ MUTATIONS = [
         "        return catalog.DEFAULT_MODEL\n    return None",
         "        return None\n    return None",
         [T + "commands/test_cli.py::test_help_lists_towertrains_flags_grouped_with_defaults"]),
+    # A staged run builds its drain step in warmup (issue 35: staging's cost).
+    Mutation(
+        "drain_step_built_in_timed_steps", "towertrain/engine/feed/position.py",
+        "            if warmup >= 2:\n                self.add_fence(start_step + 1)\n",
+        "",
+        [T + "engine/test_staging_warmup.py::test_every_variant_is_first_called_in_warmup"]),
+    Mutation(
+        "warmup_fence_one_step_late", "towertrain/engine/feed/position.py",
+        "self.add_fence(start_step + 1)",
+        "self.add_fence(start_step + 2)",
+        [T + "engine/test_staging_warmup.py::test_every_variant_is_first_called_in_warmup"]),
+    Mutation(
+        "resumed_run_warmup_not_shortened", "towertrain/plan/steps.py",
+        "return min(warmup, max(total_steps - start_step - 1, 0))",
+        "return warmup",
+        [T + "engine/test_staging_warmup.py"]),
 ]

@@ -20,6 +20,7 @@ import tensorflow as tf
 from towertrain import models
 from towertrain import plan as plan_lib
 from towertrain.plan import cluster as plan_cluster
+from towertrain.plan import steps as steps_plan
 from towertrain.engine.step import accumulate
 from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
@@ -276,7 +277,8 @@ class Trainer:
 
     def begin(self, start_step):
         """The loop starts after global step `start_step` (0, or a resumed step)."""
-        self.feed.begin(start_step)
+        self.feed.begin(start_step, warmup=steps_plan.warmup_of_run(
+            self.num_warmup_batches, start_step, self.total_steps))
 
     def add_fence(self, step):
         """Nothing will be staged past global step `step` (engine/feed/position.py)."""

@@ -1,5 +1,6 @@
 """tf_cnn_benchmarks' output: the header, warm-up, step lines and the total."""
 from towertrain.engine.run import benchmark_log
+from towertrain.plan.steps import warmup_of_run
 
 from .base import Callback
 
@@ -34,14 +35,14 @@ class StepPrinter(Callback):
 
     def before_train(self, loop):
         super().before_train(loop)
-        remaining = loop.total_steps - loop.start_step
-        self._warmup = min(self.num_warmup_batches, max(remaining - 1, 0))
+        self._warmup = warmup_of_run(self.num_warmup_batches, loop.start_step,
+                                     loop.total_steps)
         # A resumed run says the steps it runs, not the plan's from step 0.
         info = benchmark_log.with_resumed_counts(loop.header_info(), loop.start_step,
                                                  loop.total_steps, self._warmup)
         for line in benchmark_log.header_lines(info):
             self.write(line)
-        if remaining <= 0:
+        if loop.total_steps <= loop.start_step:
             self.write(f"Already at step {loop.start_step} of {loop.total_steps}; "
                        "nothing to train")
             return

@@ -37,6 +37,7 @@ from tensorflow.core.util import event_pb2
 
 from towertrain.engine.run import benchmark_log
 from towertrain.engine.step import step_outputs
+from towertrain.plan.steps import warmup_of_run
 
 from .base import Callback
 
@@ -167,8 +168,8 @@ class Summaries(Callback):
     def before_train(self, loop):
         super().before_train(loop)
         self._prepare()
-        remaining = loop.total_steps - loop.start_step
-        self._warmup = min(self.num_warmup_batches, max(remaining - 1, 0))
+        self._warmup = warmup_of_run(self.num_warmup_batches, loop.start_step,
+                                     loop.total_steps)
 
     def _folder(self, name):
         return self.logdir if name == "train" else os.path.join(self.logdir, EVAL_SUBDIR)

@@ -27,6 +27,7 @@ import shutil
 import tempfile
 
 import tensorflow as tf
+from towertrain.plan.steps import warmup_of_run
 from towertrain.private_api import eager_context
 
 from .base import Callback
@@ -218,8 +219,7 @@ class StepTrace(Callback):
 
     def before_train(self, loop):
         super().before_train(loop)
-        remaining = loop.total_steps - loop.start_step
-        warmup = min(self.num_warmup_batches, max(remaining - 1, 0))
+        warmup = warmup_of_run(self.num_warmup_batches, loop.start_step, loop.total_steps)
         self.step = self.requested_step or loop.start_step + warmup + 1
         if not loop.start_step < self.step <= loop.total_steps:
             self.write(f"--trace_step={self.step}: not among this run's steps "

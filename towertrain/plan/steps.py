@@ -49,6 +49,12 @@ def warmup_and_timed(params, updates_per_epoch):
     return warmup, total - warmup
 
 
+def warmup_of_run(warmup, start_step, total_steps):
+    """The untimed steps of a run from `start_step` to `total_steps` (a resumed
+    run warms up again): the plan's warmup, leaving at least one timed step."""
+    return min(warmup, max(total_steps - start_step - 1, 0))
+
+
 def epoch_origin(params, input_facts, dataset):
     """(examples per epoch, where they come from) for the header; with
     --num_epochs on synthetic data and no --num_examples_per_epoch, the
