@@ -169,3 +169,12 @@ def test_the_plan_is_frozen():
         built.steps.warmup = 3
     with pytest.raises(AttributeError):
         built.topology = None
+
+
+def test_a_run_warms_up_at_most_all_but_its_last_step():
+    from towertrain.plan.steps import warmup_of_run
+    assert warmup_of_run(3, 0, 100) == 3
+    assert warmup_of_run(10, 0, 5) == 4  # the last step is always timed
+    assert warmup_of_run(10, 95, 100) == 4  # a resumed run warms up again
+    assert warmup_of_run(2, 99, 100) == 0
+    assert warmup_of_run(2, 100, 100) == 0  # nothing left to run
