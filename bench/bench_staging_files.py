@@ -63,7 +63,7 @@ def ratios(numerators, denominators):
 
 
 def summary(values):
-    return (f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})")
+    return (f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
 
 
 def parse_args(argv=None):
