@@ -84,9 +84,19 @@ def common(args):
             f"--display_every={args.num_batches}", "--data_format=NHWC"]
 
 
+def towertrain_command(args):
+    """towertrain's command line, up to the run's own flags: with
+    --same_network the CIFAR ResNet with tf_cnn_benchmarks' parameter-free
+    shortcuts (bench/towertrain_pad_resnet.py registers it as MODEL_pad)."""
+    if not args.same_network:
+        return [sys.executable, "-m", "towertrain", *common(args)]
+    script = os.path.join(REPO, "bench", "towertrain_pad_resnet.py")
+    return [sys.executable, script, *common(args), f"--model={args.model}_pad"]
+
+
 def towertrain(args, towers, precision):
     flags = ["--use_bf16"] if precision == "bfloat16" else []
-    return run([[sys.executable, "-m", "towertrain", *common(args), f"--num_gpus={towers}",
+    return run([[*towertrain_command(args), f"--num_gpus={towers}",
                  "--variable_update=replicated", *flags, *args.towertrain_flags]],
                args.timeout)
 
@@ -102,14 +112,16 @@ def tfcnn(args, towers, precision):
                                                                       TFCNN_SCRIPT)))
 
 
+# The models --same_network has a parameter-free-shortcut variant of.
+PAD_MODELS = {f"resnet{d}{v}" for d in (20, 32, 44, 56, 110) for v in ("", "_v2")}
+
 # tf_cnn_benchmarks' models that need --data_name=cifar10 (it defaults to imagenet).
 CIFAR_MODELS = {"resnet20", "resnet32", "resnet44", "resnet56", "resnet110", "alexnet_cifar"}
 
 
 def workers(args, num_workers, devices):
     """W processes x D devices; the chief's total images/sec is the cluster's."""
-    base = [sys.executable, "-m", "towertrain", *common(args), f"--num_gpus={devices}",
-            *args.towertrain_flags]
+    base = [*towertrain_command(args), f"--num_gpus={devices}", *args.towertrain_flags]
     if num_workers == 1:
         return run([base + ["--variable_update=replicated"]], args.timeout)
     hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(num_workers))
@@ -144,6 +156,10 @@ def main():
                         help="the worker curve's WxD shapes ('' skips it)")
     parser.add_argument("--probe_tfcnn_fp16", action="store_true",
                         help="also time tf_cnn_benchmarks --use_fp16 once per tower count")
+    parser.add_argument("--same_network", action="store_true",
+                        help="towertrain trains the CIFAR ResNet with tf_cnn_benchmarks' "
+                        "parameter-free shortcuts (MODEL_pad) instead of its registered one "
+                        "(1x1 projections: 2 more convolutions)")
     parser.add_argument("--towertrain_flags", nargs="*", default=[])
     parser.add_argument("--tfcnn_flags", nargs="*", default=[])
     parser.add_argument("--timeout", type=float, default=600)
@@ -151,6 +167,8 @@ def main():
     if not os.path.exists(os.path.join(args.tfcnn_dir, TFCNN_SCRIPT)):
         parser.error(f"--tfcnn_dir={args.tfcnn_dir}: no {TFCNN_SCRIPT} there; give a checkout "
                      "of github.com/tensorflow/benchmarks")
+    if args.same_network and args.model not in PAD_MODELS:
+        parser.error(f"--same_network: only for the CIFAR ResNets ({', '.join(sorted(PAD_MODELS))})")
     towers = [int(t) for t in args.towers.split(",")]
     best_tt = "bfloat16" if cpu_has_bf16() else "float32"
     precisions = []
@@ -192,7 +210,9 @@ def main():
             curve[shape].append(workers(args, *shape))
             print(f"round {r + 1}: {shape[0]} x {shape[1]}: {curve[shape][-1]:.1f}", flush=True)
 
-    print(f"\n{args.model}, synthetic, {args.batch_size} per device, --num_batches="
+    network = (" (towertrain: the same network, parameter-free shortcuts)"
+               if args.same_network else "")
+    print(f"\n{args.model}{network}, synthetic, {args.batch_size} per device, --num_batches="
           f"{args.num_batches} --num_warmup_batches={args.num_warmup}, {args.rounds} "
           f"interleaved rounds, {(time.monotonic() - started) / 60:.1f} min; CPU: {cpu_model()}")
     print("| towers | towertrain precision | towertrain img/s | tf_cnn_benchmarks img/s "

@@ -2466,4 +2466,25 @@ MUTATIONS = [
         "return min(warmup, max(total_steps - start_step - 1, 0))",
         "return warmup",
         [T + "plan/test_plan.py::test_a_run_warms_up_at_most_all_but_its_last_step"]),
+    # The CIFAR ResNets' parameter-free shortcut (bench_vs_tfcnn --same_network).
+    Mutation(
+        "pad_shortcut_not_subsampled", "models/resnet_cifar.py",
+        "    if strides != 1:\n        x = keras.layers.AveragePooling2D(",
+        "    if False:\n        x = keras.layers.AveragePooling2D(",
+        [T + "models/test_resnet_shortcut.py"]),
+    Mutation(
+        "channel_pad_all_before", "models/resnet_cifar.py",
+        "ChannelZeroPad(data_format, extra // 2, extra - extra // 2,",
+        "ChannelZeroPad(data_format, extra, 0,",
+        [T + "models/test_resnet_shortcut.py::test_the_shortcut_is_the_subsampled_input_with_zero_channels"]),
+    Mutation(
+        "pad_kind_builds_projection", "models/resnet_cifar.py",
+        '    if kind == "projection":\n        return _conv(',
+        '    if kind in SHORTCUTS:\n        return _conv(',
+        [T + "models/test_resnet_shortcut.py::test_pad_resnet20_drops_exactly_the_projection_kernels"]),
+    Mutation(
+        "same_network_flag_ignored", "bench/bench_vs_tfcnn.py",
+        "    if not args.same_network:\n        return",
+        "    if True:\n        return",
+        [T + "package/test_bench_vs_tfcnn.py::test_same_network_runs_the_pad_variant_through_the_cli"]),
 ]

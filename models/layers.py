@@ -153,6 +153,34 @@ class LocalResponseNormalization(keras.layers.Layer):
         return config
 
 
+class ChannelZeroPad(keras.layers.Layer):
+    """Zero channels added on both sides of the channel axis (`before` and
+    `after` of them): the parameter-free shortcut of He et al. 2015 (option A)
+    widens the identity this way where a stage doubles the filters."""
+
+    def __init__(self, data_format, before, after, **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = data_format
+        self.before = before
+        self.after = after
+
+    def call(self, inputs):
+        pads = [[0, 0]] * 4
+        pads[channel_axis(self.data_format)] = [self.before, self.after]
+        return tf.pad(inputs, pads)
+
+    def compute_output_shape(self, input_shape):
+        shape = list(input_shape)
+        axis = channel_axis(self.data_format)
+        shape[axis] = shape[axis] + self.before + self.after
+        return tuple(shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(data_format=self.data_format, before=self.before, after=self.after)
+        return config
+
+
 def batch_norm(data_format, name=None, **kwargs):
     """The batch norm the model zoo uses, on the channel axis of data_format."""
     return FusedBatchNormalization(axis=1 if data_format == "channels_first" else -1,
