@@ -47,8 +47,8 @@ class Feed:
 
         A step before a fence or the run's end only drains (the step
         function's put=False variant). Its first call builds that function
-        (TensorFlow optimizes the graph and makes its kernels: ~2 s for
-        resnet20 on 2 CPU devices), which would land in the run's last timed
+        (TensorFlow optimizes the graph and makes its kernels: 1.4-1.9 s
+        for resnet20 on 2 CPU devices), which would land in the run's last timed
         step and understate its total images/sec. With 2 or more warmup steps
         a fence after the first one makes that call there, untimed; the
         batches are the same ones in the same order, the second step stages

@@ -108,8 +108,9 @@ class TrainStep:
         self.fn = tf.function(self._train_step)
         if self.staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
-            # variant now: traced on first use it would stall a timed step
-            # (measured: ~100 ms).
+            # variant now (tracing on first use took ~100 ms of a step); its
+            # first call still builds it (1.4-1.9 s for resnet20 on 2 CPU
+            # devices), which Feed.begin moves into warm-up.
             phases = ([accumulate.WHOLE] if self.accumulators is None
                       else [accumulate.ACCUMULATE, accumulate.APPLY])
             for put in (True, False):
