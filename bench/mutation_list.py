@@ -2487,4 +2487,15 @@ MUTATIONS = [
         "    if not args.same_network:\n        return",
         "    if True:\n        return",
         [T + "package/test_bench_vs_tfcnn.py::test_same_network_runs_the_pad_variant_through_the_cli"]),
+    # Summaries ask for their outputs in warm-up, so those variants build untimed.
+    Mutation(
+        "summaries_variant_built_in_timed_steps", "towertrain/callbacks/summaries.py",
+        "if self._due(step) or self._prebuilds(step):",
+        "if self._due(step):",
+        [T + "engine/test_staging_warmup.py::test_summary_steps_variants_are_built_in_warmup_too"]),
+    Mutation(
+        "summaries_drain_level_ignored", "towertrain/callbacks/summaries.py",
+        "            return self._due(self.loop.total_steps)",
+        "            return False",
+        [T + "engine/test_staging_warmup.py::test_summary_steps_variants_are_built_in_warmup_too"]),
 ]

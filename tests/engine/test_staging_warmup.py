@@ -21,14 +21,14 @@ def _model():
                              keras.layers.Dense(5, name="logits")], name="staging_warmup")
 
 
-def _train(warmup, timed, staging_depth=1):
+def _train(warmup, timed, staging_depth=1, **more):
     """The trained weights and each step's (put, outputs, phase) call."""
     rng = np.random.default_rng(0)
     images = rng.standard_normal((16 * GLOBAL_BATCH,) + IMAGE_SHAPE).astype(np.float32)
     labels = rng.integers(0, 5, 16 * GLOBAL_BATCH).astype(np.int32)
     params = Params(device="cpu", num_gpus=2, variable_update="replicated",
                     staging_depth=staging_depth, num_warmup_batches=warmup,
-                    num_batches=timed, print_training_accuracy=False)
+                    num_batches=timed, print_training_accuracy=False, **more)
     trainer = Trainer(params, model=_model(),
                       input_source=from_arrays(images, labels, GLOBAL_BATCH))
     calls, step_fn = [], trainer._step_fn
@@ -67,4 +67,34 @@ def test_the_warmup_fence_trains_on_the_same_batches():
     unstaged, calls = _train(warmup=2, timed=5, staging_depth=0)
     assert len(calls) == 7
     for a, b in zip(fenced, unstaged):
+        np.testing.assert_array_equal(a, b)
+
+
+def _summaries(tmp_path, every):
+    return dict(train_dir=str(tmp_path), summary_verbosity=1, save_summaries_steps=every)
+
+
+def test_summary_steps_variants_are_built_in_warmup_too(tmp_path):
+    # Summaries every 3 steps of 9: timed summary steps 6 (stages) and 9 (the
+    # last, drains) need the gradient-norm variants; warm-up builds them.
+    # Warm-up step 3 writes one itself, so step 2 builds the plain variant.
+    _, calls = _train(warmup=3, timed=6, **_summaries(tmp_path / "a", 3))
+    assert max(_first_calls(calls).values()) < 3
+    assert [(put, outputs) for put, outputs, *_ in calls][:3] == [(False, 1), (True, 0),
+                                                                  (True, 1)]
+    # Summaries every 4 of 12: none in warm-up; step 2 asks for the outputs.
+    _, calls = _train(warmup=3, timed=9, **_summaries(tmp_path / "c", 4))
+    assert max(_first_calls(calls).values()) < 3
+    assert [(put, outputs) for put, outputs, *_ in calls][:3] == [(False, 1), (True, 1),
+                                                                  (True, 0)]
+    # A last step that writes no summary drains with the plain variant.
+    _, calls = _train(warmup=3, timed=7, **_summaries(tmp_path / "b", 3))
+    assert calls[0][:2] == (False, 0) and calls[-1][:2] == (False, 0)
+    assert max(_first_calls(calls).values()) < 3
+
+
+def test_summaries_prebuilding_in_warmup_changes_no_update(tmp_path):
+    with_summaries, _ = _train(warmup=3, timed=6, **_summaries(tmp_path, 3))
+    without, _ = _train(warmup=3, timed=6)
+    for a, b in zip(with_summaries, without):
         np.testing.assert_array_equal(a, b)
