@@ -32,13 +32,21 @@ def committed_steps(train_dir):
 def files_of(directory, prefix=""):
     """{name: bytes} of the files in `directory` whose names start with
     `prefix`, but the train_dir lock (which holds the pid of the last run
-    that took it): compared before and after a refused or failed run."""
+    that took it): compared before and after a refused or failed run. A
+    folder (a checkpoint being written when its run was stopped:
+    ckpt-N_temp/) counts by the files in it, as name/inner name."""
     from towertrain.state import train_dir_lock
     out = {}
     for name in sorted(set(os.listdir(directory)) - {train_dir_lock.LOCK_FILE}):
-        if name.startswith(prefix):
-            with open(os.path.join(directory, name), "rb") as f:
-                out[name] = f.read()
+        if not name.startswith(prefix):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path):
+            for inner, data in files_of(path).items():
+                out[f"{name}/{inner}"] = data
+            continue
+        with open(path, "rb") as f:
+            out[name] = f.read()
     return out
 
 
