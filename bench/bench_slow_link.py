@@ -87,8 +87,6 @@ def exchanges(pack_mb, specs=("pscpu/xring",), packings=PACKINGS):
     """(label, towertrain flags) of the exchanges timed at each rate, in run
     order: each packing with every spec in turn, so specs interleave. With one
     spec a label is the packing ("t_1"), with several "t_1 scatter/xring"."""
-    if isinstance(specs, str):
-        specs = (specs,)
     packing_flags = {"t_1": [], "t_4": ["--gradient_repacking=4"],
                      "t_16": ["--gradient_repacking=16"],
                      "t_bytes": [f"--gradient_pack_mb={pack_mb:g}"]}

@@ -26,7 +26,8 @@ import time
 
 import numpy as np
 
-RECORD_BYTES = 1 + 32 * 32 * 3
+from towertrain.input_pipeline.cifar10 import RECORD_BYTES
+
 FILES = 5
 
 

@@ -8,18 +8,24 @@ the same way (README: Library use).
 """
 import towertrain
 from towertrain.commands.train import run
+from towertrain.models import catalog
 from towertrain.models.resnet_cifar import resnet_cifar
 
 DEPTHS = (20, 32, 44, 56, 110)
 
 
 def register():
+    """Each variant with its registered twin's defaults (the catalog's row)."""
     for depth in DEPTHS:
         for version, suffix in ((1, ""), (2, "_v2")):
+            twin = catalog.get_spec(f"resnet{depth}{suffix}")
             towertrain.register_model(
-                f"resnet{depth}{suffix}_pad", resnet_cifar(depth, version, shortcut="pad"),
-                default_image_size=32, default_batch_size=64, default_learning_rate=0.1,
-                default_dataset="cifar10")
+                f"{twin.name}_pad", resnet_cifar(depth, version, shortcut="pad"),
+                default_image_size=twin.default_image_size,
+                default_batch_size=twin.default_batch_size,
+                default_learning_rate=twin.default_learning_rate,
+                default_dataset=twin.default_dataset, min_image_size=twin.min_image_size,
+                weight_decay_filter=twin.weight_decay_filter)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def _conv(filters, kernel, strides, data_format, name):
 SHORTCUTS = ("projection", "pad")
 
 
-def _needs_projection(x, filters, strides, data_format):
+def _changes_size(x, filters, strides, data_format):
     return strides != 1 or x.shape[channel_axis(data_format)] != filters
 
 
@@ -48,7 +48,7 @@ def _basic_block_v1(x, filters, strides, data_format, name, kind):
     y = keras.layers.Activation("relu", name=f"{name}_relu1")(y)
     y = _conv(filters, 3, 1, data_format, f"{name}_conv2")(y)
     y = batch_norm(data_format, name=f"{name}_bn2")(y)
-    if _needs_projection(x, filters, strides, data_format):
+    if _changes_size(x, filters, strides, data_format):
         shortcut = _widening_shortcut(x, filters, strides, data_format, name, kind)
     y = keras.layers.Add(name=f"{name}_add")([y, shortcut])
     return keras.layers.Activation("relu", name=f"{name}_relu2")(y)
@@ -58,7 +58,7 @@ def _basic_block_v2(x, filters, strides, data_format, name, kind):
     preact = batch_norm(data_format, name=f"{name}_bn1")(x)
     preact = keras.layers.Activation("relu", name=f"{name}_relu1")(preact)
     shortcut = x
-    if _needs_projection(x, filters, strides, data_format):
+    if _changes_size(x, filters, strides, data_format):
         # The projection reads the pre-activation (the Keras example); the
         # parameter-free shortcut is the block's input itself, subsampled.
         source = preact if kind == "projection" else x

@@ -16,8 +16,12 @@ GLOBAL_BATCH = 8
 
 
 def _model():
+    """Batch norm and dropout: what an equal-weights claim must cover (the
+    per-step dropout draws and the moving statistics)."""
     keras.utils.set_random_seed(3)
     return keras.Sequential([keras.Input(IMAGE_SHAPE), keras.layers.Flatten(),
+                             keras.layers.Dense(8), keras.layers.BatchNormalization(),
+                             keras.layers.Dropout(0.5),
                              keras.layers.Dense(5, name="logits")], name="staging_warmup")
 
 

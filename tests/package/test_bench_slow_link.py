@@ -46,7 +46,7 @@ def test_the_commands_it_runs():
     assert "--task_index=1" in worker and "--num_gpus=1" in worker
     # Horovod's shape on 2 devices per worker.
     args = slow_link.parse_args(["--all_reduce_spec=scatter/xring", "--devices_per_worker=2"])
-    flags = dict(slow_link.exchanges(0.25, args.all_reduce_spec))["t_1"]
+    flags = dict(slow_link.exchanges(0.25, args.specs))["t_1"]
     assert "--all_reduce_spec=scatter/xring" in flags
     assert "--num_gpus=2" in slow_link.worker_command("resnet20", flags, 0, 4, 1, True,
                                                       args.devices_per_worker)
