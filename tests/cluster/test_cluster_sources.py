@@ -124,7 +124,7 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
     # Both tasks on this host: each worker's intra-op pool (read back from
     # TensorFlow for the header) is its share of the cores, not all of them.
     share = max(1, machine.available_cores() // 2)
-    assert re.search(r"^Threads:\s+intra-op %d per worker \(%d cores / 2 workers on this host"
+    assert re.search(r"^Threads:\s+intra-op %d per process \(%d cores / 2 workers on this host"
                      % (share, machine.available_cores()), chief, re.MULTILINE), chief[:2000]
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * runs.EPOCHS
     runs.assert_same_model(train_dir, reference)

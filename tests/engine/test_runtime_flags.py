@@ -8,6 +8,7 @@ import records the environment at that moment, and at exit the process reads
 tf.config back and lists the op types of the functions it ran (XLA clusters).
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -37,9 +38,9 @@ def configure(params, gpus=None, cores=None):
     runtime.configure(runtime_of(params, cores), gpus=gpus)
 
 
-def intra_op_threads(params, cluster, cores):
+def intra_op_threads(params, cluster, cores, towers=1):
     return plan_runtime.intra_op_threads(params.num_intra_threads, params.device,
-                                         cluster.workers_on_this_host(), cores)
+                                         cluster.workers_on_this_host(), cores, towers)
 
 SPY = f"""
 import atexit, json, os, sys
@@ -102,6 +103,17 @@ def test_cli_applies_threads_xla_and_mkl_environment_before_tensorflow_starts():
     assert {"_XlaCompile", "_XlaRun"} <= set(seen["ops"])
 
 
+def test_cli_gives_two_cpu_towers_their_share_of_the_cores():
+    from helpers.cli import run_cli
+    from towertrain.config import machine
+    done = run_cli("--model=trivial", "--device=cpu", "--num_gpus=2", "--num_batches=1",
+                   "--num_warmup_batches=0", check=True)
+    cores = machine.available_cores()
+    # The header reads the pool back from TensorFlow: the share reached it.
+    assert re.search(r"^Threads:\s+intra-op %d per process \(%d cores / 2 towers; "
+                     % (max(1, cores // 2), cores), done.stdout, re.MULTILINE), done.stdout
+
+
 def test_defaults_leave_tensorflow_alone(monkeypatch):
     def refuse(*args):
         raise AssertionError(f"set {args} with default flags")
@@ -140,6 +152,35 @@ def test_workers_sharing_a_hosts_cores_split_them_unless_told(flags, workers, co
                                                               threads):
     params = Params(**{"model": "trivial", "device": "cpu", **flags})
     assert intra_op_threads(params, _cluster(*workers), cores=cores) == threads
+
+
+@pytest.mark.parametrize("flags, workers, cores, towers, threads", [
+    ({}, ("127.0.0.1:1",), 2, 2, 1),  # 2 towers on 2 cores: 1 each (1.15x measured)
+    ({}, ("127.0.0.1:1",), 2, 8, 1),  # never 0
+    ({}, ("127.0.0.1:1",), 16, 4, 4),
+    ({}, ("127.0.0.1:1",), 16, 1, None),  # a lone tower: TensorFlow's own choice
+    ({}, ("127.0.0.1:1", "127.0.0.1:2"), 16, 2, 4),  # 2 workers x 2 towers share 16
+    ({}, ("a:1", "b:1"), 16, 2, 8),  # a host each: this worker's towers only
+    ({"num_intra_threads": 0}, ("127.0.0.1:1",), 2, 2, 0),  # 0: TensorFlow picks
+    ({"device": "gpu"}, ("127.0.0.1:1",), 16, 4, 1),  # GPUs: tf_cnn's 1
+])
+def test_towers_sharing_the_cores_split_them_unless_told(flags, workers, cores, towers,
+                                                         threads):
+    params = Params(**{"model": "trivial", "device": "cpu", **flags})
+    assert intra_op_threads(params, _cluster(*workers), cores, towers) == threads
+
+
+def test_towers_of_one_process_set_the_pool_and_say_why(monkeypatch):
+    set_to = []
+    monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads",
+                        set_to.append)
+    params = Params(model="trivial", device="cpu", num_gpus=2)
+    planned = runtime_of(params, cores=2)
+    assert planned.intra_threads_why == "2 cores / 2 towers; --num_intra_threads sets it"
+    runtime.configure(planned)
+    assert set_to == [1]
+    lone = runtime_of(Params(model="trivial", device="cpu", num_gpus=1), cores=2)
+    assert (lone.num_intra_threads, lone.intra_threads_why) == (None, None)
 
 
 def test_cluster_of_colocated_workers_sets_the_pool_before_tensorflow_starts(monkeypatch):

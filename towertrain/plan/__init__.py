@@ -114,15 +114,16 @@ def topology_of(params, machine, cluster) -> Topology:
 def runtime_of(params, topology, machine) -> Runtime:
     env = runtime_lib.environment(**{name: getattr(params, name)
                                      for name in runtime_lib.ENVIRONMENT_SETTINGS})
-    sharing = topology.cluster.workers_on_this_host()
+    sharing = dict(workers_on_host=topology.cluster.workers_on_this_host(),
+                   cores=machine.cores, towers=len(topology.tower_devices))
     return Runtime(
         environment=tuple(env.items()),  # tf_cnn_benchmarks' order: messages name them so
         num_intra_threads=runtime_lib.intra_op_threads(
-            params.num_intra_threads, topology.device, sharing, machine.cores),
+            params.num_intra_threads, topology.device, **sharing),
         intra_threads_explicit=params.num_intra_threads is not None,
         num_inter_threads=params.num_inter_threads,
         intra_threads_why=runtime_lib.threads_reason(
-            params.num_intra_threads, topology.device, sharing, machine.cores),
+            params.num_intra_threads, topology.device, **sharing),
         xla=params.xla, xla_compile=params.xla_compile, allow_growth=params.allow_growth,
         sync_on_finish=params.sync_on_finish)
 

@@ -37,13 +37,13 @@ def set_environment(env):
 
 
 def describe_threads(runtime):
-    """The header's Threads line of a run whose workers share this host's CPU
+    """The header's Threads line of a run whose towers share this host's CPU
     cores (None otherwise): the intra-op pool TensorFlow holds, and why."""
     if runtime.intra_threads_why is None:
         return None
     import tensorflow as tf
     held = tf.config.threading.get_intra_op_parallelism_threads()
-    return f"intra-op {held} per worker ({runtime.intra_threads_why})"
+    return f"intra-op {held} per process ({runtime.intra_threads_why})"
 
 
 def configure(runtime, gpus=None):

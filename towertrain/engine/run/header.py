@@ -48,9 +48,9 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("Cluster", f"{static['Cluster']}, "
                                 f"{resolvers.describe(plan.topology.cluster)}"))
         info.append(("Worker input", input_factory.describe_worker_input(input_source)))
-        threads = runtime.describe_threads(plan.runtime)
-        if threads:
-            info.append(("Threads", threads))
+    threads = runtime.describe_threads(plan.runtime)
+    if threads:
+        info.append(("Threads", threads))
     if "Accumulation" in static:
         info.append(("Accumulation", static["Accumulation"]))
     if "AllReduce" in static:
