@@ -86,15 +86,29 @@ def test_summary_steps_variants_are_built_in_warmup_too(tmp_path):
     assert max(_first_calls(calls).values()) < 3
     assert [(put, outputs) for put, outputs, *_ in calls][:3] == [(False, 1), (True, 0),
                                                                   (True, 1)]
-    # Summaries every 4 of 12: none in warm-up; step 2 asks for the outputs.
+    # Summaries every 4 of 12: none in warm-up; step 2 runs plain, step 3
+    # asks for the outputs.
     _, calls = _train(warmup=3, timed=9, **_summaries(tmp_path / "c", 4))
     assert max(_first_calls(calls).values()) < 3
-    assert [(put, outputs) for put, outputs, *_ in calls][:3] == [(False, 1), (True, 1),
-                                                                  (True, 0)]
+    assert [(put, outputs) for put, outputs, *_ in calls][:3] == [(False, 1), (True, 0),
+                                                                  (True, 1)]
     # A last step that writes no summary drains with the plain variant.
     _, calls = _train(warmup=3, timed=7, **_summaries(tmp_path / "b", 3))
     assert calls[0][:2] == (False, 0) and calls[-1][:2] == (False, 0)
     assert max(_first_calls(calls).values()) < 3
+
+
+def test_unstaged_summary_runs_build_both_variants_in_warmup(tmp_path):
+    # No staging, so no drains: warm-up step 2 writes a summary (outputs), and
+    # step 1 builds the plain variant; it used to ask for the outputs too (for
+    # a drain that never comes), leaving the plain one to timed step 3.
+    _, calls = _train(warmup=2, timed=8, staging_depth=0, **_summaries(tmp_path / "a", 2))
+    assert [(put, outputs) for put, outputs, *_ in calls][:2] == [(True, 0), (True, 1)]
+    assert max(_first_calls(calls).values()) < 2
+    # Summaries every 5: step 1 plain, step 2 asks for the outputs.
+    _, calls = _train(warmup=2, timed=8, staging_depth=0, **_summaries(tmp_path / "b", 5))
+    assert [(put, outputs) for put, outputs, *_ in calls][:2] == [(True, 0), (True, 1)]
+    assert max(_first_calls(calls).values()) < 2
 
 
 def test_summaries_prebuilding_in_warmup_changes_no_update(tmp_path):

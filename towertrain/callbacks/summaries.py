@@ -142,6 +142,7 @@ class Summaries(Callback):
         self.wait = benchmark_log.WaitShare()
         self._steps_run = 0
         self._warmup = 0
+        self._warmup_asks = {}
 
     def _prepare(self):
         """Reads what earlier runs wrote, once, before the header is printed."""
@@ -170,6 +171,7 @@ class Summaries(Callback):
         self._prepare()
         self._warmup = warmup_of_run(self.num_warmup_batches, loop.start_step,
                                      loop.total_steps)
+        self._warmup_asks = self._plan_warmup(loop.start_step, loop.total_steps)
 
     def _folder(self, name):
         return self.logdir if name == "train" else os.path.join(self.logdir, EVAL_SUBDIR)
@@ -184,26 +186,53 @@ class Summaries(Callback):
 
     def step_outputs(self, step):
         level = step_outputs.GRADIENTS if self.verbosity >= 2 else step_outputs.GRAD_NORM
-        if self._due(step) or self._prebuilds(step):
+        if self._due(step) or self._warmup_asks.get(step, False):
             return level
         return step_outputs.SCALARS
 
-    def _prebuilds(self, step):
-        """Whether warm-up step `step` asks for the summaries' outputs (written
-        or not) so the step function's variant that carries them is built
-        untimed: its first call optimizes the graph (~2 s for resnet20 on 2
-        CPU devices, measured) and in the first summary step understated the
-        run's total images/sec. Warm-up step 1 (a drain with staging,
-        engine/feed/position.py) asks if the run's last step, a drain too,
-        will; step 2 (the first that stages) asks unless a later warm-up step
-        writes a summary (and so builds it), leaving a step that asks nothing
-        to build the plain variant."""
-        start, warmup = self.loop.start_step, self._warmup
-        into = step - start
-        if into == 1 and warmup >= 2:
-            return self._due(self.loop.total_steps)
-        return into == 2 and warmup >= 3 and not any(
-            self._due(later) for later in range(start + 3, start + warmup + 1))
+    def _plan_warmup(self, start, total):
+        """{warm-up step: whether it asks for the summaries' outputs}, so each
+        variant of the step function the timed steps will run is first
+        called untimed: a first call optimizes the graph (~2 s for resnet20 on
+        2 CPU devices, measured), which in a timed step understated the run's
+        total images/sec. A variant is (drains only, outputs); with staging
+        and 2+ warm-up steps, warm-up step 1 drains (the fence
+        engine/feed/position.py's Feed.begin adds), as does the run's last
+        step. Due steps ask anyway; each other warm-up step takes the first
+        variant of its kind still missing, plain before outputs."""
+        warmup = self._warmup
+        staged = self.handles.staging_depth > 0
+
+        def kind(step):
+            if staged and (step == total or (warmup >= 2 and step == start + 1)):
+                return "drain"
+            return "step"
+
+        first_timed = start + warmup + 1
+        needed = set()
+        if first_timed < total:
+            needed.add(("step", False))
+            if self._any_due(first_timed, total - 1):
+                needed.add(("step", True))
+        if first_timed <= total:
+            needed.add((kind(total), self._due(total)))
+        warmup_steps = range(start + 1, start + warmup + 1)
+        covered = {(kind(step), True) for step in warmup_steps if self._due(step)}
+        asks = {}
+        for step in warmup_steps:
+            if self._due(step):
+                continue
+            missing = [(kind(step), outputs) for outputs in (False, True)
+                       if (kind(step), outputs) in needed - covered]
+            asks[step] = bool(missing) and missing[0][1]
+            covered.add((kind(step), asks[step]))
+        return asks
+
+    def _any_due(self, first, last):
+        """Whether a summary is due at a step in first..last."""
+        first = max(first, self._last["train"] + 1)
+        due = -(-first // self.every_n_steps) * self.every_n_steps
+        return due <= last
 
     def after_step(self, step, result, seconds):
         self._steps_run += 1

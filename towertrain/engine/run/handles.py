@@ -21,7 +21,7 @@ Who uses what:
     add_fence(step)             stage nothing past `step`            CheckpointSaver, PeriodicEval,
                                                                      ClusterStop
     staged_batches()            batches staged, not yet trained on   Checkpointer
-    staging_depth               batches staged ahead (0: none)       ClusterStop
+    staging_depth               batches staged ahead (0: none)       ClusterStop, Summaries
     evaluator, eval_data        an Evaluator and the resolved eval   PeriodicEval
                                 split (None without eval in training)
     learning_rate               the schedule (value_at, initial)     DivergenceGuard, Summaries,
