@@ -1524,8 +1524,8 @@ MUTATIONS = [
     # of one process): the multi-worker run oversubscribes the cores.
     Mutation(
         "colocated_workers_take_every_core", "towertrain/plan/runtime.py",
-        "    if workers_on_host > 1:\n        return max(1, cores // workers_on_host)\n",
-        "",
+        "    sharing = workers_on_host * towers\n",
+        "    sharing = towers\n",
         [T + "engine/test_runtime_flags.py::test_workers_sharing_a_hosts_cores_split_them_unless_told",
          T + "cluster/test_cluster_sources.py::"
          "test_srun_environment_two_tasks_equal_one_process_with_both_devices"]),
@@ -2490,12 +2490,35 @@ MUTATIONS = [
     # Summaries ask for their outputs in warm-up, so those variants build untimed.
     Mutation(
         "summaries_variant_built_in_timed_steps", "towertrain/callbacks/summaries.py",
-        "if self._due(step) or self._prebuilds(step):",
+        "if self._due(step) or self._warmup_asks.get(step, False):",
         "if self._due(step):",
         [T + "engine/test_staging_warmup.py::test_summary_steps_variants_are_built_in_warmup_too"]),
     Mutation(
         "summaries_drain_level_ignored", "towertrain/callbacks/summaries.py",
-        "            return self._due(self.loop.total_steps)",
-        "            return False",
+        "            needed.add((kind(total), self._due(total)))",
+        "            needed.add((kind(total), False))",
         [T + "engine/test_staging_warmup.py::test_summary_steps_variants_are_built_in_warmup_too"]),
+    Mutation(
+        "unstaged_first_warmup_step_seen_as_drain", "towertrain/callbacks/summaries.py",
+        "        staged = self.handles.staging_depth > 0\n",
+        "        staged = True\n",
+        [T + "engine/test_staging_warmup.py::test_unstaged_summary_runs_build_both_variants_in_warmup"]),
+    # CPU towers of one process share the intra-op pool (1.15-1.22x on 2 cores).
+    Mutation(
+        "towers_take_every_core", "towertrain/plan/runtime.py",
+        "    sharing = workers_on_host * towers\n",
+        "    sharing = workers_on_host\n",
+        [T + "engine/test_runtime_flags.py::test_towers_sharing_the_cores_split_them_unless_told",
+         T + "engine/test_runtime_flags.py::test_towers_of_one_process_set_the_pool_and_say_why",
+         T + "engine/test_runtime_flags.py::test_cli_gives_two_cpu_towers_their_share_of_the_cores"]),
+    Mutation(
+        "threads_line_only_for_clusters", "towertrain/engine/run/header.py",
+        "    threads = runtime.describe_threads(plan.runtime)\n    if threads:\n        info",
+        "        threads = runtime.describe_threads(plan.runtime)\n        if threads:\n            info",
+        [T + "engine/test_runtime_flags.py::test_cli_gives_two_cpu_towers_their_share_of_the_cores"]),
+    Mutation(
+        "lone_tower_split_too", "towertrain/plan/runtime.py",
+        "    if sharing > 1:\n        return max(1, cores // sharing)",
+        "    if sharing > 0:\n        return max(1, cores // sharing)",
+        [T + "engine/test_runtime_flags.py::test_towers_sharing_the_cores_split_them_unless_told"]),
 ]

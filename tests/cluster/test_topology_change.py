@@ -32,8 +32,6 @@ def _run(tmp_path, data_dir, train_dir, workers, devices, name, kill_after=None)
     Returns the chief's log."""
     flags = runs.run_flags(data_dir, train_dir, EPOCHS, *runs.topology(workers, devices),
                            "--save_model_steps=6", "--max_ckpts_to_keep=20")
-    if workers == 1:  # the reference's threads (a worker's share): the same sums
-        flags += runs.reference_threads()
     with runs.Processes(str(tmp_path)) as procs:
         _start(procs, flags, workers, name)
         if kill_after is None:

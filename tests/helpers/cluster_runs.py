@@ -180,20 +180,12 @@ def seed_checkpoint(from_dir, step, train_dir):
                 f'all_model_checkpoint_paths: "ckpt-{step}"\n')
 
 
-def reference_threads():
-    """The intra-op threads of a one-process run that sums as a worker of 2 on
-    this host does (its share of the cores): oneDNN's convolutions split their
-    sums by thread, measured 1e-8 apart after one step with 2 threads against
-    1, which 60 steps of dropout training amplify to 0.3."""
-    from towertrain.config import machine
-    return [f"--num_intra_threads={max(1, machine.available_cores() // 2)}"]
-
-
 def data_and_reference(tmp_path_factory, num_epochs=EPOCHS):
     """(data_dir, train_dir of the uninterrupted reference): one process with
     both devices (`python -m towertrain`, deterministic ops) trains
     `num_epochs` once per test session, keeping a checkpoint of every step (a
-    test may compare at any step)."""
+    test may compare at any step). Its default intra-op threads are a
+    worker of 2's on this host (cores / towers x workers), so the sums match."""
     from helpers import cifar_files
     root = tmp_path_factory.getbasetemp() / "cluster_reference"
     data_dir = str(root / "data")
@@ -203,7 +195,7 @@ def data_and_reference(tmp_path_factory, num_epochs=EPOCHS):
     if not checkpoint_steps(train_dir):
         done = subprocess.run(
             towertrain(*run_flags(data_dir, train_dir, num_epochs, *topology(1, 2),
-                                  "--save_model_steps=1", *reference_threads(),
+                                  "--save_model_steps=1",
                                   f"--max_ckpts_to_keep={6 * num_epochs + 1}")),
             cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

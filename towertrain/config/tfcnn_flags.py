@@ -124,7 +124,8 @@ FLAGS = (
     same("local_parameter_device", "enum", "gpu", "default: --device"),
     same("device", "enum", "gpu", "default: gpu if one is present, else cpu"),
     same("data_format", "enum", "NCHW", "default: NCHW on gpu, NHWC on cpu"),
-    same("num_intra_threads", "integer", None),
+    same("num_intra_threads", "integer", None,
+         "default: 1 on gpu; on cpu, the cores / the towers and workers on this host"),
     same("num_inter_threads", "integer", 0),
     refused("use_numa_affinity", "boolean", False,
             "it pinned TF 1 session threads to NUMA nodes; start towertrain under "
