@@ -379,7 +379,7 @@ SETTINGS = (
         Setting("num_intra_threads", INTEGER, None, "Threads of TensorFlow's intra-op pool; "
                 "0: TensorFlow picks (default: 1 on GPUs; on CPUs running more than one "
                 "tower at a time, the cores divided among this process's towers and the "
-                "cluster's workers on this host, at least 1 (measured on 2 cores: 1.15-1.22x "
+                "cluster's workers on this host, at least 1 (measured on 2 cores: 1.15-1.29x "
                 "at 2-8 towers); one tower: TensorFlow's choice)."),
         Setting("num_inter_threads", INTEGER, 0, "Threads of TensorFlow's inter-op pool; "
                 "0: TensorFlow picks."),

@@ -39,11 +39,12 @@ def intra_op_threads(num_intra_threads, device, workers_on_host, cores, towers):
     time (towers of this process, or workers sharing this host), each tower's
     share of the cores: the towers' ops already run side by side, and one op
     split over every core only adds its threads' hand-offs. Measured on 2
-    cores (resnet20, 16 per device, replicated, interleaved rounds): 1 thread
-    instead of 2 ran 1.15x at 2 towers, 1.22x at 4 and 1.21x at 8; with one
-    tower 0.95x, so a lone tower keeps TensorFlow's choice (None). Workers
-    sharing the host (measured: 2 workers x 1 device on 2 cores ran at 0.91x
-    of one process with both devices, and at 1.01x with 1 thread each)."""
+    cores (bench/bench_threads.py: resnet20, 16 per device, replicated, 5
+    interleaved rounds): 1 thread instead of 2 ran 1.17x at 2 towers, 1.29x
+    at 4 and 1.15x at 8; a lone tower ran 0.95x with 1, so it keeps
+    TensorFlow's choice (None). Workers on one host likewise: 2 workers x 1
+    device on 2 cores ran 0.91x of one process with both devices with every
+    core each, 1.01x with 1 thread each."""
     if num_intra_threads is not None:
         return num_intra_threads
     if device == "gpu":
