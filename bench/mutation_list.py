@@ -2521,4 +2521,9 @@ MUTATIONS = [
         "    if sharing > 1:\n        return max(1, cores // sharing)",
         "    if sharing > 0:\n        return max(1, cores // sharing)",
         [T + "engine/test_runtime_flags.py::test_towers_sharing_the_cores_split_them_unless_told"]),
+    Mutation(
+        "threads_line_says_zero", "towertrain/engine/process/runtime.py",
+        """    pool = f"{held} per process" if held else "TensorFlow's choice (every core)"\n""",
+        """    pool = f"{held} per process"\n""",
+        [T + "package/test_bench_threads.py::test_tensorflows_choice_reaches_the_run_as_asked"]),
 ]

@@ -2,11 +2,9 @@
 ResNet with tf_cnn_benchmarks' parameter-free shortcuts, through the CLI."""
 import argparse
 import subprocess
-import sys
 
 from helpers import bench_scripts
 
-sys.path.insert(0, bench_scripts.BENCH)  # the script imports its neighbour
 vs_tfcnn = bench_scripts.load("bench_vs_tfcnn")
 
 

@@ -43,7 +43,8 @@ def describe_threads(runtime):
         return None
     import tensorflow as tf
     held = tf.config.threading.get_intra_op_parallelism_threads()
-    return f"intra-op {held} per process ({runtime.intra_threads_why})"
+    pool = f"{held} per process" if held else "TensorFlow's choice (every core)"
+    return f"intra-op {pool} ({runtime.intra_threads_why})"
 
 
 def configure(runtime, gpus=None):
