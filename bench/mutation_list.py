@@ -2526,4 +2526,9 @@ MUTATIONS = [
         """    pool = f"{held} per process" if held else "TensorFlow's choice (every core)"\n""",
         """    pool = f"{held} per process"\n""",
         [T + "package/test_bench_threads.py::test_tensorflows_choice_reaches_the_run_as_asked"]),
+    Mutation(
+        "scaling_rows_at_tensorflows_pool", "towertrain/commands/scaling.py",
+        "        base = _one_pool(base, device, max_devices)\n",
+        "",
+        [T + "commands/test_scaling.py::test_json_and_csv_hold_every_configuration_and_round"]),
 ]

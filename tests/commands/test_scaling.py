@@ -52,6 +52,8 @@ def test_table_has_exactly_a_row_per_configuration(tiny_run):
     rows = table_rows(done.stdout)
     assert set(rows) == EXPECTED
     assert "weak scaling: batch per device fixed at 4, global batch = 4 x devices" in done.stdout
+    assert re.search(r"^intra-op threads: \d+ for every configuration", done.stdout,
+                     re.MULTILINE), done.stdout
     for (mode, n), row in rows.items():
         assert int(row.group(3)) == 4 * n  # global batch
         speedup, efficiency = float(row.group(5)), float(row.group(6))
@@ -67,6 +69,10 @@ def test_json_and_csv_hold_every_configuration_and_round(tiny_run):
     with open(stem + ".json", encoding="utf-8") as f:
         data = json.load(f)
     assert data["settings"]["rounds"] == 2 and data["settings"]["batch_size"] == 4
+    # One pool for every row, read back from TensorFlow: the one the CLI gives
+    # --max_devices=2 towers on this machine's cores.
+    from towertrain.config import machine
+    assert data["settings"]["intra_op_threads"] == max(1, machine.available_cores() // 2)
     configs = {(c["mode"], c["devices"]): c for c in data["configurations"]}
     assert set(configs) == EXPECTED and len(data["configurations"]) == len(EXPECTED)
     for (mode, n), c in configs.items():

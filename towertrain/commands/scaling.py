@@ -149,6 +149,23 @@ def plan(base, max_devices, selected=None):
             for n in range(1, max_devices + 1)]
 
 
+def _one_pool(base, device, max_devices):
+    """`base` with the intra-op pool every configuration shares: one process
+    times them all, and TensorFlow fixes its pool at its start. Unless
+    --num_intra_threads says otherwise, on CPU devices the pool
+    `python -m towertrain` gives --max_devices towers (cores / towers), so
+    the multi-device rows are timed as the CLI runs them; a 1-device row then
+    runs with that pool too (the table's header says which)."""
+    from towertrain.config import machine
+    from towertrain.plan import runtime as plan_runtime
+    if base.num_intra_threads is not None or device != "cpu":
+        return base
+    threads = plan_runtime.intra_op_threads(None, device, workers_on_host=1,
+                                            cores=machine.available_cores(),
+                                            towers=max_devices)
+    return base if threads is None else base.replace(num_intra_threads=threads)
+
+
 def build(config, base, keras_stock_batch_norm):
     """The configuration's runner, its step traced (one step run)."""
     if config.variable_update is None:
@@ -241,6 +258,7 @@ def main(argv):
         from towertrain import models
         base = base.replace(batch_size=base.batch_size or
                             models.get_spec(base.resolved_model).default_batch_size)
+        base = _one_pool(base, device, max_devices)
         names = [name for name, _, _ in modes(device)]
         selected = fl.modes.split(",") if fl.modes else None
         for name in selected or ():
@@ -261,7 +279,8 @@ def main(argv):
                 "batch_size": base.batch_size, "num_batches": base.resolved_num_batches,
                 "num_warmup_batches": base.num_warmup_batches, "rounds": fl.rounds,
                 "max_devices": max_devices, "keras_batch_norm": fl.keras_batch_norm,
-                "tensorflow": tf.__version__}
+                "tensorflow": tf.__version__,
+                "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()}
     os.makedirs(fl.output_dir, exist_ok=True)
     stem = os.path.join(fl.output_dir, f"scaling_{base.resolved_model}_{device}")
     lines = scaling_plot.table_lines(configs, settings)

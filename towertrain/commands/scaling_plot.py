@@ -29,7 +29,13 @@ def header(settings):
             f"{KERAS_MODE}: Keras fit + tf.distribute.MirroredStrategy "
             f"({s['keras_batch_norm']} batch norm)",
             "speed-up: vs 1 device of the same mode; efficiency = speed-up / devices; "
-            "spread = (max - min) / median over the rounds"]
+            "spread = (max - min) / median over the rounds",
+            f"intra-op threads: {_pool(s.get('intra_op_threads'))} for every configuration "
+            "(one process; --num_intra_threads sets it)"]
+
+
+def _pool(threads):
+    return "TensorFlow's choice (every core)" if not threads else str(threads)
 
 
 def table_lines(configs, settings):
