@@ -2523,7 +2523,7 @@ MUTATIONS = [
         [T + "engine/test_runtime_flags.py::test_towers_sharing_the_cores_split_them_unless_told"]),
     Mutation(
         "threads_line_says_zero", "towertrain/engine/process/runtime.py",
-        """    pool = f"{held} per process" if held else "TensorFlow's choice (every core)"\n""",
+        """    pool = plan_runtime.describe_pool(held) + (" per process" if held else "")\n""",
         """    pool = f"{held} per process"\n""",
         [T + "package/test_bench_threads.py::test_tensorflows_choice_reaches_the_run_as_asked"]),
     Mutation(

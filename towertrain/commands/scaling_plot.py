@@ -10,6 +10,8 @@ command says how to get the plot.
 import csv
 import json
 
+from towertrain.plan.runtime import describe_pool
+
 KERAS_MODE = "keras_mirrored"
 
 
@@ -30,12 +32,8 @@ def header(settings):
             f"({s['keras_batch_norm']} batch norm)",
             "speed-up: vs 1 device of the same mode; efficiency = speed-up / devices; "
             "spread = (max - min) / median over the rounds",
-            f"intra-op threads: {_pool(s.get('intra_op_threads'))} for every configuration "
-            "(one process; --num_intra_threads sets it)"]
-
-
-def _pool(threads):
-    return "TensorFlow's choice (every core)" if not threads else str(threads)
+            f"intra-op threads: {describe_pool(s.get('intra_op_threads'))} for every "
+            "configuration (one process; --num_intra_threads sets it)"]
 
 
 def table_lines(configs, settings):

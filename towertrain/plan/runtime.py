@@ -69,3 +69,8 @@ def threads_reason(num_intra_threads, device, workers_on_host, cores, towers):
     else:
         share = f"{towers} towers"
     return f"{cores} cores / {share}; --num_intra_threads sets it"
+
+
+def describe_pool(threads):
+    """An intra-op pool as TensorFlow reports it (0: its own choice)."""
+    return str(threads) if threads else "TensorFlow's choice (every core)"

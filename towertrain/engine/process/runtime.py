@@ -19,6 +19,7 @@ import sys
 
 from towertrain.config import machine
 from towertrain.errors import ParamsError
+from towertrain.plan import runtime as plan_runtime
 from towertrain.plan.runtime import XLA_CPU_FLAG  # noqa: F401 - tests read it here
 
 
@@ -43,7 +44,7 @@ def describe_threads(runtime):
         return None
     import tensorflow as tf
     held = tf.config.threading.get_intra_op_parallelism_threads()
-    pool = f"{held} per process" if held else "TensorFlow's choice (every core)"
+    pool = plan_runtime.describe_pool(held) + (" per process" if held else "")
     return f"intra-op {pool} ({runtime.intra_threads_why})"
 
 
