@@ -71,8 +71,13 @@ def main(argv):
     medians = {name: statistics.median(values) for name, values in results.items()}
     names = list(medians)
     tower = medians[names[0]]
+    import tensorflow as tf
+    from towertrain.plan.runtime import describe_pool
     print(f"\nmodel={FLAGS.model} variable_update={FLAGS.variable_update} "
           f"all_reduce={FLAGS.all_reduce_spec} steps={FLAGS.steps} rounds={FLAGS.rounds}")
+    # One process, one pool, fixed by the first contender (towertrain's N towers).
+    pool = describe_pool(tf.config.threading.get_intra_op_parallelism_threads())
+    print(f"intra-op threads: {pool} for every contender")
     for name, value in medians.items():
         print(f"{name:<42} median images/sec {value:8.1f}")
     for other in names[1:]:
