@@ -2453,13 +2453,13 @@ MUTATIONS = [
     # A staged run builds its drain step in warmup (issue 35: staging's cost).
     Mutation(
         "drain_step_built_in_timed_steps", "towertrain/engine/feed/position.py",
-        "            if warmup >= 2:\n                self.add_fence(start_step + 1)\n",
+        "            if fence is not None:\n                self.add_fence(fence)\n",
         "",
         [T + "engine/test_staging_warmup.py::test_every_variant_is_first_called_in_warmup"]),
     Mutation(
-        "warmup_fence_one_step_late", "towertrain/engine/feed/position.py",
-        "self.add_fence(start_step + 1)",
-        "self.add_fence(start_step + 2)",
+        "warmup_fence_one_step_late", "towertrain/plan/steps.py",
+        "    return start_step + 1 if warmup >= 2 else None",
+        "    return start_step + 2 if warmup >= 2 else None",
         [T + "engine/test_staging_warmup.py::test_every_variant_is_first_called_in_warmup"]),
     Mutation(
         "resumed_run_warmup_not_shortened", "towertrain/plan/steps.py",

@@ -37,7 +37,7 @@ from tensorflow.core.util import event_pb2
 
 from towertrain.engine.run import benchmark_log
 from towertrain.engine.step import step_outputs
-from towertrain.plan.steps import warmup_of_run
+from towertrain.plan.steps import warmup_fence, warmup_of_run
 
 from .base import Callback
 
@@ -196,17 +196,16 @@ class Summaries(Callback):
         called untimed: a first call optimizes the graph (~2 s for resnet20 on
         2 CPU devices, measured), which in a timed step understated the run's
         total images/sec. A variant is (drains only, outputs); with staging
-        and 2+ warm-up steps, warm-up step 1 drains (the fence
-        engine/feed/position.py's Feed.begin adds), as does the run's last
-        step. Due steps ask anyway; each other warm-up step takes the first
+        the step of the warm-up fence (plan.steps.warmup_fence, which
+        Feed.begin adds) drains, as does the run's last step. Due steps ask
+        anyway; each other warm-up step takes the first
         variant of its kind still missing, plain before outputs."""
         warmup = self._warmup
         staged = self.handles.staging_depth > 0
+        drains = {total, warmup_fence(start, warmup)} if staged else set()
 
         def kind(step):
-            if staged and (step == total or (warmup >= 2 and step == start + 1)):
-                return "drain"
-            return "step"
+            return "drain" if step in drains else "step"
 
         first_timed = start + warmup + 1
         needed = set()

@@ -8,6 +8,7 @@ skipped as non-finite (the global step stays) has still used up its batches,
 and the next one takes the batches after them, as far as the epoch's end.
 """
 from towertrain.engine.step import accumulate
+from towertrain.plan import steps as steps_plan
 
 
 class Feed:
@@ -55,8 +56,9 @@ class Feed:
         its own (the priming a fence always brings)."""
         if self.staging is not None:
             self.staging.start_at(self.position(start_step), self.position(self.total_steps))
-            if warmup >= 2:
-                self.add_fence(start_step + 1)
+            fence = steps_plan.warmup_fence(start_step, warmup)
+            if fence is not None:
+                self.add_fence(fence)
         self.start(start_step)
 
     def start(self, start_step):
