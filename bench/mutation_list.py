@@ -2077,6 +2077,24 @@ MUTATIONS = [
         "writable_train_dir_unchecked", "towertrain/state/writable.py",
         '        paths.append(("train_dir", outputs.train_dir, False))\n', "",
         [T + "state/test_writable_every_path.py"]),
+    # --summary_dir written by --profile_steps alone, unchecked.
+    Mutation(
+        "writable_summary_dir_ignores_profile_steps", "towertrain/state/writable.py",
+        "    if outputs.summary_dir and (outputs.summary_verbosity or outputs.profile_steps):",
+        "    if outputs.summary_dir and outputs.summary_verbosity:",
+        [T + "state/test_writable_every_path.py", T + "state/test_refusal_operands.py"]),
+    # --summary_dir with --profile_steps alone refused ("writes nothing").
+    Mutation(
+        "summary_dir_for_a_profile_refused", "towertrain/config/observe_checks.py",
+        "    if p.summary_dir and not p.summary_verbosity and p.profile_steps is None:",
+        "    if p.summary_dir and not p.summary_verbosity:",
+        [T + "state/test_writable_every_path.py"]),
+    # A refusal's operand dropped: the run record's input check ignores a
+    # record without input (synthetic) only by the current side.
+    Mutation(
+        "eval_input_refused_without_a_data_dir_record", "towertrain/state/run_record.py",
+        "    if trained_on and not data_dir:", "    if not data_dir:",
+        [T + "state/test_refusal_operands.py"]),
     # Device branches, run with an injected machine description.
     Mutation(
         "gpu_intra_threads_not_one", "towertrain/plan/runtime.py",
