@@ -2089,8 +2089,8 @@ MUTATIONS = [
         "    if p.summary_dir and not p.summary_verbosity and p.profile_steps is None:",
         "    if p.summary_dir and not p.summary_verbosity:",
         [T + "state/test_writable_every_path.py"]),
-    # A refusal's operand dropped: the run record's input check ignores a
-    # record without input (synthetic) only by the current side.
+    # An operand of a refusal dropped: --eval without --data_dir refused for a
+    # run that was trained on synthetic data too.
     Mutation(
         "eval_input_refused_without_a_data_dir_record", "towertrain/state/run_record.py",
         "    if trained_on and not data_dir:", "    if not data_dir:",
