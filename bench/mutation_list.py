@@ -2258,6 +2258,23 @@ MUTATIONS = [
         "    if input_facts.synthetic and params.num_epochs is not None and (\n",
         "    if params.num_epochs is not None and (\n",
         [T + "input/test_input_epochs.py::test_num_epochs_needs_finite_data"]),
+    # The batch-larger-than-epoch advice counts one worker's devices: "at
+    # most 5 per device" for 2 workers x 2 devices, which still does not fit.
+    Mutation(
+        "batch_fits_advice_one_worker", "towertrain/plan/steps.py",
+        "    devices = towers * workers\n", "    devices = towers\n",
+        [T + "plan/test_multiworker_numbers.py", T + "input/test_batch_larger_than_epoch.py"]),
+    # The header's per-device batch of a multi-worker run counts one worker.
+    Mutation(
+        "header_per_device_one_worker", "towertrain/plan/describe.py",
+        "{batches.global_batch / topology.num_towers / topology.num_workers:g} per device",
+        "{batches.global_batch / topology.num_towers:g} per device",
+        [T + "plan/test_multiworker_numbers.py"]),
+    # The intra-op pool of workers sharing a host counts one worker's towers.
+    Mutation(
+        "threads_ignore_workers_on_host", "towertrain/plan/runtime.py",
+        "    sharing = workers_on_host * towers\n", "    sharing = towers\n",
+        [T + "plan/test_multiworker_numbers.py"]),
     Mutation(
         "epoch_line_missing", "towertrain/engine/run/header.py",
         '        *([("Epoch", static["Epoch"])] if "Epoch" in static else []),\n',
