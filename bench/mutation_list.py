@@ -605,6 +605,38 @@ MUTATIONS = [
         '            self.write(line.rstrip())',
         [T + "cluster/test_launch.py::"
          "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
+    # Several workers on one GPU machine: every worker gets the first share
+    # (all map the same GPUs).
+    Mutation(
+        "launched_workers_share_gpus", "towertrain/config/gpu_share.py",
+        "    first = local_rank * num_gpus\n",
+        "    first = 0\n",
+        [T + "cluster/test_gpu_share.py::"
+         "test_two_launched_workers_with_2_gpus_each_of_4_get_disjoint_gpus",
+         T + "cluster/test_gpu_share.py::"
+         "test_slurm_tasks_of_one_node_get_their_share_of_its_gpus_list"]),
+    # ... or workers that need more GPUs than there are overlap silently.
+    Mutation(
+        "shared_gpu_not_refused", "towertrain/config/gpu_share.py",
+        "    if need > len(gpus):\n",
+        "    if False:\n",
+        [T + "cluster/test_gpu_share.py::"
+         "test_workers_that_would_share_a_gpu_are_refused_before_any_starts"]),
+    # Slurm numbers a node's GPUs from 0, not from the list it gave the job.
+    Mutation(
+        "slurm_gpus_from_zero", "towertrain/plan/cluster.py",
+        "    gpus = gpu_share.machine_gpus(environ)\n    if not gpus:",
+        "    gpus = tuple(str(i) for i in range(len(gpu_share.machine_gpus(environ))))\n"
+        "    if not gpus:",
+        [T + "cluster/test_gpu_share.py::"
+         "test_slurm_tasks_of_one_node_get_their_share_of_its_gpus_list"]),
+    # A worker beside others that maps every GPU runs anyway.
+    Mutation(
+        "worker_sharing_gpus_not_refused", "towertrain/engine/process/devices.py",
+        "    if others and gpu_share.VISIBLE not in environ:",
+        "    if False:",
+        [T + "cluster/test_gpu_share.py::"
+         "test_a_worker_beside_others_that_sees_every_gpu_is_refused"]),
     # i21b: tf_cnn_benchmarks' eval, loss and input flags (README: Flags, Input, Checkpoints).
     Mutation(
         "eval_every_n_epochs_ignored", "towertrain/plan/eval_schedule.py",
@@ -1585,6 +1617,20 @@ MUTATIONS = [
         "    if False:",
         [T + "engine/test_gpu_absence.py::"
          "test_the_gpu_proof_fails_on_a_gpu_machine_that_tensorflow_cannot_use"]),
+    # --num_gpus=4 on one GPU: refused as "only 1 GPU(s) present" instead of
+    # four logical GPUs.
+    Mutation(
+        "one_gpu_not_split", "towertrain/engine/process/devices.py",
+        "        if present == 1 and count > 1:",
+        "        if False:",
+        [T + "engine/test_logical_gpus.py::test_four_towers_on_one_gpu_are_four_logical_gpus"]),
+    # NCCL across logical GPUs of one GPU left to fail (or hang) in the step.
+    Mutation(
+        "nccl_on_logical_gpus_not_refused", "towertrain/trainer.py",
+        "        devices_lib.check_split_gpu_exchange(topology, layout.exchange)\n",
+        "",
+        [T + "engine/test_logical_gpus.py::"
+         "test_nccl_across_logical_gpus_is_refused_before_anything_is_built"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
         "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",
