@@ -2487,6 +2487,17 @@ MUTATIONS = [
         "    if not args.same_network:\n        return",
         "    if True:\n        return",
         [T + "package/test_bench_vs_tfcnn.py::test_same_network_runs_the_pad_variant_through_the_cli"]),
+    # bench/kernel_counts.py: Send/Recv counted as kernels; a program's
+    # Tensors process (tf_cnn_benchmarks' Timeline) counted as a device.
+    Mutation(
+        "kernel_counts_count_send_recv", "bench/kernel_counts.py",
+        "        if op not in SEND_RECV:\n", "        if True:\n",
+        [T + "package/test_kernel_counts.py"]),
+    Mutation(
+        "kernel_counts_any_tfcnn_process", "bench/kernel_counts.py",
+        '    if process_name.endswith(" Compute") and "/device:" in process_name:',
+        '    if "/device:" in process_name:',
+        [T + "package/test_kernel_counts.py"]),
     # Summaries ask for their outputs in warm-up, so those variants build untimed.
     Mutation(
         "summaries_variant_built_in_timed_steps", "towertrain/callbacks/summaries.py",
