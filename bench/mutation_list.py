@@ -521,6 +521,39 @@ MUTATIONS = [
         "        self.minimum = float(minimum or 0.0)\n",
         "        self.minimum = float(minimum or 0.0) * self.scale\n",
         [T + "commands/test_flag_values.py::test_minimum_learning_rate_is_not_scaled_with_linear_scaling"]),
+    # The fused update (recipe/fused_update.py): Keras' bits, Keras' state, one kernel.
+    Mutation(
+        "fused_nesterov_flag_dropped", "towertrain/recipe/fused_update.py",
+        "        use_nesterov=bool(optimizer.nesterov))",
+        "        use_nesterov=False)",
+        [T + "recipe/test_fused_update.py::test_fused_equals_keras_apply_bit_for_bit"]),
+    Mutation(
+        "fused_iterations_not_incremented", "towertrain/recipe/fused_update.py",
+        "        _tf_variable(optimizer.iterations).assign_add(1)\n",
+        "        pass\n",
+        [T + "recipe/test_fused_update.py::test_fused_equals_keras_apply_bit_for_bit",
+         T + "recipe/test_fused_update.py::test_keras_checkpoint_resumes_fused_identically"]),
+    Mutation(
+        "fused_learning_rate_after_increment", "towertrain/recipe/fused_update.py",
+        "        learning_rate = optimizer.learning_rate\n",
+        "        learning_rate = optimizer._learning_rate(optimizer.iterations + 1) if callable(\n"
+        "            optimizer._learning_rate) else optimizer.learning_rate\n",
+        [T + "recipe/test_fused_update.py::test_fused_equals_keras_apply_bit_for_bit"]),
+    Mutation(
+        "fused_adam_not_refused", "towertrain/recipe/fused_update.py",
+        "    if type(optimizer) is not keras.optimizers.SGD:\n",
+        "    if type(optimizer) not in (keras.optimizers.SGD, keras.optimizers.Adam):\n",
+        [T + "recipe/test_fused_update.py::test_without_an_exact_kernel_keras_applies_the_update"]),
+    Mutation(
+        "fused_weight_decay_ignored", "towertrain/recipe/fused_update.py",
+        '_APPLY_OPTIONS = ("clipnorm", "clipvalue", "global_clipnorm", "weight_decay",',
+        '_APPLY_OPTIONS = ("clipnorm", "clipvalue", "global_clipnorm",',
+        [T + "recipe/test_fused_update.py::test_without_an_exact_kernel_keras_applies_the_update"]),
+    Mutation(
+        "fused_update_always_keras", "towertrain/recipe/fused_update.py",
+        "    if fallback_reason(optimizer, grads, variables) is not None:\n",
+        "    if True:\n",
+        [T + "recipe/test_fused_update.py::test_fused_momentum_is_one_kernel_per_variable_and_no_assign_on_them"]),
     # Flag values that must reach their code (docs/flag_tests.md).
     Mutation(
         "display_every_ignored", "towertrain/callbacks/step_printer.py",
@@ -2533,6 +2566,17 @@ MUTATIONS = [
         "    if not args.same_network:\n        return",
         "    if True:\n        return",
         [T + "package/test_bench_vs_tfcnn.py::test_same_network_runs_the_pad_variant_through_the_cli"]),
+    # bench/kernel_counts.py: Send/Recv counted as kernels; a program's
+    # Tensors process (tf_cnn_benchmarks' Timeline) counted as a device.
+    Mutation(
+        "kernel_counts_count_send_recv", "bench/kernel_counts.py",
+        "        if op not in SEND_RECV:\n", "        if True:\n",
+        [T + "package/test_kernel_counts.py"]),
+    Mutation(
+        "kernel_counts_any_tfcnn_process", "bench/kernel_counts.py",
+        '    if process_name.endswith(" Compute") and "/device:" in process_name:',
+        '    if "/device:" in process_name:',
+        [T + "package/test_kernel_counts.py"]),
     # Summaries ask for their outputs in warm-up, so those variants build untimed.
     Mutation(
         "summaries_variant_built_in_timed_steps", "towertrain/callbacks/summaries.py",
