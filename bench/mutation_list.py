@@ -2073,6 +2073,14 @@ MUTATIONS = [
         "        slot = (tf.cast(micro_batch, tf.int64) * 0",
         [T + "engine/test_random_draws.py::"
          "test_accumulated_micro_batches_with_dropout_equal_one_step_on_them_concatenated"]),
+    # The slots of the draws count one worker's towers: with accumulation,
+    # worker 0's second micro-batch draws worker 1's first masks.
+    Mutation(
+        "draws_slots_one_worker", "towertrain/trainer.py",
+        "            cluster_towers=plan.topology.num_towers * plan.topology.num_workers,",
+        "            cluster_towers=plan.topology.num_towers,",
+        [T + "engine/test_multiworker.py::"
+         "test_two_workers_accumulating_with_dropout_equal_one_process_with_four_devices"]),
     # Issue 32: Keras' carried generator state drawn from again (lost at a worker's stop).
     Mutation(
         "seed_states_carried", "towertrain/engine/step/towers.py",
