@@ -215,7 +215,8 @@ def _learning_rate(params, layout, input_facts, batches, steps):
     if source == "recipe":
         return model_recipe.learning_rate(
             layout.learning_rate_recipe, layout.model, batches.per_update, examples, origin,
-            params.variable_update, topology.num_towers, topology.num_workers)
+            params.variable_update, topology.num_towers, topology.num_workers,
+            per_device=batches.per_device)
     steps_per_epoch, epoch_text = steps.updates_per_epoch, None
     if steps_per_epoch is None and examples is not None and input_facts.synthetic:
         # Synthetic data stands in for its dataset: its known size, as --num_epochs.

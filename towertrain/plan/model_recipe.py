@@ -76,11 +76,11 @@ def tfcnn_sum(variable_update, towers_per_worker, num_workers):
 
 
 def learning_rate(recipe, model, global_batch, examples, epoch_source, variable_update,
-                  towers_per_worker, num_workers):
+                  towers_per_worker, num_workers, per_device=None):
     """The LearningRate of `model`'s recipe for a global batch of `global_batch`
     examples (per device x devices x workers: what tf_cnn_benchmarks passes its
     get_learning_rate) and an epoch of `examples`; epoch_source: where that
-    number comes from (the header says)."""
+    number comes from (the header says); per_device: --batch_size, for messages."""
     r = recipe
     scale, parts = 1.0, []
     if r.divide_in_replicated and variable_update == "replicated":
@@ -103,8 +103,8 @@ def learning_rate(recipe, model, global_batch, examples, epoch_source, variable_
     boundaries = tuple(steps(e) + 1 for e in r.boundary_epochs)
     decay_steps = steps(r.decay_epochs) if r.decay_epochs is not None else None
     if decay_steps is not None and decay_steps < 1:
-        raise ParamsError(f"--batch_size: a global batch of {global_batch} is more than "
-                          f"{model}'s decay interval of {r.decay_epochs:g} epochs of "
+        raise ParamsError(f"--batch_size={per_device}: a global batch of {global_batch} is "
+                          f"more than {model}'s decay interval of {r.decay_epochs:g} epochs of "
                           f"{examples} examples; use a smaller batch or --init_learning_rate")
     epoch_text = (f"epoch = {examples:,} examples / {global_batch} "
                   f"({epoch_source})")
