@@ -186,6 +186,18 @@ MUTATIONS = [
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
         [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    # A lost `checkpoint` state file: the run starts over and saves over the ckpt-N files.
+    Mutation(
+        "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
+        "    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):\n",
+        "    if True:\n",
+        [T + "state/test_lost_state_file.py"]),
+    # The rewritten state file without times: its checkpoints never count against the limit.
+    Mutation(
+        "rebuilt_checkpoints_kept_forever", "towertrain/state/checkpoint.py",
+        "                + \"\".join(f\"all_model_checkpoint_timestamps: {t!r}\\n\" for t in times)\n",
+        "",
+        [T + "state/test_lost_state_file.py"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",

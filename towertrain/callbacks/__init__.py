@@ -151,7 +151,8 @@ def _worker_callbacks(plan, handles, write):
           "(task 0) writes the output and checkpoints")
     path = None
     if out.train_dir:
-        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep).restore_latest()
+        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep,
+                            writer=False).restore_latest()
     _agree_on_resume(plan, out.train_dir, path)
     if path:
         write(f"resumed from the chief's checkpoint {path}")
