@@ -1764,6 +1764,20 @@ MUTATIONS = [
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node"]),
+    # TF_CONFIG or a Slurm step without collective_all_reduce: each task trains alone.
+    Mutation(
+        "tf_config_without_collective_trains_alone", "towertrain/plan/cluster.py",
+        "    _check_exchange(params, source, environ)\n    return cluster", "    return cluster",
+        [T + "cluster/test_cluster_sources.py::"
+         "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
+    # A malformed TF_CONFIG ignored unless collective_all_reduce is given.
+    Mutation(
+        "malformed_tf_config_ignored", "towertrain/plan/cluster.py",
+        '    if environ.get("TF_CONFIG"):\n        found.append("tf_config")',
+        '    if environ.get("TF_CONFIG") and params.variable_update == "collective_all_reduce":\n'
+        '        found.append("tf_config")',
+        [T + "cluster/test_cluster_sources.py::"
+         "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
     Mutation(
         "every_worker_is_the_chief", "towertrain/callbacks/__init__.py",
         "    if not plan.topology.is_chief:\n", "    if False:\n",
