@@ -1,4 +1,4 @@
-"""The breakages bench/mutations.py applies: one README claim each, as
+"""The breakages bench/mutations.py applies: one documented claim each, as
 (name, file, exact old text, new text, the tests that must fail). Add an
 entry whenever a claim gets a test."""
 import collections
@@ -363,14 +363,14 @@ MUTATIONS = [
         "--device=cpu --num_gpu=2 --variable_update=replicated --num_batches=20",
         [T + "commands/test_doc_commands.py::test_every_shell_command_is_known_and_its_flags_parse"]),
     Mutation(
-        "readme_block_forgets_logical_cpus", "README.md",
+        "library_block_forgets_logical_cpus", "docs/library.md",
         "towertrain.use_logical_cpus(2)     # on CPU", "# towertrain.use_logical_cpus(2)  # on CPU",
         [T + "commands/test_docs.py::test_every_multi_device_cpu_example_and_block_configures_its_devices"]),
     Mutation(
-        "readme_callback_never_runs", "README.md",
+        "library_callback_never_runs", "docs/library.md",
         "for _ in range(10):                  # your own loop: steps 1..10",
         "for _ in range(100):                  # your own loop",
-        [T + "commands/test_docs.py::test_code_block_runs[README.md#0]"]),
+        [T + "commands/test_docs.py::test_code_block_runs[docs/library.md#0]"]),
     Mutation(
         "private_name_made_public", "towertrain/__init__.py",
         '_EXPORTS = {\n', '_EXPORTS = {\n    "build_model": "towertrain.models",\n',
@@ -605,7 +605,7 @@ MUTATIONS = [
         '            self.write(line.rstrip())',
         [T + "cluster/test_launch.py::"
          "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
-    # i21b: tf_cnn_benchmarks' eval, loss and input flags (README: Flags, Input, Checkpoints).
+    # i21b: tf_cnn_benchmarks' eval, loss and input flags (docs/usage.md, docs/data.md, docs/checkpoints.md).
     Mutation(
         "eval_every_n_epochs_ignored", "towertrain/plan/eval_schedule.py",
         "        epochs = [value * k for k in range(1, math.ceil(run_epochs / value) + 1)\n"
@@ -1256,7 +1256,7 @@ MUTATIONS = [
         [T + "engine/test_batch_group_size.py::"
          "test_groups_of_batches_are_staged_every_group_steps"]),
     # A category-3 tf_cnn_benchmarks flag given on the command line is refused
-    # (README: Coming from tf_cnn_benchmarks).
+    # (docs/migration.md).
     Mutation(
         "tfcnn_refused_flags_accepted", "towertrain/config/tfcnn_checks.py",
         "        if flag.category == tfcnn_flags.IMPLEMENTED or flag.name not in "
