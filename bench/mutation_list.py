@@ -521,6 +521,39 @@ MUTATIONS = [
         "        self.minimum = float(minimum or 0.0)\n",
         "        self.minimum = float(minimum or 0.0) * self.scale\n",
         [T + "commands/test_flag_values.py::test_minimum_learning_rate_is_not_scaled_with_linear_scaling"]),
+    # The fused update (recipe/fused_update.py): Keras' bits, Keras' state, one kernel.
+    Mutation(
+        "fused_nesterov_flag_dropped", "towertrain/recipe/fused_update.py",
+        "        use_nesterov=bool(optimizer.nesterov))",
+        "        use_nesterov=False)",
+        [T + "recipe/test_fused_update.py::test_fused_equals_keras_apply_bit_for_bit"]),
+    Mutation(
+        "fused_iterations_not_incremented", "towertrain/recipe/fused_update.py",
+        "        _tf_variable(optimizer.iterations).assign_add(1)\n",
+        "        pass\n",
+        [T + "recipe/test_fused_update.py::test_fused_equals_keras_apply_bit_for_bit",
+         T + "recipe/test_fused_update.py::test_keras_checkpoint_resumes_fused_identically"]),
+    Mutation(
+        "fused_learning_rate_after_increment", "towertrain/recipe/fused_update.py",
+        "        learning_rate = optimizer.learning_rate\n",
+        "        learning_rate = optimizer._learning_rate(optimizer.iterations + 1) if callable(\n"
+        "            optimizer._learning_rate) else optimizer.learning_rate\n",
+        [T + "recipe/test_fused_update.py::test_fused_equals_keras_apply_bit_for_bit"]),
+    Mutation(
+        "fused_adam_not_refused", "towertrain/recipe/fused_update.py",
+        "    if type(optimizer) is not keras.optimizers.SGD:\n",
+        "    if type(optimizer) not in (keras.optimizers.SGD, keras.optimizers.Adam):\n",
+        [T + "recipe/test_fused_update.py::test_without_an_exact_kernel_keras_applies_the_update"]),
+    Mutation(
+        "fused_weight_decay_ignored", "towertrain/recipe/fused_update.py",
+        '_APPLY_OPTIONS = ("clipnorm", "clipvalue", "global_clipnorm", "weight_decay",',
+        '_APPLY_OPTIONS = ("clipnorm", "clipvalue", "global_clipnorm",',
+        [T + "recipe/test_fused_update.py::test_without_an_exact_kernel_keras_applies_the_update"]),
+    Mutation(
+        "fused_update_always_keras", "towertrain/recipe/fused_update.py",
+        "    if fallback_reason(optimizer, grads, variables) is not None:\n",
+        "    if True:\n",
+        [T + "recipe/test_fused_update.py::test_fused_momentum_is_one_kernel_per_variable_and_no_assign_on_them"]),
     # Flag values that must reach their code (docs/flag_tests.md).
     Mutation(
         "display_every_ignored", "towertrain/callbacks/step_printer.py",
@@ -605,7 +638,39 @@ MUTATIONS = [
         '            self.write(line.rstrip())',
         [T + "cluster/test_launch.py::"
          "test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left"]),
-    # i21b: tf_cnn_benchmarks' eval, loss and input flags (docs/usage.md, docs/data.md, docs/checkpoints.md).
+    # Several workers on one GPU machine: every worker gets the first share
+    # (all map the same GPUs).
+    Mutation(
+        "launched_workers_share_gpus", "towertrain/config/gpu_share.py",
+        "    first = local_rank * num_gpus\n",
+        "    first = 0\n",
+        [T + "cluster/test_gpu_share.py::"
+         "test_two_launched_workers_with_2_gpus_each_of_4_get_disjoint_gpus",
+         T + "cluster/test_gpu_share.py::"
+         "test_slurm_tasks_of_one_node_get_their_share_of_its_gpus_list"]),
+    # ... or workers that need more GPUs than there are overlap silently.
+    Mutation(
+        "shared_gpu_not_refused", "towertrain/config/gpu_share.py",
+        "    if need > len(gpus):\n",
+        "    if False:\n",
+        [T + "cluster/test_gpu_share.py::"
+         "test_workers_that_would_share_a_gpu_are_refused_before_any_starts"]),
+    # Slurm numbers a node's GPUs from 0, not from the list it gave the job.
+    Mutation(
+        "slurm_gpus_from_zero", "towertrain/plan/cluster.py",
+        "    gpus = gpu_share.machine_gpus(environ)\n    if not gpus:",
+        "    gpus = tuple(str(i) for i in range(len(gpu_share.machine_gpus(environ))))\n"
+        "    if not gpus:",
+        [T + "cluster/test_gpu_share.py::"
+         "test_slurm_tasks_of_one_node_get_their_share_of_its_gpus_list"]),
+    # A worker beside others that maps every GPU runs anyway.
+    Mutation(
+        "worker_sharing_gpus_not_refused", "towertrain/engine/process/devices.py",
+        "    if others and gpu_share.VISIBLE not in environ:",
+        "    if False:",
+        [T + "cluster/test_gpu_share.py::"
+         "test_a_worker_beside_others_that_sees_every_gpu_is_refused"]),
+    # i21b: tf_cnn_benchmarks' eval, loss and input flags (README: Flags, Input, Checkpoints).
     Mutation(
         "eval_every_n_epochs_ignored", "towertrain/plan/eval_schedule.py",
         "        epochs = [value * k for k in range(1, math.ceil(run_epochs / value) + 1)\n"
@@ -1256,7 +1321,7 @@ MUTATIONS = [
         [T + "engine/test_batch_group_size.py::"
          "test_groups_of_batches_are_staged_every_group_steps"]),
     # A category-3 tf_cnn_benchmarks flag given on the command line is refused
-    # (docs/migration.md).
+    # (README: Coming from tf_cnn_benchmarks).
     Mutation(
         "tfcnn_refused_flags_accepted", "towertrain/config/tfcnn_checks.py",
         "        if flag.category == tfcnn_flags.IMPLEMENTED or flag.name not in "
@@ -1585,6 +1650,20 @@ MUTATIONS = [
         "    if False:",
         [T + "engine/test_gpu_absence.py::"
          "test_the_gpu_proof_fails_on_a_gpu_machine_that_tensorflow_cannot_use"]),
+    # --num_gpus=4 on one GPU: refused as "only 1 GPU(s) present" instead of
+    # four logical GPUs.
+    Mutation(
+        "one_gpu_not_split", "towertrain/engine/process/devices.py",
+        "        if present == 1 and count > 1:",
+        "        if False:",
+        [T + "engine/test_logical_gpus.py::test_four_towers_on_one_gpu_are_four_logical_gpus"]),
+    # NCCL across logical GPUs of one GPU left to fail (or hang) in the step.
+    Mutation(
+        "nccl_on_logical_gpus_not_refused", "towertrain/trainer.py",
+        "        devices_lib.check_split_gpu_exchange(topology, layout.exchange)\n",
+        "",
+        [T + "engine/test_logical_gpus.py::"
+         "test_nccl_across_logical_gpus_is_refused_before_anything_is_built"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
         "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",
@@ -2487,6 +2566,17 @@ MUTATIONS = [
         "    if not args.same_network:\n        return",
         "    if True:\n        return",
         [T + "package/test_bench_vs_tfcnn.py::test_same_network_runs_the_pad_variant_through_the_cli"]),
+    # bench/kernel_counts.py: Send/Recv counted as kernels; a program's
+    # Tensors process (tf_cnn_benchmarks' Timeline) counted as a device.
+    Mutation(
+        "kernel_counts_count_send_recv", "bench/kernel_counts.py",
+        "        if op not in SEND_RECV:\n", "        if True:\n",
+        [T + "package/test_kernel_counts.py"]),
+    Mutation(
+        "kernel_counts_any_tfcnn_process", "bench/kernel_counts.py",
+        '    if process_name.endswith(" Compute") and "/device:" in process_name:',
+        '    if "/device:" in process_name:',
+        [T + "package/test_kernel_counts.py"]),
     # Summaries ask for their outputs in warm-up, so those variants build untimed.
     Mutation(
         "summaries_variant_built_in_timed_steps", "towertrain/callbacks/summaries.py",

@@ -9,8 +9,8 @@
   slurm      the environment `srun` sets for each task, read by
              tf.distribute.cluster_resolver.SlurmClusterResolver (one task
              per node; a node's tasks listen on --slurm_port_base + k; with
-             --device=gpu each task gets --num_gpus of the node's GPUs through
-             CUDA_VISIBLE_DEVICES);
+             --device=gpu each task gets its own --num_gpus of the node's GPUs
+             through CUDA_VISIBLE_DEVICES, towertrain.config.gpu_share);
   auto       (default) the one present: --worker_hosts, TF_CONFIG, or a Slurm
              step of more than one task (the last two only with
              --variable_update=collective_all_reduce). More than one present
@@ -25,8 +25,9 @@ import contextlib
 import json
 import os
 
+from towertrain.config import gpu_share
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster, from_flags, parse_worker_hosts
-from towertrain.errors import ClusterError
+from towertrain.errors import ClusterError, DeviceError
 
 SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
            "slurm": "Slurm", "local": "one process"}
@@ -156,15 +157,15 @@ def _addresses(job):
 
 def from_slurm(params, environ=None) -> Cluster:
     """The cluster of this Slurm step, from SlurmClusterResolver: one task per
-    worker, a node's tasks on --slurm_port_base + 0, 1, ..."""
+    worker, a node's tasks on --slurm_port_base + 0, 1, ...; with --device=gpu
+    this task's own GPUs set in `environ` (gpu_share)."""
     import tensorflow as tf
     environ = os.environ if environ is None else environ
     tasks = _int(environ.get("SLURM_STEP_NUM_TASKS"), 0)
-    gpu = params.resolved_device == "gpu"
-    # On CPU no GPU is handed out: the resolver still counts "GPUs per task",
-    # so give it one per task and let it set nothing.
-    options = (dict(gpus_per_task=params.num_gpus, auto_set_gpu=True) if gpu else
-               dict(gpus_per_node=max(tasks, 1), gpus_per_task=1, auto_set_gpu=False))
+    # The resolver's own GPU split numbers a node's GPUs from 0 whatever
+    # CUDA_VISIBLE_DEVICES lists (GPUs 4-7 of a job become 0-3): it hands out
+    # none (one "GPU" per task, nothing set) and gpu_share splits the list.
+    options = dict(gpus_per_node=max(tasks, 1), gpus_per_task=1, auto_set_gpu=False)
     try:
         names = [n for n in environ if n.startswith("SLURM_")] + ["CUDA_VISIBLE_DEVICES"]
         with _environment(environ, names):
@@ -178,7 +179,29 @@ def from_slurm(params, environ=None) -> Cluster:
                            "SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE)") from None
     if len(workers) == 1:
         return SINGLE
-    return Cluster(parse_worker_hosts(",".join(workers)), int(task_id), source="slurm")
+    cluster = Cluster(parse_worker_hosts(",".join(workers)), int(task_id), source="slurm")
+    if params.resolved_device == "gpu":
+        _set_own_gpus(params, cluster, environ)
+    return cluster
+
+
+def _set_own_gpus(params, cluster, environ):
+    """CUDA_VISIBLE_DEVICES of this task: its share of its node's GPUs, by its
+    rank among the node's tasks (their ports' order). srun --gpus-per-task
+    already gave each task its own (SLURM_GPUS_PER_TASK): kept."""
+    if environ.get("SLURM_GPUS_PER_TASK"):
+        return
+    gpus = gpu_share.machine_gpus(environ)
+    if not gpus:
+        return  # no GPU to share: the devices say why none is there
+    host = cluster.address.rpartition(":")[0]
+    node = [address for address in cluster.workers if address.rpartition(":")[0] == host]
+    try:
+        environ[gpu_share.VISIBLE] = gpu_share.share(
+            node.index(cluster.address), len(node), params.num_gpus, gpus,
+            where=f"node {host}")
+    except DeviceError as err:
+        raise ClusterError(f"--cluster_source=slurm: {err}") from None
 
 
 def check_supported(params, cluster: Cluster) -> None:
