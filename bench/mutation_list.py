@@ -186,6 +186,18 @@ MUTATIONS = [
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
         [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    # A lost `checkpoint` state file: the run starts over and saves over the ckpt-N files.
+    Mutation(
+        "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
+        "    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):\n",
+        "    if True:\n",
+        [T + "state/test_lost_state_file.py"]),
+    # The rewritten state file without times: its checkpoints never count against the limit.
+    Mutation(
+        "rebuilt_checkpoints_kept_forever", "towertrain/state/checkpoint.py",
+        "                + \"\".join(f\"all_model_checkpoint_timestamps: {t!r}\\n\" for t in times)\n",
+        "",
+        [T + "state/test_lost_state_file.py"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
@@ -1831,6 +1843,20 @@ MUTATIONS = [
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node"]),
+    # TF_CONFIG or a Slurm step without collective_all_reduce: each task trains alone.
+    Mutation(
+        "tf_config_without_collective_trains_alone", "towertrain/plan/cluster.py",
+        "    _check_exchange(params, source, environ)\n    return cluster", "    return cluster",
+        [T + "cluster/test_cluster_sources.py::"
+         "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
+    # A malformed TF_CONFIG ignored unless collective_all_reduce is given.
+    Mutation(
+        "malformed_tf_config_ignored", "towertrain/plan/cluster.py",
+        '    if environ.get("TF_CONFIG"):\n        found.append("tf_config")',
+        '    if environ.get("TF_CONFIG") and params.variable_update == "collective_all_reduce":\n'
+        '        found.append("tf_config")',
+        [T + "cluster/test_cluster_sources.py::"
+         "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
     Mutation(
         "every_worker_is_the_chief", "towertrain/callbacks/__init__.py",
         "    if not plan.topology.is_chief:\n", "    if False:\n",
@@ -1840,6 +1866,11 @@ MUTATIONS = [
         "non_chief_prints_the_output", "towertrain/callbacks/__init__.py",
         "StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)",
         "StepPrinter(out.display_every, plan.steps.warmup, write)",
+        [T + "cluster/test_chief_writes.py::"
+         "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
+    Mutation(
+        "workers_resume_from_different_checkpoints", "towertrain/engine/run/resume_agreement.py",
+        "    if len(set(rows)) == 1:\n", "    if True:\n",
         [T + "cluster/test_chief_writes.py::"
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
     # The run plan (towertrain/plan): one fact derived once, for every part.
