@@ -1,4 +1,4 @@
-"""Break a README claim in a scratch copy; the tests that prove it must fail.
+"""Break a documented claim in a scratch copy; the tests that prove it must fail.
 
     python bench/mutations.py            # every breakage (399; at 260 the run took 48 min on a 2-core Zen 4)
     python bench/mutations.py --list     # names, files and tests
@@ -34,7 +34,7 @@ under it) and applies a patch that makes each of them raise on import, which
 must fail.
 
 It need not run in CI. The breakages live in bench/mutation_list.py: add an
-entry there whenever a README claim gets a test.
+entry there whenever a documented claim gets a test.
 """
 import argparse
 import collections

@@ -120,9 +120,13 @@ class Checkpointer:
         remaining = [p for p in self.manager.checkpoints if p != path]
         if remaining:
             # TF2 has no public setter for the latest-checkpoint file; v1's is it.
+            # It writes paths as given: names relative to train_dir, as
+            # CheckpointManager writes them, so a copied or moved train_dir
+            # resumes from its own checkpoints (absolute ones would send the
+            # resume, and max_to_keep's deletions, to the old location).
             tf.compat.v1.train.update_checkpoint_state(
-                directory, model_checkpoint_path=remaining[-1],
-                all_model_checkpoint_paths=remaining)
+                directory, model_checkpoint_path=os.path.basename(remaining[-1]),
+                all_model_checkpoint_paths=[os.path.basename(p) for p in remaining])
         else:  # no earlier checkpoint: a resume starts from the initial values
             tf.io.gfile.remove(os.path.join(directory, "checkpoint"))
         # The manager keeps its own list: rebuild it from the state just written.
