@@ -199,7 +199,7 @@ SETTINGS = (
                 "summaries show: total_loss (with weight decay) or base_loss (without).",
                 choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
-                "and augmentation (every draw: README 'Randomness and exactness')."),
+                "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
                 training_only=True, scaling=NOT_USED)),
@@ -399,7 +399,13 @@ SETTINGS = (
                 "(tf.config.experimental.set_memory_growth on every GPU): allocate as needed "
                 "instead of all at start (default: TensorFlow's, all at start); GPUs only."),
         Setting("sync_on_finish", BOOLEAN, False, "Wait for every device to finish its work "
-                "at the end of each step (inside the step's time).", training_only=True)),
+                "at the end of each step (inside the step's time).", training_only=True),
+        Setting("step_timeout_secs", FLOAT, None, "A training step that runs longer than "
+                "this many seconds (a hung collective, peer or kernel) ends the process with "
+                "exit status 1 and one line naming the step and its phase, so a launcher "
+                "restarts from the last checkpoint; watched from the second step of a process "
+                "on (the first traces); 0: no watch (default: 10x the slowest step after "
+                "warm-up, at least 300).", training_only=True, scaling=NOT_USED)),
     *group("Input pipeline (--data_dir with --input=dataset)",
         Setting("datasets_use_prefetch", BOOLEAN, True, "Prefetch global batches at the end "
                 "of the tf.data pipeline.", training_only=True, scaling=NOT_USED),
