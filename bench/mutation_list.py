@@ -574,6 +574,12 @@ MUTATIONS = [
         "        value = getattr(params, flag)\n        if False:\n",
         [RECIPES + "test_a_flag_the_recipe_would_ignore_is_refused"]),
     Mutation(
+        "piecewise_takes_minimum_learning_rate", "towertrain/config/recipe_checks.py",
+        "                     \"learning_rate_decay_factor\", \"learning_rate_schedule\",\n"
+        "                     \"minimum_learning_rate\"):",
+        "                     \"learning_rate_decay_factor\", \"learning_rate_schedule\"):",
+        [T + "config/test_refusal_table.py::test_each_refusal_is_one_line_naming_its_flag_with_exit_2"]),
+    Mutation(
         "old_run_resumes_with_the_recipe", "towertrain/plan/model_recipe.py",
         "    return entry is None or (isinstance(entry, dict) and entry.get(\"source\") == \"kept\")",
         "    return False",
