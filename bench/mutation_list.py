@@ -2201,6 +2201,16 @@ MUTATIONS = [
         "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
         '                         "eval_dir")', '                         )',
         [T + "config/test_refusal_table.py"]),
+    # `~` in a path flag: ./~/run created (the library's Params, every command's parser).
+    Mutation(
+        "params_keep_the_tilde", "towertrain/config/params.py",
+        "            object.__setattr__(self, name, settings.expand_path(getattr(self, name)))\n",
+        "            pass\n",
+        [T + "commands/test_home_paths.py::test_every_path_flag_of_every_command_expands_the_home"]),
+    Mutation(
+        "export_output_keeps_the_tilde", "towertrain/commands/common.py",
+        "        expand_paths(flags.FLAGS)\n", "",
+        [T + "commands/test_home_paths.py::test_a_tilde_in_train_dir_and_export_output_is_the_home"]),
     Mutation(
         "writable_train_dir_unchecked", "towertrain/state/writable.py",
         '        paths.append(("train_dir", outputs.train_dir, False))\n', "",

@@ -68,9 +68,25 @@ def flags_parser(help_text, command="towertrain", full_help=False, friendly_erro
         except (flags.Error, ValueError) as err:  # ValueError: '--noeval=1'
             message = flag_error_message(err) if friendly_errors else str(err)
             sys.exit(fail(message, command))
+        expand_paths(flags.FLAGS)
         configure_logging(flags.FLAGS)
         return rest
     return parse
+
+
+# Every command's flags that name a file or directory (towertrain's settings,
+# export's --output and --saved_model, scaling's --output_dir).
+OTHER_PATH_FLAGS = ("output", "saved_model", "output_dir")
+
+
+def expand_paths(flag_values):
+    """A leading `~` in a path flag is the user's home, also where no shell
+    expanded it (`--train_dir=~/run` in some shells, a flag file): it created
+    ./~/run while the output printed ~/run."""
+    from towertrain.config import settings
+    for name in settings.PATH_SETTINGS + OTHER_PATH_FLAGS:
+        if name in flag_values and isinstance(flag_values[name].value, str):
+            flag_values[name].value = settings.expand_path(flag_values[name].value)
 
 
 def unknown_flags_message(argv, err):
