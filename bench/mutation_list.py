@@ -191,13 +191,19 @@ MUTATIONS = [
         "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
         "    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):\n",
         "    if True:\n",
-        [T + "state/test_lost_state_file.py"]),
+        [T + "state/test_train_dir_remains.py"]),
     # The rewritten state file without times: its checkpoints never count against the limit.
     Mutation(
         "rebuilt_checkpoints_kept_forever", "towertrain/state/checkpoint.py",
         "                + \"\".join(f\"all_model_checkpoint_timestamps: {t!r}\\n\" for t in times)\n",
         "",
-        [T + "state/test_lost_state_file.py"]),
+        [T + "state/test_train_dir_remains.py"]),
+    # ckpt-N_temp/ of a save a killed run never finished, kept forever.
+    Mutation(
+        "unfinished_saves_kept", "towertrain/callbacks/__init__.py",
+        "    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)\n", "",
+        [T + "state/test_train_dir_remains.py::"
+         "test_the_folders_of_saves_a_killed_run_never_finished_are_removed_at_the_next_start"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",

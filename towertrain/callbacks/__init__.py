@@ -77,6 +77,8 @@ def _resuming_saver(plan, handles, checkpointer, write):
     from towertrain.state import run_record
     out = plan.outputs
     saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
+    # Under the lock, so no save of another run is under way there.
+    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)
     record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
     # Another model's run: say so, instead of listing every missing variable.
     model = handles.model.name if handles.user_model else plan.model
