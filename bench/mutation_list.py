@@ -1000,6 +1000,11 @@ MUTATIONS = [
         "        self._previous_fd = signal.set_wakeup_fd(-1)\n",
         [T + "callbacks/test_signals.py::"
          "test_a_second_sigint_during_a_long_step_exits_at_once_with_130"]),
+    # Ctrl-C while the CLI starts (imports, building): KeyboardInterrupt's traceback.
+    Mutation(
+        "ctrl_c_at_start_traceback", "towertrain/commands/common.py",
+        "    except KeyboardInterrupt:\n        print(", "    except ZeroDivisionError:\n        print(",
+        [T + "callbacks/test_signals.py::test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130"]),
     # The step watchdog: a blocked step is never ended / the phase not named /
     # the limit not the slowest step after warm-up.
     Mutation(

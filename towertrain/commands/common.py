@@ -19,6 +19,21 @@ def fail(message, command="towertrain"):
     return 2
 
 
+def run_app(main, flags_parser, command="towertrain"):
+    """absl's app.run of a command, a Ctrl-C outside a training step (while
+    TensorFlow imports, the model builds or the checkpoint restores; a step
+    has its own handler) one line and status 130 instead of KeyboardInterrupt's
+    60-200 line traceback."""
+    from absl import app
+    try:
+        app.run(main, flags_parser=flags_parser)
+    except KeyboardInterrupt:
+        print(f"{command}: received SIGINT outside a training step: exiting with status 130 "
+              "(a run with --train_dir resumes from its last checkpoint)", file=sys.stderr,
+              flush=True)
+        sys.exit(130)
+
+
 def import_tensorflow_quietly():
     """Imports TensorFlow with stderr muted when TF_CPP_MIN_LOG_LEVEL >= 2.
 
