@@ -52,8 +52,9 @@ from towertrain.errors import ParamsError
 def join_cluster(params):
     """Joins the cluster `params` describe (multi-worker; nothing for one
     process) before TensorFlow runs any op: the library's door, as the CLI
-    does it. Returns the cluster."""
-    return cluster_lib.setup(plan_lib.lay_out(params))
+    does it. Returns the cluster (towertrain.engine.run.joining)."""
+    from towertrain.engine.run import joining
+    return joining.join(plan_lib.lay_out(params))
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
