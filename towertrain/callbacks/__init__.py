@@ -140,6 +140,11 @@ def _worker_callbacks(plan, handles, write):
         path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep).restore_latest()
         if path:
             write(f"resumed from the chief's checkpoint {path}")
-    return [DivergenceGuard(handles.learning_rate),
-            StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None),
-            ClusterStop(handles, write, train_dir=out.train_dir)]
+    callbacks = [DivergenceGuard(handles.learning_rate),
+                 StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)]
+    if plan.steps.eval_schedule is not None:  # its share of each eval; the chief prints it
+        callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence,
+                                      plan.steps.eval_schedule, handles.eval_data, write,
+                                      stop_at_top_1=out.stop_at_top_1_accuracy,
+                                      print_results=False))
+    return callbacks + [ClusterStop(handles, write, train_dir=out.train_dir)]
