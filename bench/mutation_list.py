@@ -1013,6 +1013,24 @@ MUTATIONS = [
         "        self._previous_fd = signal.set_wakeup_fd(-1)\n",
         [T + "callbacks/test_signals.py::"
          "test_a_second_sigint_during_a_long_step_exits_at_once_with_130"]),
+    # The step watchdog: a blocked step is never ended / the phase not named /
+    # the limit not the slowest step after warm-up.
+    Mutation(
+        "watchdog_never_fires", "towertrain/engine/run/watchdog.py",
+        "            if ran > limit:\n", "            if False:\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept"]),
+    Mutation(
+        "watchdog_phase_not_marked", "towertrain/trainer.py",
+        "                watchdog.mark(watchdog.STEP_FUNCTION)\n", "",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept"]),
+    Mutation(
+        "watchdog_limit_from_the_last_step", "towertrain/engine/run/watchdog.py",
+        "            self.slowest = max(self.slowest or 0.0, seconds)\n",
+        "            self.slowest = seconds\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300"]),
     # An emulated half precision runs without the confirmation flag.
     Mutation(
         "emulated_precision_not_refused", "towertrain/recipe/native_precision.py",

@@ -26,6 +26,7 @@ from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
 from towertrain.engine.run import header
 from towertrain.engine.run import model_checks
+from towertrain.engine.run import watchdog
 from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
@@ -228,8 +229,10 @@ class Trainer:
             for phase in self.feed.phases():
                 started = time.perf_counter()
                 staged = self.feed.staging
+                watchdog.mark(watchdog.INPUT)  # what the step watchdog names if it hangs
                 put = staged.before_step() if staged is not None else True
                 waited += time.perf_counter() - started  # priming after a fence is input wait
+                watchdog.mark(watchdog.STEP_FUNCTION)
                 try:
                     if phase == accumulate.WHOLE:
                         loss, examples, finite, extras = self._step_fn(put, outputs)
@@ -237,6 +240,7 @@ class Trainer:
                         loss, examples, finite, extras = self._step_fn(
                             put, outputs if phase == accumulate.APPLY else 0, phase)
                     if self._sync_devices is not None:  # --sync_on_finish
+                        watchdog.mark(watchdog.DEVICE_SYNC)
                         self._sync_devices()
                 except tf.errors.ResourceExhaustedError as err:
                     if self.accumulators is not None:

@@ -85,6 +85,7 @@ CASES = [
     (["--batch_size=-1"], "--batch_size=-1: ", "must be >= 1 (it is the batch per device)", E),
     (["--num_batches=-1"], "--num_batches=-1: ", "must be >= 1", E),
     (["--num_warmup_batches=-1"], "--num_warmup_batches=-1: ", "must be >= 0", E),
+    (["--step_timeout_secs=-1"], "--step_timeout_secs=-1.0: ", "must be >= 0 seconds", E),
     (["--display_every=0"], "--display_every=0: ", "must be >= 1", E),
     (["--num_gpus=0"], "--num_gpus=0: ", "must be >= 1", E),
     (["--init_learning_rate=-0.1"], "--init_learning_rate=-0.1: ", "must be > 0", E),

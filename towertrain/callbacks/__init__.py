@@ -13,12 +13,13 @@ from .periodic_eval import PeriodicEval
 from .profile import ProfileSteps
 from .signals import StopOnSignal
 from .step_printer import StepPrinter
+from .step_watchdog import StepWatchdog
 from .summaries import Summaries
 from .trace import StepTrace
 
 __all__ = ["BenchmarkLogFile", "Callback", "CheckpointSaver", "Checkpointer", "ClusterStop",
            "DivergenceGuard", "GraphFile", "PeriodicEval", "ProfileSteps", "StepPrinter",
-           "StepTrace", "StopOnSignal", "Summaries", "default_callbacks"]
+           "StepTrace", "StepWatchdog", "StopOnSignal", "Summaries", "default_callbacks"]
 
 
 def default_callbacks(plan, handles, write=print):
@@ -33,7 +34,8 @@ def default_callbacks(plan, handles, write=print):
         return _worker_callbacks(plan, handles, write)  # multi-worker: the chief writes
     precision = plan.recipe.precision  # a dynamic loss scale: recipe.precision.LossScale
     dynamic = bool(precision.use_fp16 and precision.fp16_enable_auto_loss_scale)
-    callbacks = [DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
+    callbacks = [_watchdog(plan),  # first: off before the others' work after a step
+                 DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
                  StepPrinter(out.display_every, warmup, write,
                              print_training_accuracy=out.print_training_accuracy,
                              ewma=out.display_perf_ewma, loss_name=out.loss_type_to_report)]
@@ -100,6 +102,12 @@ def _resuming_saver(plan, handles, checkpointer, write):
     return saver
 
 
+def _watchdog(plan):
+    """The step watchdog of every process (--step_timeout_secs)."""
+    return StepWatchdog(plan.runtime.step_timeout_secs, plan.steps.warmup,
+                        plan.outputs.train_dir)
+
+
 def _agree_on_resume(plan, train_dir, path):
     """Multi-worker: every worker restored the same checkpoint (`path`), or
     every one stops here, before any step (engine/run/resume_agreement.py)."""
@@ -156,7 +164,7 @@ def _worker_callbacks(plan, handles, write):
     _agree_on_resume(plan, out.train_dir, path)
     if path:
         write(f"resumed from the chief's checkpoint {path}")
-    callbacks = [DivergenceGuard(handles.learning_rate),
+    callbacks = [_watchdog(plan), DivergenceGuard(handles.learning_rate),
                  StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)]
     if plan.steps.eval_schedule is not None:  # its share of each eval; the chief prints it
         callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence,

@@ -397,7 +397,13 @@ SETTINGS = (
                 "(tf.config.experimental.set_memory_growth on every GPU): allocate as needed "
                 "instead of all at start (default: TensorFlow's, all at start); GPUs only."),
         Setting("sync_on_finish", BOOLEAN, False, "Wait for every device to finish its work "
-                "at the end of each step (inside the step's time).", training_only=True)),
+                "at the end of each step (inside the step's time).", training_only=True),
+        Setting("step_timeout_secs", FLOAT, None, "A training step that runs longer than "
+                "this many seconds (a hung collective, peer or kernel) ends the process with "
+                "exit status 1 and one line naming the step and its phase, so a launcher "
+                "restarts from the last checkpoint; watched from the second step of a process "
+                "on (the first traces); 0: no watch (default: 10x the slowest step after "
+                "warm-up, at least 300).", training_only=True, scaling=NOT_USED)),
     *group("Input pipeline (--data_dir with --input=dataset)",
         Setting("datasets_use_prefetch", BOOLEAN, True, "Prefetch global batches at the end "
                 "of the tf.data pipeline.", training_only=True, scaling=NOT_USED),

@@ -125,7 +125,7 @@ def runtime_of(params, topology, machine) -> Runtime:
         intra_threads_why=runtime_lib.threads_reason(
             params.num_intra_threads, topology.device, **sharing),
         xla=params.xla, xla_compile=params.xla_compile, allow_growth=params.allow_growth,
-        sync_on_finish=params.sync_on_finish)
+        sync_on_finish=params.sync_on_finish, step_timeout_secs=params.step_timeout_secs)
 
 
 def exchange_of(params, topology) -> Exchange:
