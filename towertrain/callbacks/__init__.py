@@ -73,6 +73,7 @@ def _resuming_saver(plan, handles, checkpointer, write):
     """The CheckpointSaver of the chief's train_dir, its checkpoint restored
     once the run record agrees with this run and the disk has room; then the
     record is rewritten for this run."""
+    from towertrain.plan import model_recipe
     from towertrain.state import checkpoint as ckpt_lib
     from towertrain.state import run_record
     out = plan.outputs
@@ -98,7 +99,8 @@ def _resuming_saver(plan, handles, checkpointer, write):
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
-        input_record=input_record))
+        input_record=input_record,
+        learning_rate=model_recipe.record_entry(handles.learning_rate)))
     return saver
 
 
