@@ -719,6 +719,25 @@ MUTATIONS = [
         "        if False:",
         [T + "callbacks/test_eval_flags.py::"
          "test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final"]),
+    # Several workers: each scores its share of the eval split and the counts are
+    # summed, so one decision stops every worker at that eval's step.
+    Mutation(
+        "cluster_eval_each_worker_scores_the_whole_split",
+        "towertrain/engine/evaluation/cluster_eval.py",
+        "    return EvalData(eval_data.dataset.shard(num_workers, task_index), None,",
+        "    return EvalData(eval_data.dataset, None,",
+        [T + "cluster/test_cluster_eval.py"]),
+    Mutation(
+        "cluster_eval_counts_not_summed", "towertrain/engine/evaluation/cluster_eval.py",
+        "        total = self._sum(tf.constant(", "        total = tf.identity(tf.constant(",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_once"]),
+    Mutation(
+        "cluster_eval_each_worker_decides_alone", "towertrain/engine/evaluation/cluster_eval.py",
+        "    if topology.num_workers == 1:\n        return evaluator\n",
+        "    return evaluator\n",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_once"]),
     Mutation(
         "final_checkpoint_not_recorded", "towertrain/callbacks/checkpointing.py",
         "        if self.loop.completed:", "        if False:",

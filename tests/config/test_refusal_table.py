@@ -409,12 +409,13 @@ CASES = [
      "needs the epoch length", E),
     (["--eval_during_training_at_specified_epochs=1"],
      "--eval_during_training_at_specified_epochs=1: ", "needs the epoch length", E),
-    *[(args, start, "needs the epoch length", E) for args, start in [
-        (["--piecewise_learning_rate_schedule=0.1;5;0.01"],
-         "--piecewise_learning_rate_schedule=0.1;5;0.01: "),
-        (["--num_epochs_per_decay=1", "--learning_rate_decay_factor=0.5"],
-         "--num_epochs_per_decay=1.0: "),
-        (["--num_learning_rate_warmup_epochs=1"], "--num_learning_rate_warmup_epochs=1.0: ")]],
+    # --- towertrain/plan/model_recipe.py: a flag the model's own recipe would ignore,
+    # and a decay interval shorter than a step.
+    (["--model=resnet20", "--num_learning_rate_warmup_epochs=1"],
+     "--num_learning_rate_warmup_epochs=1.0: ", "only applies with --init_learning_rate or "
+     "--piecewise_learning_rate_schedule; without them resnet20 trains with its own", E),
+    (["--model=alexnet_cifar", "--num_examples_per_epoch=1", "--batch_size=101"],
+     "--batch_size=101: ", "more than alexnet_cifar's decay interval of 100 epochs", E),
     # An epoch of 64 examples at 8 per step is 8 steps: 1/16 epoch is half a step.
     (["--num_examples_per_epoch=64", "--batch_size=8", "--num_epochs_per_decay=0.0625",
       "--learning_rate_decay_factor=0.5"], "--num_epochs_per_decay=0.0625: ",
@@ -446,6 +447,13 @@ LIBRARY_CASES = [
                        input_source=from_dataset(tf.data.Dataset.from_tensors(
                            (np.zeros((32, 32, 3), np.float32), 0)).repeat(), 8)),
      "--num_epochs=1: needs the epoch length"),
+    # The same input without an epoch for a learning-rate flag that counts epochs
+    # (synthetic data has its dataset's known size).
+    (lambda d: Trainer(Params(model="trivial", device="cpu",
+                              piecewise_learning_rate_schedule="0.1;5;0.01"),
+                       input_source=from_dataset(tf.data.Dataset.from_tensors(
+                           (np.zeros((32, 32, 3), np.float32), 0)).repeat(), 8)),
+     "--piecewise_learning_rate_schedule=0.1;5;0.01: needs the epoch length"),
     # 64 examples in steps of 8 are 8 steps; --num_examples_per_epoch=100 says 13.
     (lambda d: Trainer(Params(model="trivial", device="cpu", batch_size=8,
                               num_examples_per_epoch=100), input_source=from_arrays(
@@ -473,6 +481,11 @@ UNREACHABLE = {
 ACCEPTED = [
     # Synthetic data: --num_epochs counts the dataset's known size (issue 33, item 11).
     (["--num_epochs=2"], E),
+    # ... and so do the learning-rate flags that count epochs.
+    (["--piecewise_learning_rate_schedule=0.1;5;0.01"], E),
+    (["--num_epochs_per_decay=1", "--learning_rate_decay_factor=0.5"], E),
+    (["--num_learning_rate_warmup_epochs=1"], E),
+    (["--model=alexnet_cifar", "--num_examples_per_epoch=1", "--batch_size=100"], E),
     (["--data_dir={data}", "--input=dataset", "--datasets_prefetch_buffer_size=4"], E),
     (["--data_dir={data}", "--input=dataset", *DATASETS_FLAGS[:4]], E),
     (["--data_dir={data}", "--batch_group_size=2"], E),

@@ -73,6 +73,7 @@ def _resuming_saver(plan, handles, checkpointer, write):
     """The CheckpointSaver of the chief's train_dir, its checkpoint restored
     once the run record agrees with this run and the disk has room; then the
     record is rewritten for this run."""
+    from towertrain.plan import model_recipe
     from towertrain.state import checkpoint as ckpt_lib
     from towertrain.state import run_record
     out = plan.outputs
@@ -100,7 +101,8 @@ def _resuming_saver(plan, handles, checkpointer, write):
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
-        input_record=input_record))
+        input_record=input_record,
+        learning_rate=model_recipe.record_entry(handles.learning_rate)))
     return saver
 
 
@@ -166,6 +168,11 @@ def _worker_callbacks(plan, handles, write):
     _agree_on_resume(plan, out.train_dir, path)
     if path:
         write(f"resumed from the chief's checkpoint {path}")
-    return [_watchdog(plan), DivergenceGuard(handles.learning_rate),
-            StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None),
-            ClusterStop(handles, write, train_dir=out.train_dir)]
+    callbacks = [_watchdog(plan), DivergenceGuard(handles.learning_rate),
+                 StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)]
+    if plan.steps.eval_schedule is not None:  # its share of each eval; the chief prints it
+        callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence,
+                                      plan.steps.eval_schedule, handles.eval_data, write,
+                                      stop_at_top_1=out.stop_at_top_1_accuracy,
+                                      print_results=False))
+    return callbacks + [ClusterStop(handles, write, train_dir=out.train_dir)]

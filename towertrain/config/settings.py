@@ -188,7 +188,8 @@ SETTINGS = (
                 training_only=True,
                 applies_with=("optimizer", ("momentum",))),
         Setting("init_learning_rate", FLOAT, None, "Initial learning rate (default: the "
-                "model's).", training_only=True),
+                "model's own recipe, tf_cnn_benchmarks' schedule for it: docs/migration.md).",
+                training_only=True),
         Setting("weight_decay", FLOAT, 0.0, "L2 weight decay on the variables the model marks "
                 "for it (conv and dense kernels; never BN or biases).", training_only=True),
         Setting("single_l2_loss_op", BOOLEAN, False, "Compute the weight decay as one L2 "
@@ -225,8 +226,9 @@ SETTINGS = (
                 "was tuned for (with --scale_learning_rate).", training_only=True,
                 applies_with=("scale_learning_rate", ("linear",))),
         Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
-                "(default with --num_epochs: the dataset's known size, ImageNet 1,281,167, "
-                "CIFAR-10 50,000); --data_dir sets it from its files.",
+                "(default with --num_epochs or an epoch-based learning rate: the dataset's "
+                "known size, ImageNet 1,281,167, CIFAR-10 50,000); --data_dir sets it from "
+                "its files.",
                 training_only=True)),
     *group("Optimizer options",
         Setting("nesterov", BOOLEAN, False, "Nesterov momentum (--optimizer=momentum).",
