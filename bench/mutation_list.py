@@ -192,13 +192,19 @@ MUTATIONS = [
         "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
         "    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):\n",
         "    if True:\n",
-        [T + "state/test_lost_state_file.py"]),
+        [T + "state/test_train_dir_remains.py"]),
     # The rewritten state file without times: its checkpoints never count against the limit.
     Mutation(
         "rebuilt_checkpoints_kept_forever", "towertrain/state/checkpoint.py",
         "                + \"\".join(f\"all_model_checkpoint_timestamps: {t!r}\\n\" for t in times)\n",
         "",
-        [T + "state/test_lost_state_file.py"]),
+        [T + "state/test_train_dir_remains.py"]),
+    # ckpt-N_temp/ of a save a killed run never finished, kept forever.
+    Mutation(
+        "unfinished_saves_kept", "towertrain/callbacks/__init__.py",
+        "    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)\n", "",
+        [T + "state/test_train_dir_remains.py::"
+         "test_the_folders_of_saves_a_killed_run_never_finished_are_removed_at_the_next_start"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
@@ -771,6 +777,25 @@ MUTATIONS = [
         "        if False:",
         [T + "callbacks/test_eval_flags.py::"
          "test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final"]),
+    # Several workers: each scores its share of the eval split and the counts are
+    # summed, so one decision stops every worker at that eval's step.
+    Mutation(
+        "cluster_eval_each_worker_scores_the_whole_split",
+        "towertrain/engine/evaluation/cluster_eval.py",
+        "    return EvalData(eval_data.dataset.shard(num_workers, task_index), None,",
+        "    return EvalData(eval_data.dataset, None,",
+        [T + "cluster/test_cluster_eval.py"]),
+    Mutation(
+        "cluster_eval_counts_not_summed", "towertrain/engine/evaluation/cluster_eval.py",
+        "        total = self._sum(tf.constant(", "        total = tf.identity(tf.constant(",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_once"]),
+    Mutation(
+        "cluster_eval_each_worker_decides_alone", "towertrain/engine/evaluation/cluster_eval.py",
+        "    if topology.num_workers == 1:\n        return evaluator\n",
+        "    return evaluator\n",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_once"]),
     Mutation(
         "final_checkpoint_not_recorded", "towertrain/callbacks/checkpointing.py",
         "        if self.loop.completed:", "        if False:",
@@ -1052,6 +1077,11 @@ MUTATIONS = [
         "        self._previous_fd = signal.set_wakeup_fd(-1)\n",
         [T + "callbacks/test_signals.py::"
          "test_a_second_sigint_during_a_long_step_exits_at_once_with_130"]),
+    # Ctrl-C while the CLI starts (imports, building): KeyboardInterrupt's traceback.
+    Mutation(
+        "ctrl_c_at_start_traceback", "towertrain/commands/common.py",
+        "    except KeyboardInterrupt:\n        print(", "    except ZeroDivisionError:\n        print(",
+        [T + "callbacks/test_signals.py::test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130"]),
     # The step watchdog: a blocked step is never ended / the phase not named /
     # the limit not the slowest step after warm-up.
     Mutation(
@@ -1933,6 +1963,11 @@ MUTATIONS = [
         '        found.append("tf_config")',
         [T + "cluster/test_cluster_sources.py::"
          "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
+    # A port in use: the first op's 'Could not start gRPC server' traceback.
+    Mutation(
+        "port_in_use_traceback", "towertrain/engine/run/joining.py",
+        "    if cluster.num_workers > 1:\n        try:", "    if False:\n        try:",
+        [T + "cluster/test_cluster_sources.py::test_a_port_in_use_is_one_line_naming_it"]),
     Mutation(
         "every_worker_is_the_chief", "towertrain/callbacks/__init__.py",
         "    if not plan.topology.is_chief:\n", "    if False:\n",
@@ -2259,6 +2294,16 @@ MUTATIONS = [
         "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
         '                         "eval_dir")', '                         )',
         [T + "config/test_refusal_table.py"]),
+    # `~` in a path flag: ./~/run created (the library's Params, every command's parser).
+    Mutation(
+        "params_keep_the_tilde", "towertrain/config/params.py",
+        "            object.__setattr__(self, name, settings.expand_path(getattr(self, name)))\n",
+        "            pass\n",
+        [T + "commands/test_home_paths.py::test_every_path_flag_of_every_command_expands_the_home"]),
+    Mutation(
+        "export_output_keeps_the_tilde", "towertrain/commands/common.py",
+        "        expand_paths(flags.FLAGS)\n", "",
+        [T + "commands/test_home_paths.py::test_a_tilde_in_train_dir_and_export_output_is_the_home"]),
     Mutation(
         "writable_train_dir_unchecked", "towertrain/state/writable.py",
         '        paths.append(("train_dir", outputs.train_dir, False))\n', "",

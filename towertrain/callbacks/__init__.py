@@ -78,6 +78,8 @@ def _resuming_saver(plan, handles, checkpointer, write):
     from towertrain.state import run_record
     out = plan.outputs
     saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
+    # Under the lock, so no save of another run is under way there.
+    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)
     record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
     # Another model's run: say so, instead of listing every missing variable.
     model = handles.model.name if handles.user_model else plan.model
@@ -166,6 +168,11 @@ def _worker_callbacks(plan, handles, write):
     _agree_on_resume(plan, out.train_dir, path)
     if path:
         write(f"resumed from the chief's checkpoint {path}")
-    return [_watchdog(plan), DivergenceGuard(handles.learning_rate),
-            StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None),
-            ClusterStop(handles, write, train_dir=out.train_dir)]
+    callbacks = [_watchdog(plan), DivergenceGuard(handles.learning_rate),
+                 StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)]
+    if plan.steps.eval_schedule is not None:  # its share of each eval; the chief prints it
+        callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence,
+                                      plan.steps.eval_schedule, handles.eval_data, write,
+                                      stop_at_top_1=out.stop_at_top_1_accuracy,
+                                      print_results=False))
+    return callbacks + [ClusterStop(handles, write, train_dir=out.train_dir)]

@@ -449,6 +449,19 @@ def params_settings(table=None):
     return tuple(s for s in _table(table) if s.param)
 
 
+# The settings that name a file or directory: `~` in them is the user's home
+# (Params expands it), also where no shell did (a config file, `--flag=~/x`).
+PATH_SETTINGS = ("data_dir", "summary_dir", "trace_file", "graph_file", "benchmark_log_dir",
+                 "train_dir", "checkpoint", "eval_dir")
+
+
+def expand_path(value):
+    """`value` with a leading `~` expanded (other values as they are)."""
+    import os
+    return os.path.expanduser(value) if isinstance(value, str) and value.startswith("~") \
+        else value
+
+
 def groups(table=None):
     """(title, names) of each --help group, in order."""
     table = _table(table)

@@ -242,6 +242,23 @@ def rebuild_state_file(train_dir):
     return [os.path.basename(path) for path in found]
 
 
+_TEMPORARY = re.compile(r"^ckpt-\d+_temp$")
+
+
+def remove_unfinished_saves(train_dir):
+    """Removes the `ckpt-N_temp/` folders of saves a killed process never
+    finished (TensorFlow writes a checkpoint there, then moves it into
+    place); only the run holding the train_dir's lock may call it. Returns
+    their names."""
+    if not train_dir or not tf.io.gfile.isdir(train_dir):
+        return []
+    found = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(train_dir)
+                   if _TEMPORARY.match(name.rstrip("/")))
+    for name in found:
+        tf.io.gfile.rmtree(os.path.join(train_dir, name))
+    return found
+
+
 def latest(train_dir):
     """The latest checkpoint of train_dir: its state file's, else (the file
     lost) the last complete ckpt-N on disk; None when there is none."""
