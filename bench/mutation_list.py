@@ -186,6 +186,15 @@ MUTATIONS = [
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
         [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    # A damaged checkpoint: TensorFlow's RestoreV2 line and leaked warnings, no
+    # earlier one offered / --checkpoint ignored by training.
+    Mutation(
+        "damaged_checkpoint_not_named", "towertrain/state/checkpoint.py",
+        "    check_matches(path, expected_variables)\n    check_whole(path)\n",
+        "    check_matches(path, expected_variables)\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    Mutation(
+        "training_ignores_checkpoint_flag", "towertrain/callbacks/__init__.py",
+        "    saver.restore(chosen)\n", "    saver.restore()\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
     # A lost `checkpoint` state file: the run starts over and saves over the ckpt-N files.
     Mutation(
         "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
