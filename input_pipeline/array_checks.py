@@ -1,4 +1,4 @@
-"""What from_arrays refuses before it builds anything (issue 33, item 12):
+"""What from_arrays refuses before it builds anything:
 raw integer pixels (uint8 0..255 trained to a loss of ~1,500 without a word)."""
 import numpy as np
 

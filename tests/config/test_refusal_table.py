@@ -465,7 +465,7 @@ UNREACHABLE = {
 # Command lines at the boundary of a refusal above (the last value accepted),
 # and next to it: each gets past every check, to the start of real work.
 ACCEPTED = [
-    # Synthetic data: --num_epochs counts the dataset's known size (issue 33, item 11).
+    # Synthetic data: --num_epochs counts the dataset's known size.
     (["--num_epochs=2"], E),
     (["--data_dir={data}", "--input=dataset", "--datasets_prefetch_buffer_size=4"], E),
     (["--data_dir={data}", "--input=dataset", *DATASETS_FLAGS[:4]], E),
