@@ -48,8 +48,18 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
-                                ".benchmarks", "build", "dist", "train_dir*")
+_IGNORED = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
+                                  ".benchmarks", "build", "dist", "site")
+
+
+def IGNORE(folder, names):
+    """What a scratch copy leaves out: build outputs, and the run folders
+    (/train_dir*/ at the top, as .gitignore says; not towertrain/state/train_dir_lock.py)."""
+    ignored = set(_IGNORED(folder, names))
+    if os.path.abspath(folder) == ROOT:
+        ignored |= {n for n in names if n.startswith("train_dir")
+                    and os.path.isdir(os.path.join(folder, n))}
+    return ignored
 
 from mutation_list import MUTATIONS  # noqa: E402 - bench/ is the script's dir
 
