@@ -38,6 +38,7 @@ entry there whenever a documented claim gets a test.
 """
 import argparse
 import collections
+import fnmatch
 import glob
 import os
 import re
@@ -48,18 +49,16 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_IGNORED = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
-                                  ".benchmarks", "build", "dist", "site")
+_IGNORE_NAMES = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
+                                      ".benchmarks", "build", "dist")
 
 
-def IGNORE(folder, names):
-    """What a scratch copy leaves out: build outputs, and the run folders
-    (/train_dir*/ at the top, as .gitignore says; not towertrain/state/train_dir_lock.py)."""
-    ignored = set(_IGNORED(folder, names))
-    if os.path.abspath(folder) == ROOT:
-        ignored |= {n for n in names if n.startswith("train_dir")
-                    and os.path.isdir(os.path.join(folder, n))}
-    return ignored
+def IGNORE(directory, names):
+    """What a scratch copy leaves out: caches, builds and runs' train_dir*
+    folders (not files: towertrain/state/train_dir_lock.py is code)."""
+    runs = {name for name in fnmatch.filter(names, "train_dir*")
+            if os.path.isdir(os.path.join(directory, name))}
+    return set(_IGNORE_NAMES(directory, names)) | runs
 
 from mutation_list import MUTATIONS  # noqa: E402 - bench/ is the script's dir
 

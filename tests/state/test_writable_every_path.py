@@ -12,7 +12,7 @@ from helpers import refusals
 RUN_PATHS = [
     ("train_dir", "run", []),
     ("summary_dir", "events", ["--summary_verbosity=1"]),
-    ("summary_dir", "events", ["--summary_verbosity=1", "--profile_steps=2,3"]),
+    ("summary_dir", "events", ["--profile_steps=2,3"]),  # alone: no summaries asked
     ("trace_file", "trace.json", []),
 ]
 
