@@ -10,6 +10,7 @@ DOORS = T + "input/test_input_doors.py::"
 CHECKS = T + "engine/test_model_checks.py::"
 GPU_GRAPH = T + "engine/test_collective_gpu_graph.py::"
 SHARE = T + "input/test_worker_share.py::"
+RECIPES = T + "recipe/test_model_recipes.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -578,6 +579,63 @@ MUTATIONS = [
         "        self.minimum = float(minimum or 0.0)\n",
         "        self.minimum = float(minimum or 0.0) * self.scale\n",
         [T + "commands/test_flag_values.py::test_minimum_learning_rate_is_not_scaled_with_linear_scaling"]),
+    # A model's own learning-rate recipe (plan/model_recipe.py, models/recipes.py)
+    # against tf_cnn_benchmarks' formulas.
+    Mutation(
+        "recipe_boundary_step_takes_the_later_rate", "towertrain/plan/model_recipe.py",
+        "    boundaries = tuple(steps(e) + 1 for e in r.boundary_epochs)\n",
+        "    boundaries = tuple(steps(e) for e in r.boundary_epochs)\n",
+        [RECIPES + "test_the_recipe_steps_as_tf_cnn_benchmarks"]),
+    Mutation(
+        "recipe_not_multiplied_where_tfcnn_sums", "towertrain/plan/model_recipe.py",
+        "    if summed > 1:\n        scale *= summed\n",
+        "    if summed > 1:\n        scale *= 1\n",
+        [RECIPES + "test_the_recipe_steps_as_tf_cnn_benchmarks",
+         RECIPES + "test_collective_all_reduce_sums_every_worker_s_devices_as_there"]),
+    Mutation(
+        "recipe_warmup_starts_above_zero", "towertrain/recipe/lr_schedule.py",
+        "                ramp = self.initial_value * step / float(self.warmup_steps)\n",
+        "                ramp = self.initial_value * (step + 1.0) / float(self.warmup_steps)\n",
+        [RECIPES + "test_the_recipe_steps_as_tf_cnn_benchmarks"]),
+    Mutation(
+        "recipe_cifar_resnet_epoch_as_a_fraction", "models/recipes.py",
+        "    epoch_steps=\"whole\", origin=\"tf_cnn_benchmarks' ResnetCifar10Model\")",
+        "    epoch_steps=\"fraction\", origin=\"tf_cnn_benchmarks' ResnetCifar10Model\")",
+        [RECIPES + "test_the_recipe_steps_as_tf_cnn_benchmarks"]),
+    Mutation(
+        "recipe_resnet_not_divided_in_replicated", "models/recipes.py",
+        "    divide_in_replicated=True, epoch_steps=\"fraction\",",
+        "    divide_in_replicated=False, epoch_steps=\"fraction\",",
+        [RECIPES + "test_the_recipe_steps_as_tf_cnn_benchmarks"]),
+    Mutation(
+        "recipe_ignores_init_learning_rate", "towertrain/plan/model_recipe.py",
+        "    if params.piecewise_learning_rate_schedule is not None or (\n"
+        "            params.init_learning_rate is not None):",
+        "    if params.piecewise_learning_rate_schedule is not None:",
+        [RECIPES + "test_a_flag_the_recipe_would_ignore_is_refused"]),
+    Mutation(
+        "recipe_takes_flags_it_ignores", "towertrain/plan/model_recipe.py",
+        "        value = getattr(params, flag)\n        if value:\n",
+        "        value = getattr(params, flag)\n        if False:\n",
+        [RECIPES + "test_a_flag_the_recipe_would_ignore_is_refused"]),
+    Mutation(
+        "piecewise_takes_minimum_learning_rate", "towertrain/config/recipe_checks.py",
+        "                     \"learning_rate_decay_factor\", \"learning_rate_schedule\",\n"
+        "                     \"minimum_learning_rate\"):",
+        "                     \"learning_rate_decay_factor\", \"learning_rate_schedule\"):",
+        [T + "config/test_refusal_table.py::test_each_refusal_is_one_line_naming_its_flag_with_exit_2"]),
+    Mutation(
+        "old_run_resumes_with_the_recipe", "towertrain/plan/model_recipe.py",
+        "    return entry is None or (isinstance(entry, dict) and entry.get(\"source\") == \"kept\")",
+        "    return False",
+        [T + "recipe/test_model_recipe_doors.py::"
+         "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
+    Mutation(
+        "flags_schedule_without_synthetic_known_size", "towertrain/plan/__init__.py",
+        "    if steps_per_epoch is None and examples is not None and input_facts.synthetic:",
+        "    if False:",
+        [T + "recipe/test_lr_schedule.py::"
+         "test_trainer_builds_the_schedule_from_global_batch_and_examples_per_epoch"]),
     # The fused update (recipe/fused_update.py): Keras' bits, Keras' state, one kernel.
     Mutation(
         "fused_nesterov_flag_dropped", "towertrain/recipe/fused_update.py",
