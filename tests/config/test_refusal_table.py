@@ -482,7 +482,7 @@ UNREACHABLE = {
 # Command lines at the boundary of a refusal above (the last value accepted),
 # and next to it: each gets past every check, to the start of real work.
 ACCEPTED = [
-    # Synthetic data: --num_epochs counts the dataset's known size (issue 33, item 11).
+    # Synthetic data: --num_epochs counts the dataset's known size.
     (["--num_epochs=2"], E),
     # ... and so do the learning-rate flags that count epochs.
     (["--piecewise_learning_rate_schedule=0.1;5;0.01"], E),

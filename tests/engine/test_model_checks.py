@@ -189,7 +189,7 @@ def test_a_custom_loss_of_the_wrong_length_on_dynamic_slices():
 
 @pytest.mark.parametrize("name", ["cifar_cnn", "trivial"])
 def test_a_registry_model_named_together_with_a_keras_model_is_refused(name):
-    # Issue 33 item 12: Params(model='cifar_cnn') with model= trained the Keras
+    # Params(model='cifar_cnn') with model= trained the Keras
     # model and ignored the flag without a word. Naming the default model
     # ('trivial') is refused too: Params' default is None, not that name.
     assert towertrain.Params().model is None

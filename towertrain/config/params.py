@@ -28,6 +28,12 @@ DEFAULT_NUM_BATCHES = 100
 @dataclasses.dataclass(frozen=True)
 @settings.declare_fields()
 class Params:
+    """The run's settings: a frozen dataclass whose fields are the command
+    line's flags, with the same names, values and defaults (docs/flags.md lists
+    every one). Params(...) checks itself as the command line does and raises
+    ParamsError with the same one-line message; replace(**changes) gives a
+    changed copy.
+    """
     # The fields, their types and defaults come from towertrain.config.settings
     # (one definition per setting, shared with the flags); the checks are below.
 
