@@ -142,8 +142,8 @@ def test_the_header_line_says_the_recipe_and_whose_it_is():
     schedule = schedule_of(model="resnet50", num_gpus=4, batch_size=64,
                            variable_update="replicated")
     assert schedule.describe() == (
-        "0.128 / 4 devices (replicated) x 256/256 x 4 (replicated: tf_cnn_benchmarks sums "
-        "the devices' gradients, towertrain averages) = 0.128, warmup from 0 over "
+        "0.128 / 4 devices (replicated) x 256/256 x 4 (tf_cnn_benchmarks' replicated sums "
+        "the 4 devices' gradients; towertrain averages them) = 0.128, warmup from 0 over "
         "5 epochs (25022 steps), 0.128 until epoch 30 (step 150137), 0.0128 until epoch 60 "
         "(step 300274), 0.00128 until epoch 80 (step 400365), 0.000128 until epoch 90 "
         "(step 450411), then 1.28e-05; epoch = 1,281,167 examples / 256 (imagenet's known "

@@ -92,8 +92,8 @@ def learning_rate(recipe, model, global_batch, examples, epoch_source, variable_
     summed = tfcnn_sum(variable_update, towers_per_worker, num_workers)
     if summed > 1:
         scale *= summed
-        parts.append(f" x {summed} ({variable_update}: tf_cnn_benchmarks sums the devices' "
-                     "gradients, towertrain averages)")
+        parts.append(f" x {summed} (tf_cnn_benchmarks' {variable_update} sums the "
+                     f"{summed} devices' gradients; towertrain averages them)")
 
     def steps(epochs):
         return recipes_lib.epochs_to_steps(r.epoch_steps, epochs, examples, global_batch)
