@@ -35,8 +35,12 @@ class Checkpointer:
     staged_batches, learning_rate); plan: its RunPlan (the global batch and
     the cluster's shape, recorded with every checkpoint)."""
 
-    def __init__(self, handles, plan, train_dir, max_to_keep=5):
+    def __init__(self, handles, plan, train_dir, max_to_keep=5, writer=True):
+        """writer: this process saves (the chief); it rewrites a lost
+        `checkpoint` state file before the manager reads it."""
         ckpt_lib.ensure_writable(train_dir)
+        # The ckpt-N files a lost state file listed (rewritten from them), or [].
+        self.rebuilt = ckpt_lib.rebuild_state_file(train_dir) if writer else []
         self.handles = handles
         self.train_dir = train_dir
         self.max_to_keep = max_to_keep
@@ -52,7 +56,10 @@ class Checkpointer:
 
     def restore_latest(self, checkpoint_path=None):
         """Restores the given or latest checkpoint; returns its path, or None if none."""
-        path = checkpoint_path or self.manager.latest_checkpoint
+        # A reader (a non-chief worker) may look before the chief rewrote a
+        # lost state file: it takes the same latest ckpt-N from the disk.
+        path = checkpoint_path or self.manager.latest_checkpoint or ckpt_lib.latest(
+            self.train_dir)
         if not path:
             return None
         ckpt_lib.restore(self._checkpoint, path, self.state.variables)
@@ -157,13 +164,15 @@ class CheckpointSaver(Callback):
         self.write = write
         self.resumed_from = None
         self.resume_changes = []  # header lines: what the resume changed by design
+        self.removed = []  # ckpt-N_temp/ folders of saves a killed run never finished
         self.lock = None  # the train_dir's lock (state/train_dir_lock.py), freed at close
         self._last_save_time = None
         self._pending_step = None  # a timed save waiting for the staging to drain
 
-    def restore(self):
-        """Resumes from the latest checkpoint in train_dir, if there is one."""
-        self.resumed_from = self.checkpointer.restore_latest()
+    def restore(self, checkpoint_path=None):
+        """Resumes from `checkpoint_path` (--checkpoint), else the latest
+        checkpoint in train_dir, if there is one."""
+        self.resumed_from = self.checkpointer.restore_latest(checkpoint_path)
         return self.resumed_from
 
     def header_info(self):
@@ -172,6 +181,14 @@ class CheckpointSaver(Callback):
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
             info.extend(self.checkpointer.topology.header_info())
+        if self.removed:
+            info.append(("Removed", f"{', '.join(n + '/' for n in self.removed)}: unfinished "
+                                    "saves of a run that was killed (the checkpoints are whole)"))
+        if self.checkpointer.rebuilt:
+            names = self.checkpointer.rebuilt
+            info.append(("Recovered", f"the train_dir's `checkpoint` state file was missing; "
+                                      f"rewritten from its files ({', '.join(names)}), so the "
+                                      f"run resumes from {names[-1]} instead of starting over"))
             info.extend(self.resume_changes)
         return info
 
