@@ -357,6 +357,11 @@ CASES = [
      "--worker_hosts=h:1,h:2: ", "is not read with --cluster_source=tf_config", E),
     (["--cluster_source=slurm"], "--cluster_source=slurm: ",
      "needs --variable_update=collective_all_reduce (got parameter_server)", E),
+    # Found in the environment: the same rule as for --worker_hosts.
+    ([], "--variable_update=parameter_server: ", "TF_CONFIG is set, which describes a cluster "
+     "of workers that needs --variable_update=collective_all_reduce", TWO_WORKERS_TF_CONFIG),
+    ([], "--variable_update=parameter_server: ", "this Slurm step has 2 tasks, which describes "
+     "a cluster of workers that needs --variable_update=collective_all_reduce", TWO_SLURM_TASKS),
     # --sync_batch_norm across workers, wherever the cluster comes from.
     ([COLLECTIVE, "--sync_batch_norm", "--worker_hosts=127.0.0.1:7001,127.0.0.1:7002"],
      "--sync_batch_norm=True: ", "is not supported across workers yet\n", E),

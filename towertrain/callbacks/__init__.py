@@ -60,6 +60,8 @@ def default_callbacks(plan, handles, write=print):
             raise
         saver.lock = lock
         callbacks.append(saver)
+    else:
+        _agree_on_resume(plan, None, None)
     callbacks.extend(_observers(plan, handles, summaries, write))
     callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))
     return callbacks
@@ -90,11 +92,22 @@ def _resuming_saver(plan, handles, checkpointer, write):
         run_record.check_training_input(record, input_record, plan.input.data_dir, where)
         saver.resume_changes = run_record.changes_at_resume(record, changeable)
     saver.restore()
+    _agree_on_resume(plan, out.train_dir, saver.resumed_from)  # before the record changes
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
         input_record=input_record))
     return saver
+
+
+def _agree_on_resume(plan, train_dir, path):
+    """Multi-worker: every worker restored the same checkpoint (`path`), or
+    every one stops here, before any step (engine/run/resume_agreement.py)."""
+    if plan.topology.num_workers > 1:
+        from towertrain.engine.distributed import cluster as cluster_lib
+        from towertrain.engine.run import resume_agreement
+        resume_agreement.agree(plan.topology.cluster, train_dir, path,
+                               cluster_lib.collective_timeout())
 
 
 def _stop_on_signal(plan, handles, saves_on_stop, write):
@@ -136,10 +149,13 @@ def _worker_callbacks(plan, handles, write):
     out = plan.outputs
     write(f"worker {resolvers.describe(plan.topology.cluster)}: training; the chief "
           "(task 0) writes the output and checkpoints")
+    path = None
     if out.train_dir:
-        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep).restore_latest()
-        if path:
-            write(f"resumed from the chief's checkpoint {path}")
+        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep,
+                            writer=False).restore_latest()
+    _agree_on_resume(plan, out.train_dir, path)
+    if path:
+        write(f"resumed from the chief's checkpoint {path}")
     return [DivergenceGuard(handles.learning_rate),
             StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None),
             ClusterStop(handles, write, train_dir=out.train_dir)]

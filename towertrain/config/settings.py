@@ -198,7 +198,7 @@ SETTINGS = (
                 "summaries show: total_loss (with weight decay) or base_loss (without).",
                 choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
-                "and augmentation (every draw: README 'Randomness and exactness')."),
+                "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
                 training_only=True, scaling=NOT_USED)),
