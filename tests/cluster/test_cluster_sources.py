@@ -158,3 +158,23 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
                      % (share, machine.available_cores()), chief, re.MULTILINE), chief[:2000]
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * runs.EPOCHS
     runs.assert_same_model(train_dir, reference)
+
+
+def test_a_port_in_use_is_one_line_naming_it():
+    """Another process listens on this task's port: TensorFlow's first op
+    raised 'UnknownError: Could not start gRPC server', a traceback."""
+    import socket
+    import subprocess
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run(runs.towertrain(
+            "--model=trivial", "--device=cpu", "--num_batches=1",
+            "--variable_update=collective_all_reduce", "--task_index=0",
+            f"--worker_hosts=127.0.0.1:{port},127.0.0.1:1"), env=runs.env(),
+            capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [
+        f"towertrain: error: --worker_hosts/--task_index: this task's address 127.0.0.1:{port} "
+        f"(task 0) cannot be served: port {port} is in use by another process; free the port "
+        "or give this task another address"]), done.stderr[-3000:]

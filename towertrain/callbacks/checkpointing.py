@@ -157,13 +157,15 @@ class CheckpointSaver(Callback):
         self.write = write
         self.resumed_from = None
         self.resume_changes = []  # header lines: what the resume changed by design
+        self.removed = []  # ckpt-N_temp/ folders of saves a killed run never finished
         self.lock = None  # the train_dir's lock (state/train_dir_lock.py), freed at close
         self._last_save_time = None
         self._pending_step = None  # a timed save waiting for the staging to drain
 
-    def restore(self):
-        """Resumes from the latest checkpoint in train_dir, if there is one."""
-        self.resumed_from = self.checkpointer.restore_latest()
+    def restore(self, checkpoint_path=None):
+        """Resumes from `checkpoint_path` (--checkpoint), else the latest
+        checkpoint in train_dir, if there is one."""
+        self.resumed_from = self.checkpointer.restore_latest(checkpoint_path)
         return self.resumed_from
 
     def header_info(self):
@@ -172,6 +174,9 @@ class CheckpointSaver(Callback):
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
             info.extend(self.checkpointer.topology.header_info())
+        if self.removed:
+            info.append(("Removed", f"{', '.join(n + '/' for n in self.removed)}: unfinished "
+                                    "saves of a run that was killed (the checkpoints are whole)"))
         if self.checkpointer.rebuilt:
             names = self.checkpointer.rebuilt
             info.append(("Recovered", f"the train_dir's `checkpoint` state file was missing; "

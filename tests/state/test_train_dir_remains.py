@@ -1,7 +1,9 @@
-"""A train_dir whose `checkpoint` state file is gone while its ckpt-N files
-remain (deleted, or the files copied to a new folder without it) resumes from
-its latest ckpt-N, says so, and saves on after it: it never starts over at
-step 1 and writes over them."""
+"""What an earlier run or a user left in a train_dir is handled, nothing lost:
+a `checkpoint` state file gone while the ckpt-N files remain (deleted, or the
+files copied to a new folder without it) resumes from the latest ckpt-N,
+says so, and saves on after it (it started over at step 1 and wrote over
+them); the ckpt-N_temp/ folders of saves a killed run never finished are
+removed."""
 import os
 import re
 
@@ -40,3 +42,22 @@ def test_a_lost_state_file_is_rewritten_and_the_run_resumes_from_its_latest_file
     assert sorted(got) == sorted(expected)
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+
+
+def test_the_folders_of_saves_a_killed_run_never_finished_are_removed_at_the_next_start(
+        tmp_path):
+    """kill -9 during a save leaves TensorFlow's ckpt-N_temp/ (18 MB for
+    alexnet); they were never removed."""
+    train_dir = str(tmp_path / "run")
+    _train(train_dir, 2)
+    os.makedirs(os.path.join(train_dir, "ckpt-4_temp"))
+    with open(os.path.join(train_dir, "ckpt-4_temp", "part-00000-of-00001.data-00000-of-00001"),
+              "wb") as f:
+        f.write(b"\0" * 1000)
+    lines = _train(train_dir, 4)
+    assert "Removed:     ckpt-4_temp/: unfinished saves of a run that was killed (the " \
+           "checkpoints are whole)" in lines, lines
+    assert any(re.match(r"Resumed:\s+from step 2 ", line) for line in lines), lines
+    assert sorted(os.listdir(train_dir)) == [
+        ".towertrain.lock", "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
+        "ckpt-4.data-00000-of-00001", "ckpt-4.index", "towertrain_run.json"]
