@@ -640,6 +640,17 @@ MUTATIONS = [
         [T + "recipe/test_model_recipe_doors.py::"
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
     Mutation(
+        "run_record_without_the_learning_rate", "towertrain/callbacks/__init__.py",
+        "        learning_rate=model_recipe.record_entry(handles.learning_rate)))",
+        "        learning_rate=None))",
+        [T + "recipe/test_model_recipe_doors.py::"
+         "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
+    Mutation(
+        "recipe_batch_is_a_micro_batch", "towertrain/plan/__init__.py",
+        "            layout.learning_rate_recipe, layout.model, batches.per_update, examples, origin,",
+        "            layout.learning_rate_recipe, layout.model, batches.global_batch, examples, origin,",
+        [RECIPES + "test_an_update_s_examples_are_the_batch_in_accumulation_and_independent_modes"]),
+    Mutation(
         "flags_schedule_without_synthetic_known_size", "towertrain/plan/__init__.py",
         "    if steps_per_epoch is None and examples is not None and input_facts.synthetic:",
         "    if False:",
