@@ -2495,6 +2495,13 @@ MUTATIONS = [
         "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
         "    pass\n",
         [T + "state/test_export_new_folder.py"]),
+    # The out-of-memory message of a worker leaves out the other workers
+    # (3 per device x 2 devices, global batch 12).
+    Mutation(
+        "oom_message_one_worker", "towertrain/trainer.py",
+        '        cluster = f" x {workers} workers" if workers > 1 else ""\n',
+        '        cluster = ""\n',
+        [T + "plan/test_multiworker_numbers.py"]),
     # An out-of-memory step is TensorFlow's traceback.
     Mutation(
         "oom_not_translated", "towertrain/trainer.py",
