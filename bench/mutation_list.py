@@ -2246,6 +2246,11 @@ MUTATIONS = [
         "                all_model_checkpoint_paths=remaining)",
         [T + "callbacks/test_divergence.py::"
          "test_resume_after_divergence_with_a_sane_learning_rate_trains"]),
+    # A `checkpoint` state file naming deleted files: TensorFlow's reader error.
+    Mutation(
+        "leftover_state_file_unexplained", "towertrain/state/checkpoint.py",
+        '    if not tf.io.gfile.exists(path + ".index"):\n', "    if False:\n",
+        [T + "state/test_state_leftovers.py"]),
     # The run record merged into an earlier run's: its final mark and settings stay.
     Mutation(
         "run_record_merged_with_leftover", "towertrain/state/checkpoint.py",
