@@ -746,6 +746,11 @@ MUTATIONS = [
         '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
         [T + "cluster/test_cluster_sources.py::"
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
+    # TF_CONFIG's chief refused at every index, 0 included (an operand dropped).
+    Mutation(
+        "tf_config_chief_index_operand_dropped", "towertrain/plan/cluster.py",
+        "    if task_type == CHIEF and task_id:\n", "    if task_type == CHIEF:\n",
+        [T + "state/test_refusal_operands.py"]),
     # Coordinated stop: the stop request no longer travels in the step's
     # count collective, so the other worker never hears of it.
     Mutation(
@@ -1968,6 +1973,12 @@ MUTATIONS = [
         '    if False:\n        raise ParamsError(f"--include_preprocessing:',
         [T + "state/test_export_preprocessing.py::"
          "test_include_preprocessing_on_an_imagenet_run_is_refused_and_writes_nothing"]),
+    # export's --model check without a model in the record (an operand dropped).
+    Mutation(
+        "export_model_check_ignores_the_record", "towertrain/state/export.py",
+        "    if model_name and info.get(\"model\") and model_name != info[\"model\"]:",
+        "    if model_name and model_name != info.get(\"model\"):",
+        [T + "state/test_refusal_operands.py"]),
     # import towertrain leaves oneDNN to TensorFlow's CPU check (NCHW fails on
     # CPUs where TensorFlow keeps it off).
     Mutation(

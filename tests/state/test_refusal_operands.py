@@ -1,5 +1,6 @@
-"""Every `and`/`or` operand of a refusal's condition has a row where it alone
-decides: two calls that differ only in what that operand reads, one refused
+"""Every `and`/`or` operand of a refusal's condition (of the run's steps, the
+run record, the written paths, export and the cluster's checks) has a row
+where it alone decides: two calls that differ only in what that operand reads, one refused
 (or, for the paths a run checks, one path checked) and one not. The operands
 are found by walking the refusal functions' syntax trees, so an operand added
 to a condition without a row here fails test_every_operand_has_a_row, and a
