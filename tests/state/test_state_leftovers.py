@@ -1,7 +1,8 @@
 """State files another process wrote are read right when an earlier, different
 writer left them behind: the train_dir lock (its holder's pid), the run
 record (an earlier run's settings and final mark) and the checkpoint state
-file (the list of checkpoints a resume picks from)."""
+file (naming checkpoint files deleted since; one a set-aside rewrote, read
+from a copied train_dir: callbacks/test_divergence.py)."""
 import json
 import os
 
