@@ -131,7 +131,7 @@ def images_per_sec(args, name, timeout):
         if not args.tfcnn_dir:
             return {"ok": None, "note": "no --tfcnn_dir (a tf_cnn_benchmarks checkout)"}
         script = os.path.join(args.tfcnn_dir, TFCNN_SCRIPT)
-        command, cwd = [sys.executable, script, *flags], os.path.dirname(script)
+        command, cwd = [args.tfcnn_python, script, *flags], os.path.dirname(script)
         env["TF_USE_LEGACY_KERAS"] = "1"  # its layers are tf_keras'
     else:
         command, cwd = [sys.executable, "-m", "towertrain", *flags], rows_lib.REPO
@@ -263,6 +263,23 @@ def describe_device(args):
     return f"{name or 'a GPU'} (GPU {args.first_gpu}), split into 4 logical GPUs for x4 rows"
 
 
+def chosen_rows(text):
+    """The rows --rows names and, recursively, their references (every row without it)."""
+    every = [name for _, _, names in STAGES for name in names]
+    if not text:
+        return set(every)
+    wanted = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = wanted - set(every)
+    if unknown:
+        raise SystemExit(f"--rows: no row {', '.join(sorted(unknown))}; the rows: "
+                         f"{', '.join(every)}")
+    while True:
+        more = {rows_lib.ROWS[n].reference for n in wanted if n in rows_lib.ROWS} - {None}
+        if more <= wanted:
+            return wanted
+        wanted |= more
+
+
 def prove(args):
     """Runs every group of rows in order; prints each row as it comes and the
     table at the end. Returns the exit status."""
@@ -271,10 +288,13 @@ def prove(args):
     print(f"GPU proof: {describe_device(args)}; TensorFlow {tf.__version__}; "
           f"--model={args.model} (one tower, batch norm), --towers_model={args.towers_model}, "
           f"{args.batch_size} per device, {args.steps} steps compared", flush=True)
-    started, results = time.monotonic(), []
+    started, results, wanted = time.monotonic(), [], chosen_rows(args.rows)
     with tempfile.TemporaryDirectory() as scratch:
         args.scratch = scratch
         for stage, kind, names in STAGES:
+            names = tuple(n for n in names if n in wanted)
+            if not names:
+                continue
             spent = time.monotonic() - started
             if spent > args.budget_s:
                 results += [{"row": n, "ok": None, "verdict": "skipped",
@@ -324,6 +344,10 @@ def main(argv=None):
     parser.add_argument("--warmup_steps", type=int, default=10)
     parser.add_argument("--tfcnn_dir", help="a tensorflow/benchmarks checkout (its "
                         "scripts/tf_cnn_benchmarks), needs tf_keras")
+    parser.add_argument("--tfcnn_python", default=sys.executable,
+                        help="the Python that runs tf_cnn_benchmarks (one with tf_keras)")
+    parser.add_argument("--rows", help="only these rows, comma-separated (and their "
+                        "references): a rerun of a few")
     parser.add_argument("--budget_s", type=float, default=270,
                         help="no group of rows starts after this many seconds")
     parser.add_argument("--stand_in", action="store_true",

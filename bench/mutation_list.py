@@ -1664,6 +1664,42 @@ MUTATIONS = [
         "",
         [T + "engine/test_logical_gpus.py::"
          "test_nccl_across_logical_gpus_is_refused_before_anything_is_built"]),
+    # The GPU proof's fp16 row compared with a CPU run (which the CPU refuses
+    # for fp16 + NCHW) instead of the float32 run of its device.
+    Mutation(
+        "gpu_proof_fp16_against_cpu", "bench/gpu_proof_rows.py",
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "f32", 2e-2),',
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "cpu_f32", 2e-2),',
+        [T + "package/test_gpu_proof.py::"
+         "test_half_precision_is_compared_with_the_float32_run_on_its_own_device"]),
+    # The proof's 2 workers each given all 4 towers (another global batch).
+    Mutation(
+        "gpu_proof_workers_given_all_towers", "bench/gpu_proof_rows.py",
+        '                       "towers", 2, 1, dict(variable_update="collective_all_reduce",',
+        '                       "towers", 4, 1, dict(variable_update="collective_all_reduce",',
+        [T + "package/test_gpu_proof.py::test_two_workers_are_compared_with_the_four_tower_run"]),
+    # A row without images/sec formats None as a number (--timing_steps=0).
+    Mutation(
+        "gpu_proof_none_speed_formatted", "bench/gpu_proof.py",
+        '    return "-" if value is None else format(value, form)',
+        '    return format(value, form)',
+        [T + "package/test_gpu_proof.py::test_no_timed_steps_leaves_the_speeds_empty"]),
+    # The placement check leaves soft placement on: a CPU fallback passes.
+    Mutation(
+        "gpu_proof_soft_placement_left_on", "bench/gpu_proof_rows.py",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(False)\n    context",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(True)\n    context",
+        [T + "package/test_gpu_proof.py::"
+         "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # Staging's example count not checked against 1.5 epochs in order.
+    Mutation(
+        "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
+        "== [2] * half + [1] * half",
+        "== [1] * half + [1] * half",
+        [T + "package/test_gpu_proof.py::"
+         "test_several_towers_run_on_one_device_split_and_equal_one_tower"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
         "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",
