@@ -12,7 +12,7 @@ Each run works in a scratch copy (bench/mutations.py's copy_repo: the working
 tree, or the committed tree at --rev), stops after --cap seconds (what is not
 run is reported as such), and prints the score (killed / run) and every
 surviving mutant with its line and diff. Survivors are either holes in the
-tests (kill them with a test) or harmless (equivalent mutants): README's
+tests (kill them with a test) or harmless (equivalent mutants): the docs'
 "Testing" section lists those with why. Not part of the suite: one module
 takes minutes (about 8 s per mutant on 2 cores, most of it TensorFlow's import).
 """
@@ -97,7 +97,7 @@ def run_module(name, cap, rev, per_mutant_timeout, keep):
                                   start_new_session=True)
         try:
             worker.wait(timeout=max(left, 1))
-        except subprocess.TimeoutExpired:  # the cap: what ran is in the session
+        except subprocess.TimeoutExpired:  # the cap: what ran is in cosmic-ray's session file
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
         report(name, module, _results(repo, session), time.monotonic() - started)

@@ -1,4 +1,4 @@
-"""The breakages bench/mutations.py applies: one README claim each, as
+"""The breakages bench/mutations.py applies: one documented claim each, as
 (name, file, exact old text, new text, the tests that must fail). Add an
 entry whenever a claim gets a test."""
 import collections
@@ -186,6 +186,24 @@ MUTATIONS = [
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
         [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    # A lost `checkpoint` state file: the run starts over and saves over the ckpt-N files.
+    Mutation(
+        "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
+        "    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):\n",
+        "    if True:\n",
+        [T + "state/test_train_dir_remains.py"]),
+    # The rewritten state file without times: its checkpoints never count against the limit.
+    Mutation(
+        "rebuilt_checkpoints_kept_forever", "towertrain/state/checkpoint.py",
+        "                + \"\".join(f\"all_model_checkpoint_timestamps: {t!r}\\n\" for t in times)\n",
+        "",
+        [T + "state/test_train_dir_remains.py"]),
+    # ckpt-N_temp/ of a save a killed run never finished, kept forever.
+    Mutation(
+        "unfinished_saves_kept", "towertrain/callbacks/__init__.py",
+        "    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)\n", "",
+        [T + "state/test_train_dir_remains.py::"
+         "test_the_folders_of_saves_a_killed_run_never_finished_are_removed_at_the_next_start"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
         "max_ckpts_to_keep_ignored", "towertrain/callbacks/__init__.py",
@@ -363,14 +381,14 @@ MUTATIONS = [
         "--device=cpu --num_gpu=2 --variable_update=replicated --num_batches=20",
         [T + "commands/test_doc_commands.py::test_every_shell_command_is_known_and_its_flags_parse"]),
     Mutation(
-        "readme_block_forgets_logical_cpus", "README.md",
+        "library_block_forgets_logical_cpus", "docs/library.md",
         "towertrain.use_logical_cpus(2)     # on CPU", "# towertrain.use_logical_cpus(2)  # on CPU",
         [T + "commands/test_docs.py::test_every_multi_device_cpu_example_and_block_configures_its_devices"]),
     Mutation(
-        "readme_callback_never_runs", "README.md",
+        "library_callback_never_runs", "docs/library.md",
         "for _ in range(10):                  # your own loop: steps 1..10",
         "for _ in range(100):                  # your own loop",
-        [T + "commands/test_docs.py::test_code_block_runs[README.md#0]"]),
+        [T + "commands/test_docs.py::test_code_block_runs[docs/library.md#0]"]),
     Mutation(
         "private_name_made_public", "towertrain/__init__.py",
         '_EXPORTS = {\n', '_EXPORTS = {\n    "build_model": "towertrain.models",\n',
@@ -701,6 +719,25 @@ MUTATIONS = [
         "        if False:",
         [T + "callbacks/test_eval_flags.py::"
          "test_stop_at_top_1_accuracy_stops_at_that_eval_and_its_checkpoint_is_final"]),
+    # Several workers: each scores its share of the eval split and the counts are
+    # summed, so one decision stops every worker at that eval's step.
+    Mutation(
+        "cluster_eval_each_worker_scores_the_whole_split",
+        "towertrain/engine/evaluation/cluster_eval.py",
+        "    return EvalData(eval_data.dataset.shard(num_workers, task_index), None,",
+        "    return EvalData(eval_data.dataset, None,",
+        [T + "cluster/test_cluster_eval.py"]),
+    Mutation(
+        "cluster_eval_counts_not_summed", "towertrain/engine/evaluation/cluster_eval.py",
+        "        total = self._sum(tf.constant(", "        total = tf.identity(tf.constant(",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_once"]),
+    Mutation(
+        "cluster_eval_each_worker_decides_alone", "towertrain/engine/evaluation/cluster_eval.py",
+        "    if topology.num_workers == 1:\n        return evaluator\n",
+        "    return evaluator\n",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_once"]),
     Mutation(
         "final_checkpoint_not_recorded", "towertrain/callbacks/checkpointing.py",
         "        if self.loop.completed:", "        if False:",
@@ -982,6 +1019,29 @@ MUTATIONS = [
         "        self._previous_fd = signal.set_wakeup_fd(-1)\n",
         [T + "callbacks/test_signals.py::"
          "test_a_second_sigint_during_a_long_step_exits_at_once_with_130"]),
+    # Ctrl-C while the CLI starts (imports, building): KeyboardInterrupt's traceback.
+    Mutation(
+        "ctrl_c_at_start_traceback", "towertrain/commands/common.py",
+        "    except KeyboardInterrupt:\n        print(", "    except ZeroDivisionError:\n        print(",
+        [T + "callbacks/test_signals.py::test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130"]),
+    # The step watchdog: a blocked step is never ended / the phase not named /
+    # the limit not the slowest step after warm-up.
+    Mutation(
+        "watchdog_never_fires", "towertrain/engine/run/watchdog.py",
+        "            if ran > limit:\n", "            if False:\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept"]),
+    Mutation(
+        "watchdog_phase_not_marked", "towertrain/trainer.py",
+        "                watchdog.mark(watchdog.STEP_FUNCTION)\n", "",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept"]),
+    Mutation(
+        "watchdog_limit_from_the_last_step", "towertrain/engine/run/watchdog.py",
+        "            self.slowest = max(self.slowest or 0.0, seconds)\n",
+        "            self.slowest = seconds\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300"]),
     # An emulated half precision runs without the confirmation flag.
     Mutation(
         "emulated_precision_not_refused", "towertrain/recipe/native_precision.py",
@@ -1867,6 +1927,25 @@ MUTATIONS = [
         "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node"]),
+    # TF_CONFIG or a Slurm step without collective_all_reduce: each task trains alone.
+    Mutation(
+        "tf_config_without_collective_trains_alone", "towertrain/plan/cluster.py",
+        "    _check_exchange(params, source, environ)\n    return cluster", "    return cluster",
+        [T + "cluster/test_cluster_sources.py::"
+         "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
+    # A malformed TF_CONFIG ignored unless collective_all_reduce is given.
+    Mutation(
+        "malformed_tf_config_ignored", "towertrain/plan/cluster.py",
+        '    if environ.get("TF_CONFIG"):\n        found.append("tf_config")',
+        '    if environ.get("TF_CONFIG") and params.variable_update == "collective_all_reduce":\n'
+        '        found.append("tf_config")',
+        [T + "cluster/test_cluster_sources.py::"
+         "test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored"]),
+    # A port in use: the first op's 'Could not start gRPC server' traceback.
+    Mutation(
+        "port_in_use_traceback", "towertrain/engine/run/joining.py",
+        "    if cluster.num_workers > 1:\n        try:", "    if False:\n        try:",
+        [T + "cluster/test_cluster_sources.py::test_a_port_in_use_is_one_line_naming_it"]),
     Mutation(
         "every_worker_is_the_chief", "towertrain/callbacks/__init__.py",
         "    if not plan.topology.is_chief:\n", "    if False:\n",
@@ -1876,6 +1955,11 @@ MUTATIONS = [
         "non_chief_prints_the_output", "towertrain/callbacks/__init__.py",
         "StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)",
         "StepPrinter(out.display_every, plan.steps.warmup, write)",
+        [T + "cluster/test_chief_writes.py::"
+         "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
+    Mutation(
+        "workers_resume_from_different_checkpoints", "towertrain/engine/run/resume_agreement.py",
+        "    if len(set(rows)) == 1:\n", "    if True:\n",
         [T + "cluster/test_chief_writes.py::"
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
     # The run plan (towertrain/plan): one fact derived once, for every part.
@@ -2018,6 +2102,13 @@ MUTATIONS = [
         "resume_optimizer_options_unrecorded", "towertrain/state/run_record.py",
         "        values[name] = getattr(optimizer, name)\n", "        pass\n",
         [T + "state/test_resume_settings.py::test_each_setting_that_shapes_the_saved_state_is_refused"]),
+    # A float32 run resumed with --use_bf16: bf16 not in the recorded precision.
+    Mutation(
+        "resume_bf16_unrecorded", "towertrain/state/run_record.py",
+        "    values.update(use_fp16=precision.use_fp16, use_bf16=precision.use_bf16,\n",
+        "    values.update(use_fp16=precision.use_fp16,\n",
+        [T + "state/test_record_fields.py",
+         T + "state/test_resume_settings.py::test_a_float32_run_resumed_with_use_bf16_is_refused"]),
     # Issue 33, item 1: a changed step count is not reported at a resume.
     Mutation(
         "resume_changes_not_in_header", "towertrain/callbacks/checkpointing.py",
@@ -2035,6 +2126,35 @@ MUTATIONS = [
         "save_failure_leaves_temp", "towertrain/callbacks/checkpointing.py",
         "            self._remove_partial(os.path.join(self.train_dir, f\"ckpt-{step}\"))\n", "",
         [T + "state/test_full_disk.py"]),
+    # A set-aside writes absolute paths: a copied train_dir resumes from the
+    # original's checkpoint (and its max_to_keep deletes the original's files).
+    Mutation(
+        "set_aside_state_absolute_paths", "towertrain/callbacks/checkpointing.py",
+        "model_checkpoint_path=os.path.basename(remaining[-1]),\n"
+        "                all_model_checkpoint_paths=[os.path.basename(p) for p in remaining])",
+        "model_checkpoint_path=remaining[-1],\n"
+        "                all_model_checkpoint_paths=remaining)",
+        [T + "callbacks/test_divergence.py::"
+         "test_resume_after_divergence_with_a_sane_learning_rate_trains"]),
+    # The run record merged into an earlier run's: its final mark and settings stay.
+    Mutation(
+        "run_record_merged_with_leftover", "towertrain/state/checkpoint.py",
+        "            json.dump(info, f, indent=1, sort_keys=True)",
+        "            json.dump({**read_run_info(train_dir), **info}, f, indent=1, sort_keys=True)",
+        [T + "state/test_state_leftovers.py"]),
+    # A record's settings checked with no checkpoint to resume (an earlier
+    # run's leftover record refuses a fresh run).
+    Mutation(
+        "run_record_checked_without_checkpoint", "towertrain/callbacks/__init__.py",
+        "    if checkpointer.manager.latest_checkpoint:  # a resume",
+        "    if True:  # a resume",
+        [T + "state/test_state_leftovers.py"]),
+    # The topology header ignores a changed number of devices per worker.
+    Mutation(
+        "topology_devices_not_compared", "towertrain/state/topology.py",
+        "        if self.saved is None or self.saved == self.current:",
+        "        if self.saved is None or self.saved[:2] == self.current[:2]:",
+        [T + "state/test_record_fields.py"]),
     # Issue 33, item 2: the free space is not checked before the first step.
     Mutation(
         "free_space_unchecked", "towertrain/callbacks/__init__.py",
@@ -2110,6 +2230,12 @@ MUTATIONS = [
         "        except BaseException:\n            lock.release()\n            raise\n",
         "        except BaseException:\n            raise\n",
         [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
+    # The lock file not truncated: a shorter pid after a longer one's leftover
+    # digits names a process that does not exist.
+    Mutation(
+        "train_dir_lock_not_truncated", "towertrain/state/train_dir_lock.py",
+        "        os.ftruncate(self._fd, 0)", "        os.lseek(self._fd, 0, os.SEEK_SET)",
+        [T + "state/test_state_leftovers.py"]),
     # --- Issue 34: the patterns closed (boundaries, lists, device branches). ---
     # Boundaries: each comparison against a user's number moved by one.
     Mutation(
@@ -2146,10 +2272,38 @@ MUTATIONS = [
         "forward_only_writer_dropped", "towertrain/config/tfcnn_checks.py",
         '                         "eval_dir")', '                         )',
         [T + "config/test_refusal_table.py"]),
+    # `~` in a path flag: ./~/run created (the library's Params, every command's parser).
+    Mutation(
+        "params_keep_the_tilde", "towertrain/config/params.py",
+        "            object.__setattr__(self, name, settings.expand_path(getattr(self, name)))\n",
+        "            pass\n",
+        [T + "commands/test_home_paths.py::test_every_path_flag_of_every_command_expands_the_home"]),
+    Mutation(
+        "export_output_keeps_the_tilde", "towertrain/commands/common.py",
+        "        expand_paths(flags.FLAGS)\n", "",
+        [T + "commands/test_home_paths.py::test_a_tilde_in_train_dir_and_export_output_is_the_home"]),
     Mutation(
         "writable_train_dir_unchecked", "towertrain/state/writable.py",
         '        paths.append(("train_dir", outputs.train_dir, False))\n', "",
         [T + "state/test_writable_every_path.py"]),
+    # --summary_dir written by --profile_steps alone, unchecked.
+    Mutation(
+        "writable_summary_dir_ignores_profile_steps", "towertrain/state/writable.py",
+        "    if outputs.summary_dir and (outputs.summary_verbosity or outputs.profile_steps):",
+        "    if outputs.summary_dir and outputs.summary_verbosity:",
+        [T + "state/test_writable_every_path.py", T + "state/test_refusal_operands.py"]),
+    # --summary_dir with --profile_steps alone refused ("writes nothing").
+    Mutation(
+        "summary_dir_for_a_profile_refused", "towertrain/config/observe_checks.py",
+        "    if p.summary_dir and not p.summary_verbosity and p.profile_steps is None:",
+        "    if p.summary_dir and not p.summary_verbosity:",
+        [T + "state/test_writable_every_path.py"]),
+    # An operand of a refusal dropped: --eval without --data_dir refused for a
+    # run that was trained on synthetic data too.
+    Mutation(
+        "eval_input_refused_without_a_data_dir_record", "towertrain/state/run_record.py",
+        "    if trained_on and not data_dir:", "    if not data_dir:",
+        [T + "state/test_refusal_operands.py"]),
     # Device branches, run with an injected machine description.
     Mutation(
         "gpu_intra_threads_not_one", "towertrain/plan/runtime.py",
@@ -2278,6 +2432,12 @@ MUTATIONS = [
         "    before, now = (record.get(\"input_examples\"), []), (\n"
         "        current[\"input_examples\"], [])\n",
         [T + "state/test_resume_input.py", T + "commands/test_newcomer_errors.py"]),
+    # The same file names holding another number of examples resume.
+    Mutation(
+        "resume_input_examples_not_compared", "towertrain/state/run_record.py",
+        "    if before == now:\n", "    if before[1] == now[1]:\n",
+        [T + "state/test_record_fields.py", T + "state/test_resume_input.py::"
+         "test_a_resume_on_the_same_file_names_holding_fewer_examples_is_refused"]),
     # Issue 33, item 10: any graph error of a step on files is "bad input data".
     Mutation(
         "step_error_always_blamed_on_input", "towertrain/engine/step/train_step.py",
@@ -2307,6 +2467,23 @@ MUTATIONS = [
         "    if input_facts.synthetic and params.num_epochs is not None and (\n",
         "    if params.num_epochs is not None and (\n",
         [T + "input/test_input_epochs.py::test_num_epochs_needs_finite_data"]),
+    # The batch-larger-than-epoch advice counts one worker's devices: "at
+    # most 5 per device" for 2 workers x 2 devices, which still does not fit.
+    Mutation(
+        "batch_fits_advice_one_worker", "towertrain/plan/steps.py",
+        "    devices = towers * workers\n", "    devices = towers\n",
+        [T + "plan/test_multiworker_numbers.py", T + "input/test_batch_larger_than_epoch.py"]),
+    # The header's per-device batch of a multi-worker run counts one worker.
+    Mutation(
+        "header_per_device_one_worker", "towertrain/plan/describe.py",
+        "{batches.global_batch / topology.num_towers / topology.num_workers:g} per device",
+        "{batches.global_batch / topology.num_towers:g} per device",
+        [T + "plan/test_multiworker_numbers.py"]),
+    # The intra-op pool of workers sharing a host counts one worker's towers.
+    Mutation(
+        "threads_ignore_workers_on_host", "towertrain/plan/runtime.py",
+        "    sharing = workers_on_host * towers\n", "    sharing = towers\n",
+        [T + "plan/test_multiworker_numbers.py"]),
     Mutation(
         "epoch_line_missing", "towertrain/engine/run/header.py",
         '        *([("Epoch", static["Epoch"])] if "Epoch" in static else []),\n',

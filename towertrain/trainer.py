@@ -26,6 +26,7 @@ from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
 from towertrain.engine.run import header
 from towertrain.engine.run import model_checks
+from towertrain.engine.run import watchdog
 from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
@@ -51,8 +52,9 @@ from towertrain.errors import ParamsError
 def join_cluster(params):
     """Joins the cluster `params` describe (multi-worker; nothing for one
     process) before TensorFlow runs any op: the library's door, as the CLI
-    does it. Returns the cluster."""
-    return cluster_lib.setup(plan_lib.lay_out(params))
+    does it. Returns the cluster (towertrain.engine.run.joining)."""
+    from towertrain.engine.run import joining
+    return joining.join(plan_lib.lay_out(params))
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
@@ -228,8 +230,10 @@ class Trainer:
             for phase in self.feed.phases():
                 started = time.perf_counter()
                 staged = self.feed.staging
+                watchdog.mark(watchdog.INPUT)  # what the step watchdog names if it hangs
                 put = staged.before_step() if staged is not None else True
                 waited += time.perf_counter() - started  # priming after a fence is input wait
+                watchdog.mark(watchdog.STEP_FUNCTION)
                 try:
                     if phase == accumulate.WHOLE:
                         loss, examples, finite, extras = self._step_fn(put, outputs)
@@ -237,6 +241,7 @@ class Trainer:
                         loss, examples, finite, extras = self._step_fn(
                             put, outputs if phase == accumulate.APPLY else 0, phase)
                     if self._sync_devices is not None:  # --sync_on_finish
+                        watchdog.mark(watchdog.DEVICE_SYNC)
                         self._sync_devices()
                 except tf.errors.ResourceExhaustedError as err:
                     if self.accumulators is not None:
@@ -351,10 +356,13 @@ class Trainer:
     def _run_handles(self, eval_data=None):
         """What the loop and the built-in callbacks get instead of the trainer
         (towertrain.engine.run.handles). The eval split is resolved here, before
-        training, so a missing one fails first; only the chief evaluates."""
+        training, so a missing one fails first. Every worker evaluates its share
+        of the split (towertrain.engine.evaluation.cluster_eval)."""
+        from towertrain.engine.evaluation import cluster_eval
         evaluator = data = None
-        if self.plan.steps.eval_schedule is not None and self.plan.topology.is_chief:
-            data, evaluator = self._eval_data(eval_data), self._evaluator()
+        if self.plan.steps.eval_schedule is not None:
+            data = self._eval_data(eval_data)
+            evaluator = cluster_eval.evaluator_for(self._evaluator(), self.plan.topology)
         return handles_lib.RunHandles(
             step=self.step, global_step=self.global_step, begin=self.begin, drain=self.drain,
             header_info=self.header_info, add_fence=self.add_fence,

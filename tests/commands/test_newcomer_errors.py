@@ -1,4 +1,4 @@
-"""README's "Errors a newcomer meets": each message in its table is what the
+"""docs/errors.md's "Errors a newcomer meets": each message in its table is what the
 code says for that case (produced here, in-process), and each row is covered."""
 import os
 import re
@@ -17,7 +17,7 @@ from helpers.doc_blocks import ROOT
 
 
 def _section():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs", "errors.md"), encoding="utf-8") as f:
         text = f.read()
     start = text.index("## Errors a newcomer meets")
     return text[start:text.index("\n## ", start + 1)]
@@ -39,7 +39,7 @@ def _emulated(monkeypatch, why):
 
 
 def _laptop(monkeypatch):
-    """A machine without a GPU driver, with the CPU-only TensorFlow (the README's row)."""
+    """A machine without a GPU driver, with the CPU-only TensorFlow (the table's row)."""
     import tensorflow as tf
     monkeypatch.setattr(devices, "GPU_DEVICE_NODES", ())
     monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: False)
@@ -235,7 +235,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_readme_says_what_the_code_says(monkeypatch, case):
+def test_the_errors_page_says_what_the_code_says(monkeypatch, case):
     if case == "num_gpus without device" and devices.num_physical_gpus():
         pytest.skip("this machine has a GPU")
     if case == "unwritable" and not os.path.isfile("/etc/hostname"):

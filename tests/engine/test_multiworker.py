@@ -549,7 +549,8 @@ def test_cluster_from_flags_and_tf_config():
     c = cluster.resolve(_params(variable_update="collective_all_reduce"),
                             environ={"TF_CONFIG": config})
     assert (c.num_workers, c.task_index, c.address) == (3, 2, "c:3")
-    assert cluster.resolve(_params(), environ={"TF_CONFIG": config}) is cluster.SINGLE
+    with pytest.raises(ParamsError, match="TF_CONFIG is set, which describes a cluster"):
+        cluster.resolve(_params(), environ={"TF_CONFIG": config})  # as --worker_hosts
     with pytest.raises(ParamsError, match="--task_index=2: must be in 0..1"):
         _params(variable_update="collective_all_reduce", worker_hosts="a:1,b:2", task_index=2)
     with pytest.raises(ParamsError, match="--worker_hosts=a:1,b:2: needs --variable_update"):

@@ -28,7 +28,7 @@ def run_plan(params, steps_per_epoch=None, global_batch=None, machine=CPU_MACHIN
 
 
 def _user_run(tmp_path, **flags):
-    """The issue's run: 1,500 CIFAR-format examples, batches of 128 (12 per
+    """A user's run: 1,500 CIFAR-format examples, batches of 128 (12 per
     epoch), two global batches per update."""
     params = Params(model="trivial", device="cpu", batch_size=128, data_dir=str(tmp_path),
                     gradient_accumulation_steps=2, num_epochs=2, **flags)

@@ -1,4 +1,4 @@
-"""Checkpoint claims checked on the files themselves (README: Checkpoints).
+"""Checkpoint claims checked on the files themselves (docs/checkpoints.md).
 
 - The optimizer slots are saved, keyed by variable: for momentum, adam and
   rmsprop the checkpoint lists exactly slots/<key>/<slot> for every trainable
@@ -35,7 +35,7 @@ def quiet(line):
 
 
 def model_keys(trainer):
-    """'trivial/hidden/kernel' -> 'hidden__kernel': the README's key of a variable."""
+    """'trivial/hidden/kernel' -> 'hidden__kernel': the the docs' key of a variable."""
     prefix = trainer.model.name + "/"
     return [v.path[len(prefix):].replace("/", "__") for v in trainer.model.trainable_variables]
 

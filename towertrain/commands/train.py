@@ -116,10 +116,9 @@ parse_flags = common.flags_parser(help_text, full_help=True)
 
 
 def run():
-    from absl import app
     from towertrain.config import flags as flags_lib
     flags_lib.define_flags()
-    app.run(main, flags_parser=parse_flags)
+    common.run_app(main, parse_flags)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def default_spec(variable_update, device):
     collective_all_reduce a hierarchical one: on CPU devices pscpu/xring
     (bench/bench_exchange.py (b) measured it faster than the flat one at 2
     workers x 2 devices); on GPUs scatter/xring
-    by the cost model (README: Gradient exchange): no term of it exceeds
+    by the cost model (docs/exchange.md): no term of it exceeds
     nccl/xring's (the same NVLink bytes, no serial copy-back), and every
     GPU's link carries 1/L of the crossing instead of one GPU's carrying
     all. No GPU was at hand to measure it."""

@@ -32,6 +32,8 @@ class Params:
     # (one definition per setting, shared with the flags); the checks are below.
 
     def __post_init__(self):
+        for name in settings.PATH_SETTINGS:  # '~/run' is the home's run, never ./~/run
+            object.__setattr__(self, name, settings.expand_path(getattr(self, name)))
         validate(self)
 
     def replace(self, **changes) -> "Params":

@@ -12,9 +12,9 @@
              --device=gpu each task gets its own --num_gpus of the node's GPUs
              through CUDA_VISIBLE_DEVICES, towertrain.config.gpu_share);
   auto       (default) the one present: --worker_hosts, TF_CONFIG, or a Slurm
-             step of more than one task (the last two only with
-             --variable_update=collective_all_reduce). More than one present
-             is an error that asks for --cluster_source.
+             step of more than one task. More than one present is an error
+             that asks for --cluster_source; each needs
+             --variable_update=collective_all_reduce, or is an error.
 
 Runs no TensorFlow op: it must run before the cluster is joined. `resolve`
 is the one door: a process works its cluster out once (the resolvers read the
@@ -69,20 +69,40 @@ def _resolve(params, environ) -> Cluster:
         if not text:
             raise ClusterError("--cluster_source=tf_config: the TF_CONFIG environment "
                                "variable is not set")
-        return from_tf_config(text)
-    if source == "slurm":
-        return from_slurm(params, environ)
-    return SINGLE
+        cluster = from_tf_config(text)  # a malformed one is named first
+    elif source == "slurm":
+        cluster = from_slurm(params, environ)
+    else:
+        return SINGLE
+    # One rule for every source, as Params has it for --worker_hosts: a
+    # cluster needs the exchange that crosses workers; otherwise each task
+    # trained alone, with full output and exit 0.
+    _check_exchange(params, source, environ)
+    return cluster
 
 
 def _present(params, environ):
+    """The cluster sources present, whatever --variable_update: a malformed
+    TF_CONFIG, or one given without collective_all_reduce, is an error rather
+    than ignored."""
     found = ["flags"] if params.worker_hosts else []
-    if params.variable_update == "collective_all_reduce":
-        if environ.get("TF_CONFIG"):
-            found.append("tf_config")
-        if _int(environ.get("SLURM_STEP_NUM_TASKS"), 1) > 1:
-            found.append("slurm")
+    if environ.get("TF_CONFIG"):
+        found.append("tf_config")
+    if _int(environ.get("SLURM_STEP_NUM_TASKS"), 1) > 1:
+        found.append("slurm")
     return found
+
+
+def _check_exchange(params, source, environ):
+    if params.variable_update == "collective_all_reduce":
+        return
+    what = ("TF_CONFIG is set" if source == "tf_config" else
+            f"this Slurm step has {environ.get('SLURM_STEP_NUM_TASKS')} tasks")
+    alone = "unset TF_CONFIG" if source == "tf_config" else "run one task (srun -n 1)"
+    raise ClusterError(f"--variable_update={params.variable_update}: {what}, which describes a "
+                       "cluster of workers that needs --variable_update=collective_all_reduce "
+                       f"(each task would otherwise train alone); pass it, or {alone} to "
+                       "train in one process")
 
 
 def _int(text, default):

@@ -175,6 +175,7 @@ class Runtime:
     xla_compile: bool = False
     allow_growth: Optional[bool] = None
     sync_on_finish: bool = False
+    step_timeout_secs: Optional[float] = None  # None: automatic, 0: no watch
 
 
 @frozen

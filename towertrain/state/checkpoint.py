@@ -200,11 +200,80 @@ def restore_portable(model, manager, path, engine_variables=None):
     return state.global_step()
 
 
+_CHECKPOINT_INDEX = re.compile(r"^ckpt-(\d+)\.index$")
+STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's list of its checkpoints
+
+
+def checkpoints_on_disk(train_dir):
+    """The complete ckpt-N prefixes (an index and a data file) in train_dir,
+    in step order, whatever its `checkpoint` state file says."""
+    if not train_dir or not tf.io.gfile.isdir(train_dir):
+        return []
+    names = set(tf.io.gfile.listdir(train_dir))
+    steps = sorted(int(m.group(1)) for m in map(_CHECKPOINT_INDEX.match, names) if m)
+    return [os.path.join(train_dir, f"ckpt-{step}") for step in steps
+            if any(name.startswith(f"ckpt-{step}.data-") for name in names)]
+
+
+def rebuild_state_file(train_dir):
+    """A train_dir whose `checkpoint` state file is gone (deleted, or the
+    ckpt-N files copied without it) but whose ckpt-N files remain: without the
+    file a run would start over at step 1 and save over them, so it is
+    written again, listing them in step order (the latest resumes). Returns
+    the names it lists; [] when nothing was missing."""
+    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):
+        return []
+    found = checkpoints_on_disk(train_dir)
+    if found:
+        # The CheckpointState text proto, relative names (the folder may move);
+        # TensorFlow's writer of it is deprecated and logs so.
+        # Each one's time (its index file's) after last_preserved_timestamp, so
+        # the manager keeps counting them against --max_ckpts_to_keep.
+        names = [os.path.basename(path) for path in found]
+        times = [tf.io.gfile.stat(path + ".index").mtime_nsec / 1e9 for path in found]
+        text = (f'model_checkpoint_path: "{names[-1]}"\n'
+                + "".join(f'all_model_checkpoint_paths: "{name}"\n' for name in names)
+                + "".join(f"all_model_checkpoint_timestamps: {t!r}\n" for t in times)
+                + f"last_preserved_timestamp: {min(times) - 1!r}\n")
+        path = os.path.join(train_dir, STATE_FILE)
+        with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+            f.write(text)
+        tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    return [os.path.basename(path) for path in found]
+
+
+_TEMPORARY = re.compile(r"^ckpt-\d+_temp$")
+
+
+def remove_unfinished_saves(train_dir):
+    """Removes the `ckpt-N_temp/` folders of saves a killed process never
+    finished (TensorFlow writes a checkpoint there, then moves it into
+    place); only the run holding the train_dir's lock may call it. Returns
+    their names."""
+    if not train_dir or not tf.io.gfile.isdir(train_dir):
+        return []
+    found = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(train_dir)
+                   if _TEMPORARY.match(name.rstrip("/")))
+    for name in found:
+        tf.io.gfile.rmtree(os.path.join(train_dir, name))
+    return found
+
+
+def latest(train_dir):
+    """The latest checkpoint of train_dir: its state file's, else (the file
+    lost) the last complete ckpt-N on disk; None when there is none."""
+    found = tf.train.latest_checkpoint(train_dir) if train_dir else None
+    if found:
+        return found
+    on_disk = checkpoints_on_disk(train_dir)
+    return on_disk[-1] if on_disk else None
+
+
 def resolve(train_dir=None, checkpoint_path=None):
     """The checkpoint to read: `checkpoint_path`, else the latest in train_dir."""
     if checkpoint_path:
         if tf.io.gfile.isdir(checkpoint_path):
-            found = tf.train.latest_checkpoint(checkpoint_path)
+            found = latest(checkpoint_path)
             if not found:
                 raise CheckpointError(f"no checkpoint in {checkpoint_path}")
             return found
@@ -214,7 +283,7 @@ def resolve(train_dir=None, checkpoint_path=None):
         return checkpoint_path
     if not train_dir:
         raise CheckpointError("need --train_dir or --checkpoint to find a checkpoint")
-    found = tf.train.latest_checkpoint(train_dir)
+    found = latest(train_dir)
     if not found:
         raise CheckpointError(f"no checkpoint in --train_dir={train_dir}")
     return found

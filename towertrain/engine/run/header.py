@@ -72,8 +72,8 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
     info.extend(precision.header_info(recipe.precision, loss_scale, native))
     unseeded = randomness_outside_the_step(model, input_origin)
     if unseeded:
-        info.append(("Randomness", f"{unseeded}: exact only on the same topology (README "
-                                   "'Randomness and exactness')"))
+        info.append(("Randomness", f"{unseeded}: exact only on the same topology "
+                                   "(docs/checkpoints.md, 'Randomness and exactness')"))
     return info
 
 
