@@ -285,6 +285,8 @@ def prove(args):
     table at the end. Returns the exit status."""
     import tensorflow as tf
     args.first_gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+    if args.in_process:  # the row groups run here: their devices first
+        rows_lib.configure(args, rows_lib.TOWERS)
     print(f"GPU proof: {describe_device(args)}; TensorFlow {tf.__version__}; "
           f"--model={args.model} (one tower, batch norm), --towers_model={args.towers_model}, "
           f"{args.batch_size} per device, {args.steps} steps compared", flush=True)

@@ -230,6 +230,14 @@ def ids_setup(model_name, params, global_batch):
                                              global_batch)
 
 
+def has_nccl():
+    """Whether this install has NCCL (the nvidia-nccl-cu12 wheel TensorFlow loads)."""
+    try:
+        return importlib.util.find_spec("nvidia.nccl") is not None
+    except ModuleNotFoundError:  # no nvidia package at all
+        return False
+
+
 def kernels(args):
     """V2 collectives of group size 1 with an ordering token on the first
     tower device, and NcclAllReduce, each result equal to its input. Reduce-
@@ -238,7 +246,7 @@ def kernels(args):
     import tensorflow as tf
     from towertrain import private_api
     device = "/cpu:0" if args.stand_in else "/gpu:0"
-    nccl = not args.stand_in and importlib.util.find_spec("nvidia.nccl") is not None
+    nccl = not args.stand_in and has_nccl()
     x = tf.constant(np.arange(8, dtype=np.float32))
     with tf.device(device):
         token = tf.Variable(0.0, name="ordering_token")
@@ -246,14 +254,15 @@ def kernels(args):
     @tf.function
     def run():
         with tf.device(device):
+            y = tf.identity(x)  # on the device: NcclAllReduce runs where its input is
             out = {"all_reduce": private_api.collective_all_reduce(
-                       x, 1, 900001, 1, ordering_token=token.handle, communication_hint="ring"),
+                       y, 1, 900001, 1, ordering_token=token.handle, communication_hint="ring"),
                    "gather": private_api.collective_all_gather(
-                       x, 1, 900002, 2, token.handle, communication_hint="ring")}
+                       y, 1, 900002, 2, token.handle, communication_hint="ring")}
             if nccl:
                 out["reduce_scatter"] = private_api.collective_reduce_scatter(
-                    x, 1, 900003, 3, token.handle, communication_hint="nccl")
-                out["nccl_all_reduce"] = private_api.nccl_all_sum([x])[0]
+                    y, 1, 900003, 3, token.handle, communication_hint="nccl")
+                out["nccl_all_reduce"] = private_api.nccl_all_sum([y])[0]
         return out
     values = {k: v.numpy() for k, v in run().items()}
     wrong = [k for k, v in values.items() if not np.array_equal(v, x.numpy())]
