@@ -1203,6 +1203,13 @@ MUTATIONS = [
         'f"{_shape(spec.shape[1:])}: {error_text(err)}") from err',
         'f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err',
         [CHECKS + "test_a_model_call_failure_names_the_error_not_in_user_code"]),
+    # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
+    Mutation(
+        "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
+        "            check_labels(labels, self.model, eval_data)\n", "", [CHECKS + "test_eval_data_is_checked_as_training_input_is"]),
+    Mutation(
+        "eval_data_unbatched_unchecked", "towertrain/engine/evaluation/evaluator.py",
+        "    check_batched(eval_data)\n", "", [CHECKS + "test_eval_data_is_checked_as_training_input_is"]),
     # NaN blamed on the learning rate: from_arrays data, a loss_fn, step 1's input.
     Mutation(
         "nan_arrays_accepted", "input_pipeline/arrays.py",
