@@ -1203,6 +1203,12 @@ MUTATIONS = [
         'f"{_shape(spec.shape[1:])}: {error_text(err)}") from err',
         'f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err',
         [CHECKS + "test_a_model_call_failure_names_the_error_not_in_user_code"]),
+    # export of a register_model model from the plain command: 'unknown model'.
+    Mutation(
+        "export_unregistered_unknown_model", "towertrain/state/export.py",
+        "    _check_registered(model_name, train_dir, checkpoint)\n", "",
+        [T + "state/test_export.py::"
+         "test_export_of_a_model_a_script_registered_says_to_export_from_that_script"]),
     # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
     Mutation(
         "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
