@@ -1209,6 +1209,15 @@ MUTATIONS = [
         "    _check_registered(model_name, train_dir, checkpoint)\n", "",
         [T + "state/test_export.py::"
          "test_export_of_a_model_a_script_registered_says_to_export_from_that_script"]),
+    # ImageNet label 0 / a PNG: a TensorFlow dump mid warm-up, up front or later.
+    Mutation(
+        "imagenet_sample_unchecked", "input_pipeline/imagenet.py",
+        "    num_examples = sum(count_records(f) for f in files)\n    check_sample(files, "
+        "num_classes, label_offset)\n    if train:",
+        "    num_examples = sum(count_records(f) for f in files)\n    if train:", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    Mutation(
+        "imagenet_step_label_dump", "towertrain/engine/run/model_checks.py",
+        "    found = _SHARD_LABEL.search(text)\n", "    found = None\n", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
     # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
     Mutation(
         "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
