@@ -187,6 +187,15 @@ MUTATIONS = [
         "    except (tf.errors.OpError, ValueError, IndexError) as err:  # IndexError: short file\n"
         "        checkpoint.write(path)\n",
         [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    # A damaged checkpoint: TensorFlow's RestoreV2 line and leaked warnings, no
+    # earlier one offered / --checkpoint ignored by training.
+    Mutation(
+        "damaged_checkpoint_not_named", "towertrain/state/checkpoint.py",
+        "    check_matches(path, expected_variables)\n    check_whole(path)\n",
+        "    check_matches(path, expected_variables)\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+    Mutation(
+        "training_ignores_checkpoint_flag", "towertrain/callbacks/__init__.py",
+        "    saver.restore(chosen)\n", "    saver.restore()\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
     # A lost `checkpoint` state file: the run starts over and saves over the ckpt-N files.
     Mutation(
         "lost_state_file_starts_over", "towertrain/state/checkpoint.py",
@@ -642,6 +651,17 @@ MUTATIONS = [
         "    return False",
         [T + "recipe/test_model_recipe_doors.py::"
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
+    Mutation(
+        "run_record_without_the_learning_rate", "towertrain/callbacks/__init__.py",
+        "        learning_rate=model_recipe.record_entry(handles.learning_rate)))",
+        "        learning_rate=None))",
+        [T + "recipe/test_model_recipe_doors.py::"
+         "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
+    Mutation(
+        "recipe_batch_is_a_micro_batch", "towertrain/plan/__init__.py",
+        "            layout.learning_rate_recipe, layout.model, batches.per_update, examples, origin,",
+        "            layout.learning_rate_recipe, layout.model, batches.global_batch, examples, origin,",
+        [RECIPES + "test_an_update_s_examples_are_the_batch_in_accumulation_and_independent_modes"]),
     Mutation(
         "flags_schedule_without_synthetic_known_size", "towertrain/plan/__init__.py",
         "    if steps_per_epoch is None and examples is not None and input_facts.synthetic:",
@@ -1189,6 +1209,35 @@ MUTATIONS = [
         "    ends_in_softmax = isinstance(last, keras.layers.Softmax) or (\n",
         "    ends_in_softmax = (\n",
         [CHECKS + "test_a_final_softmax_is_refused_in_each_of_its_three_forms"]),
+    # A frozen model (IndexError in the variable manager), one without weights
+    # ("not built"), one of two inputs ("in user code:"), a call's error text.
+    Mutation(
+        "frozen_model_not_refused", "towertrain/engine/run/model_checks.py",
+        "    if model.weights and not model.trainable_weights:\n", "    if False:\n", [CHECKS + "test_a_frozen_model_a_model_without_weights_and_a_two_input_model_are_named"]),
+    Mutation(
+        "weightless_model_called_unbuilt", "towertrain/engine/run/model_checks.py",
+        "    if model.built and _inputs(model) and not model.weights:\n", "    if False:\n",
+        [CHECKS + "test_a_frozen_model_a_model_without_weights_and_a_two_input_model_are_named"]),
+    Mutation(
+        "two_input_model_not_refused", "towertrain/engine/run/model_checks.py",
+        "    if len(_inputs(model)) > 1:\n", "    if False:\n", [CHECKS + "test_a_frozen_model_a_model_without_weights_and_a_two_input_model_are_named"]),
+    Mutation(
+        "model_call_error_first_line", "towertrain/engine/run/model_checks.py",
+        'f"{_shape(spec.shape[1:])}: {error_text(err)}") from err',
+        'f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err',
+        [CHECKS + "test_a_model_call_failure_names_the_error_not_in_user_code"]),
+    # NaN blamed on the learning rate: from_arrays data, a loss_fn, step 1's input.
+    Mutation(
+        "nan_arrays_accepted", "input_pipeline/arrays.py",
+        "    array_checks.check_finite(images, labels)\n", "", [CHECKS + "test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate"]),
+    Mutation(
+        "nan_loss_fn_accepted", "towertrain/engine/run/model_checks.py",
+        "    if not finite:\n        raise ModelError(", "    if False:\n        raise ModelError(",
+        [CHECKS + "test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate"]),
+    Mutation(
+        "first_step_nan_blames_the_learning_rate", "towertrain/callbacks/divergence.py",
+        "        if step == 1 and self.loop is not None and self.loop.start_step == 0:\n",
+        "        if False:\n", [CHECKS + "test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate"]),
     # Written paths not checked before the first step.
     Mutation(
         "written_paths_unchecked", "towertrain/state/writable.py",

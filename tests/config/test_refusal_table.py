@@ -116,10 +116,12 @@ CASES = [
     (["--save_model_steps=5"], "--save_model_steps=5: ", "needs --train_dir to save into", E),
     (["--save_model_secs=60"], "--save_model_secs=60.0: ", "needs --train_dir to save into", E),
     (["--eval"], "--eval=True: ", "needs --train_dir (latest checkpoint) or --checkpoint", E),
-    (["--checkpoint={tmp}/ckpt-1"], "--checkpoint=", "only applies with --eval; training "
-     "resumes from the latest checkpoint in --train_dir", E),
+    (["--checkpoint={tmp}/ckpt-1"], "--checkpoint=", "needs --eval (the checkpoint to "
+     "evaluate) or --train_dir (training resumes from this checkpoint of it)", E),
     (["--eval", "--checkpoint={data}/ckpt-1", "--train_dir={tmp}"], "--train_dir=",
      "--eval reads --checkpoint=", E),
+    (["--checkpoint={data}/ckpt-1", "--train_dir={tmp}"], "--train_dir=",
+     "is not in it: a run resumes from a checkpoint of its own --train_dir", E),
     (["--eval", "--train_dir={tmp}", "--eval_batch_size=-1"], "--eval_batch_size=-1: ",
      "must be >= 1", E),
     (["--eval", "--train_dir={tmp}", "--num_epochs=1"], "--num_epochs=1: ",

@@ -162,9 +162,10 @@ class CheckpointSaver(Callback):
         self._last_save_time = None
         self._pending_step = None  # a timed save waiting for the staging to drain
 
-    def restore(self):
-        """Resumes from the latest checkpoint in train_dir, if there is one."""
-        self.resumed_from = self.checkpointer.restore_latest()
+    def restore(self, checkpoint_path=None):
+        """Resumes from `checkpoint_path` (--checkpoint), else the latest
+        checkpoint in train_dir, if there is one."""
+        self.resumed_from = self.checkpointer.restore_latest(checkpoint_path)
         return self.resumed_from
 
     def header_info(self):
