@@ -427,6 +427,18 @@ MUTATIONS = [
         [T + "commands/test_doc_commands.py::"
          "test_readme_first_training_command_runs_at_tiny_size"]),
     Mutation(
+        "kubernetes_pod_command_misspelled", "docs/clusters.md",
+        "              --variable_update=collective_all_reduce, --train_dir=/shared/run1]",
+        "              --variable_update=collective_allreduce, --train_dir=/shared/run1]",
+        [T + "commands/test_doc_commands.py::"
+         "test_every_shell_command_is_known_and_its_flags_parse"]),
+    Mutation(
+        "slurm_srun_command_misspelled", "docs/clusters.md",
+        "srun python -m towertrain --model=resnet50 --num_gpus=4",
+        "srun python -m towertrain --model=resnet50 --num_gpu=4",
+        [T + "commands/test_doc_commands.py::"
+         "test_every_shell_command_is_known_and_its_flags_parse"]),
+    Mutation(
         "getting_started_eval_reads_no_data", "docs/getting-started.md",
         "--eval --train_dir=runs/resnet20 --data_dir=cifar-10-batches-bin",
         "--eval --train_dir=runs/resnet20",
