@@ -108,6 +108,7 @@ class Trainer:
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self.model, self.input, self.data_format, user_model=model is not None,
                            default_loss=loss_fn is None)
+        model_checks.check_loss_finite(loss_fn, self.model)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the

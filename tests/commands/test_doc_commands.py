@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from helpers.cifar_files import write_dataset
-from helpers.doc_blocks import ROOT, indented_blocks, sample_outputs, shell_blocks
+from helpers.doc_blocks import ROOT, documents, indented_blocks, sample_outputs, shell_blocks
 
 
 # The CLI modules whose flags a command may use: module -> how to define them.
@@ -158,6 +158,24 @@ MUST_FAIL = {"towertrain": [["--model=resnet20", "--num_gpu=2"],
              "towertrain.scaling": [["--max_device=4"]]}
 
 
+def pod_specs():
+    """[(doc, line, command words, environment)] of the indented blocks that are a
+    Kubernetes container's YAML (`env:` ... `command: [...]`), parsed as YAML;
+    a TF_CONFIG value must be JSON."""
+    import yaml  # MkDocs' own dependency
+    found = []
+    for doc in documents():
+        for number, body in indented_blocks(doc):
+            if body and body[0].strip() == "env:":
+                spec = yaml.safe_load("\n".join(body))
+                env = {item["name"]: item["value"] for item in spec["env"]}
+                if "TF_CONFIG" in env:
+                    json.loads(env["TF_CONFIG"])
+                found.append((os.path.relpath(doc, ROOT), number,
+                              [str(word) for word in spec["command"]], env))
+    return found
+
+
 def _data_dirs_for(cases, where):
     """Each relative --data_dir of `cases` made under `where` as a tiny CIFAR-10
     binary set (Params checks that the directory holds the files)."""
@@ -196,6 +214,10 @@ def test_every_shell_command_is_known_and_its_flags_parse(tmp_path):
             if kind == "flags":
                 module, args = detail
                 by_module[module].append((f"{doc}:{number}", args))
+    for doc, number, words, _ in pod_specs():  # a pod's command: TF_CONFIG gives the cluster
+        kind, (module, args) = classify(words)
+        assert kind == "flags", f"{doc}:{number}: {words}"
+        by_module[module].append((f"{doc}:{number}", args))
     assert by_module["towertrain"]
     _data_dirs_for(by_module["towertrain"], tmp_path)
     for module, cases in by_module.items():
@@ -258,3 +280,40 @@ def test_readme_first_training_command_runs_at_tiny_size(tmp_path):
                                       f"command prints (numbers masked):\n{header}\n{printed[0]}")
         assert others == printed[1], f"{doc}:{number}:\n{others}\n{printed[1]}"
         assert len(steps) == 1 and printed[2] == steps, f"{doc}:{number}: {steps} {printed[2]}"
+
+
+def _cli(words, cwd, **replace):
+    """Runs a documented `python -m ...` command in `cwd`, with the flags in
+    `replace` set to other values (or added)."""
+    args = [w for w in words[3:] if w.split("=")[0].lstrip("-") not in replace]
+    args += [f"--{name}={value}" for name, value in replace.items()]
+    done = subprocess.run([sys.executable, "-m", words[2], *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                                   PYTHONPATH=ROOT + os.pathsep +
+                                   os.environ.get("PYTHONPATH", "")))
+    assert done.returncode == 0, f"{' '.join(words)}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_getting_started_trains_evaluates_and_exports_on_the_download(tmp_path):
+    """The getting-started page's three steps after the download: its train,
+    eval and export commands as written (train with the trivial model, 4 per
+    device, one epoch) on a CIFAR-10 binary stand-in where `tar xzf` puts the
+    real one: eval scores every test example, export writes the .keras file."""
+    words = [w for doc, _, commands in SHELL_BLOCKS if doc == "docs/getting-started.md"
+             for w in commands if w[:2] == ["python", "-m"]]
+    train, = [w for w in words if "--data_dir=cifar-10-batches-bin" in w and "--eval" not in w]
+    evaluate, = [w for w in words if "--eval" in w]
+    export, = [w for w in words if w[2] == "towertrain.export"]
+    data_dir = write_dataset(str(tmp_path / "cifar-10-batches-bin"), 40, 12, train_files=5)
+    with open(os.path.join(data_dir, "batches.meta.txt"), "w") as f:
+        f.write("\n".join(["airplane", "automobile", "bird", "cat", "deer", "dog", "frog",
+                           "horse", "ship", "truck"]) + "\n")
+    trained = _cli(train, tmp_path, model="trivial", batch_size=4, num_epochs=1)
+    assert "total images/sec:" in trained
+    scored = _cli(evaluate, tmp_path)
+    assert "test_batch.bin (12 examples" in scored, scored
+    _cli(export, tmp_path)
+    output = [w.split("=", 1)[1] for w in export if w.startswith("--output=")][0]
+    assert os.path.getsize(tmp_path / output) > 0

@@ -116,10 +116,12 @@ CASES = [
     (["--save_model_steps=5"], "--save_model_steps=5: ", "needs --train_dir to save into", E),
     (["--save_model_secs=60"], "--save_model_secs=60.0: ", "needs --train_dir to save into", E),
     (["--eval"], "--eval=True: ", "needs --train_dir (latest checkpoint) or --checkpoint", E),
-    (["--checkpoint={tmp}/ckpt-1"], "--checkpoint=", "only applies with --eval; training "
-     "resumes from the latest checkpoint in --train_dir", E),
+    (["--checkpoint={tmp}/ckpt-1"], "--checkpoint=", "needs --eval (the checkpoint to "
+     "evaluate) or --train_dir (training resumes from this checkpoint of it)", E),
     (["--eval", "--checkpoint={data}/ckpt-1", "--train_dir={tmp}"], "--train_dir=",
      "--eval reads --checkpoint=", E),
+    (["--checkpoint={data}/ckpt-1", "--train_dir={tmp}"], "--train_dir=",
+     "is not in it: a run resumes from a checkpoint of its own --train_dir", E),
     (["--eval", "--train_dir={tmp}", "--eval_batch_size=-1"], "--eval_batch_size=-1: ",
      "must be >= 1", E),
     (["--eval", "--train_dir={tmp}", "--num_epochs=1"], "--num_epochs=1: ",
@@ -155,7 +157,8 @@ CASES = [
       for other, shown in [("init_learning_rate=0.1", "init_learning_rate=0.1"),
                            ("num_epochs_per_decay=2", "num_epochs_per_decay=2.0"),
                            ("learning_rate_decay_factor=0.5", "learning_rate_decay_factor=0.5"),
-                           ("learning_rate_schedule=cosine", "learning_rate_schedule=cosine")]],
+                           ("learning_rate_schedule=cosine", "learning_rate_schedule=cosine"),
+                           ("minimum_learning_rate=0.001", "minimum_learning_rate=0.001")]],
     (["--learning_rate_schedule=cosine", "--num_epochs_per_decay=1",
       "--learning_rate_decay_factor=0.5"], "--learning_rate_schedule=cosine: ",
      "conflicts with --num_epochs_per_decay=1.0 (a staircase decay); drop one", E),
@@ -479,7 +482,7 @@ UNREACHABLE = {
 # Command lines at the boundary of a refusal above (the last value accepted),
 # and next to it: each gets past every check, to the start of real work.
 ACCEPTED = [
-    # Synthetic data: --num_epochs counts the dataset's known size (issue 33, item 11).
+    # Synthetic data: --num_epochs counts the dataset's known size.
     (["--num_epochs=2"], E),
     # ... and so do the learning-rate flags that count epochs.
     (["--piecewise_learning_rate_schedule=0.1;5;0.01"], E),

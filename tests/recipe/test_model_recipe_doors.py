@@ -13,58 +13,68 @@ import subprocess
 
 import pytest
 
-from helpers.cli import TESTS_DIR, command, run_cases, unbuffered_env
+from helpers.cli import TESTS_DIR, command, unbuffered_env
 from helpers.tiny_models import build_tiny
 from towertrain import Params, Trainer
 from towertrain.models import LearningRateRecipe, register_model, registry
 
 RESNET50 = ["--model=resnet50", "--num_gpus=2", "--device=cpu", "--batch_size=4"]
+RUNS = {"recipe": [], "init": ["--init_learning_rate=0.05"],
+        "piecewise": ["--piecewise_learning_rate_schedule=0.1;30;0.01",
+                      "--num_learning_rate_warmup_epochs=1"],
+        "refused": ["--piecewise_learning_rate_schedule=0.1;30;0.01",
+                    "--init_learning_rate=0.05"]}
 
 
-def header_of(*flags):
-    """The `Learning rate:` line of a run that got as far as its warm-up."""
+@pytest.fixture(scope="module")
+def headers():
+    """{run: its `Learning rate:` line} of RUNS, each read until it starts its
+    warm-up, and the refused run's (exit status, stdout, stderr); all start at
+    once (each spends its time importing TensorFlow and building resnet50)."""
     env = unbuffered_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(TESTS_DIR),
                                                       env.get("PYTHONPATH")]))
-    run = subprocess.Popen(command(*RESNET50, *flags), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=env)
-    lines = []
+    runs = {name: subprocess.Popen(command(*RESNET50, *flags), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env)
+            for name, flags in RUNS.items()}
+    found = {}
     try:
-        for line in run.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.startswith("Running warm up"):
-                break
+        out, err = runs["refused"].communicate(timeout=240)
+        found["refused"] = (runs["refused"].returncode, out, err)
+        for name in ("recipe", "init", "piecewise"):
+            run, lines = runs[name], []
+            for line in run.stdout:
+                lines.append(line.rstrip("\n"))
+                if line.startswith("Running warm up"):
+                    break
+            assert lines and lines[-1] == "Running warm up", (name, "\n".join(lines))
+            [found[name]] = [line for line in lines if line.startswith("Learning rate:")]
     finally:
-        run.kill()
-        run.communicate()
-    assert lines and lines[-1] == "Running warm up", "\n".join(lines)
-    [rate] = [line for line in lines if line.startswith("Learning rate:")]
-    return rate
+        for run in runs.values():
+            run.kill()
+            run.communicate()
+    return found
 
 
-def test_resnet50_prints_its_recipe_and_init_learning_rate_replaces_it():
-    assert header_of() == (
+def test_resnet50_prints_its_recipe_and_init_learning_rate_replaces_it(headers):
+    assert headers["recipe"] == (
         "Learning rate: 0.128 x 8/256 = 0.004, warmup from 0 over 5 epochs (800729 steps), "
         "0.004 until epoch 30 (step 4804377), 0.0004 until epoch 60 (step 9608753), 4e-05 "
         "until epoch 80 (step 12811671), 4e-06 until epoch 90 (step 14413129), then 4e-07; "
         "epoch = 1,281,167 examples / 8 (imagenet's known training size, as "
         "tf_cnn_benchmarks; the data is synthetic) (resnet50's recipe, as "
         "tf_cnn_benchmarks' ResnetModel)")
-    assert header_of("--init_learning_rate=0.05") == (
-        "Learning rate: 0.05, constant (--init_learning_rate)")
+    assert headers["init"] == "Learning rate: 0.05, constant (--init_learning_rate)"
 
 
-def test_piecewise_refuses_init_learning_rate_and_runs_with_warmup(tmp_path):
-    [(code, out, err)] = run_cases("train", [
-        [*RESNET50, "--piecewise_learning_rate_schedule=0.1;30;0.01",
-         "--init_learning_rate=0.05"]], tmp_path / "refused.json")
+def test_piecewise_refuses_init_learning_rate_and_runs_with_warmup(headers):
+    code, out, err = headers["refused"]
     assert (code, out) == (2, "")
     assert err == ("towertrain: error: --piecewise_learning_rate_schedule=0.1;30;0.01: "
                    "conflicts with --init_learning_rate=0.05: the piecewise schedule sets every "
                    "learning rate; drop one\n")
     # 1,281,167 / 8 = 160,146 steps an epoch (ImageNet's known size on synthetic data).
-    assert header_of("--piecewise_learning_rate_schedule=0.1;30;0.01",
-                     "--num_learning_rate_warmup_epochs=1") == (
+    assert headers["piecewise"] == (
         "Learning rate: piecewise: 0.1 until epoch 30 (step 4804380), then 0.01; linear "
         "warmup over 1 epoch (160146 steps); epoch = 160146 steps (1,281,167 examples: "
         "imagenet's known training size, as tf_cnn_benchmarks; the data is synthetic) "

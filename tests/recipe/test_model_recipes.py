@@ -138,6 +138,21 @@ def test_collective_all_reduce_sums_every_worker_s_devices_as_there():
                 == pytest.approx({s: 8 * tfcnn_rate(s) for s in steps}, rel=1e-6, abs=1e-12))
 
 
+def test_an_update_s_examples_are_the_batch_in_accumulation_and_independent_modes():
+    # --gradient_accumulation_steps=2: an update of 2 x 2 x 64 = 256 examples
+    # steps as tf_cnn_benchmarks' batch of 256; independent towers as its 2 x 64
+    # (its batch_size there too), each applying its own mean: nothing summed.
+    for flags, B, mode in [(dict(gradient_accumulation_steps=2), 256, "replicated"),
+                           (dict(), 128, "independent")]:
+        for name in ("resnet50", "resnet20"):
+            schedule = schedule_of(model=name, num_gpus=2, batch_size=64,
+                                   variable_update=mode, **flags)
+            tfcnn_rate, steps = TFCNN[name](B, mode, 2)
+            summed = 2 if mode == "replicated" else 1
+            assert ({s: schedule.value_at(s) for s in steps} == pytest.approx(
+                {s: summed * tfcnn_rate(s) for s in steps}, rel=1e-6, abs=1e-12)), (name, mode)
+
+
 def test_the_header_line_says_the_recipe_and_whose_it_is():
     schedule = schedule_of(model="resnet50", num_gpus=4, batch_size=64,
                            variable_update="replicated")

@@ -1,5 +1,5 @@
-"""Extending a finished run on another training input is refused (issue 33,
-item 6): the run record keeps the training files' examples per epoch and
+"""Extending a finished run on another training input is refused:
+the run record keeps the training files' examples per epoch and
 names, and a resume whose --data_dir holds others stops before any step
 naming both and the way out (it failed at the first step with TensorFlow's
 'Expected 1 components but got 0'). With the files back, the resume equals

@@ -1,5 +1,5 @@
 """A resume that would change the saved state's meaning is refused before any
-step (issue 33, item 1): the command line names the setting, both values and
+step: the command line names the setting, both values and
 the way out, exits 2, leaves the checkpoint as it was, and the plain resume
 from it still equals an uninterrupted run. What may change by design (the
 step count, accumulation) is reported in the header instead."""

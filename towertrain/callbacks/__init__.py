@@ -91,12 +91,13 @@ def _resuming_saver(plan, handles, checkpointer, write):
                   "total_steps": plan.steps.total}
     input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
                                              handles.input.num_examples)
-    if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
+    chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
+    if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
         run_record.check_state_settings(record, state, where)
         # ... and the same input: the checkpoint holds the position in it.
         run_record.check_training_input(record, input_record, plan.input.data_dir, where)
         saver.resume_changes = run_record.changes_at_resume(record, changeable)
-    saver.restore()
+    saver.restore(chosen)
     _agree_on_resume(plan, out.train_dir, saver.resumed_from)  # before the record changes
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
@@ -163,8 +164,10 @@ def _worker_callbacks(plan, handles, write):
           "(task 0) writes the output and checkpoints")
     path = None
     if out.train_dir:
+        from towertrain.state import checkpoint as ckpt_lib
+        chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
         path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep,
-                            writer=False).restore_latest()
+                            writer=False).restore_latest(chosen)
     _agree_on_resume(plan, out.train_dir, path)
     if path:
         write(f"resumed from the chief's checkpoint {path}")

@@ -326,7 +326,9 @@ SETTINGS = (
                 "pass (inference mode) on --num_batches batches and print images/sec; trains "
                 "nothing and writes nothing.", param=False, scaling=NOT_USED),
         Setting("checkpoint", STRING, None, "With --eval: the checkpoint to evaluate "
-                "(default: the latest in --train_dir).", scaling=NOT_USED),
+                "(default: the latest in --train_dir). Training: the checkpoint of "
+                "--train_dir to resume from instead of its latest (an earlier one, when the "
+                "latest is damaged).", scaling=NOT_USED),
         Setting("eval_batch_size", INTEGER, None, "Batch size per device for evaluation "
                 "(default: the training batch per device).", scaling=NOT_USED),
         Setting("eval_during_training_every_n_steps", INTEGER, None, "Evaluate every this "

@@ -215,6 +215,7 @@ class Outputs:
     summary_verbosity: int = 0
     save_summaries_steps: Optional[int] = None
     train_dir: Optional[str] = None
+    checkpoint: Optional[str] = None  # training: the one to resume from (default: the latest)
     save_model_steps: Optional[int] = None
     save_model_secs: Optional[float] = None
     max_ckpts_to_keep: int = 5

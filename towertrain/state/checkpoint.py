@@ -171,9 +171,48 @@ def check_matches(path, expected_variables):
         raise CheckpointError("; ".join(parts))
 
 
+def check_whole(path):
+    """Reads every tensor of checkpoint `path` (TensorFlow checks each one's
+    checksum); raises CheckpointError naming the damage and an earlier
+    checkpoint beside it that reads whole. Before the restore proper, whose
+    failure also leaked TensorFlow's warnings about unrestored values."""
+    reason = _damage(path)
+    if reason is None:
+        return
+    earlier = [p for p in reversed(checkpoints_on_disk(os.path.dirname(path)))
+               if _step_of(p) is not None and _step_of(p) < (_step_of(path) or 0)]
+    whole = next((p for p in earlier if _damage(p) is None), None)
+    offer = (f"resume from the earlier checkpoint {whole}, which reads whole: the same command "
+             f"with --checkpoint={whole}" if whole else
+             "no earlier checkpoint beside it reads whole")
+    raise CheckpointError(f"checkpoint {path} is damaged ({reason}); nothing was changed: "
+                          f"{offer}, or put back a copy of its files")
+
+
+def _step_of(path):
+    found = re.search(r"ckpt-(\d+)$", path)
+    return int(found.group(1)) if found else None
+
+
+def _damage(path):
+    """Why checkpoint `path` cannot be read whole, or None."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError, IndexError) as err:
+        text = re.sub(r"\{\{.*?\}\}\s*", "", first_line(err))
+        text = re.sub(r"\s*\[Op:\w+\]$", "", text)
+        if "Checksum does not match" in text:
+            return "a data file fails its checksum: Checksum does not match"
+        return text.rsplit("): ", 1)[-1]
+    return None
+
+
 def restore(checkpoint, path, expected_variables):
-    """Checks the names, then reads `path` into `checkpoint`; clear errors on damage."""
+    """Checks the names and the bytes, then reads `path` into `checkpoint`."""
     check_matches(path, expected_variables)
+    check_whole(path)
     try:
         # Model variables were checked above; slots or input missing from the
         # checkpoint (another optimizer, synthetic data) keep their fresh values.
