@@ -427,6 +427,18 @@ MUTATIONS = [
         [T + "commands/test_doc_commands.py::"
          "test_readme_first_training_command_runs_at_tiny_size"]),
     Mutation(
+        "kubernetes_pod_command_misspelled", "docs/clusters.md",
+        "              --variable_update=collective_all_reduce, --train_dir=/shared/run1]",
+        "              --variable_update=collective_allreduce, --train_dir=/shared/run1]",
+        [T + "commands/test_doc_commands.py::"
+         "test_every_shell_command_is_known_and_its_flags_parse"]),
+    Mutation(
+        "slurm_srun_command_misspelled", "docs/clusters.md",
+        "srun python -m towertrain --model=resnet50 --num_gpus=4",
+        "srun python -m towertrain --model=resnet50 --num_gpu=4",
+        [T + "commands/test_doc_commands.py::"
+         "test_every_shell_command_is_known_and_its_flags_parse"]),
+    Mutation(
         "getting_started_eval_reads_no_data", "docs/getting-started.md",
         "--eval --train_dir=runs/resnet20 --data_dir=cifar-10-batches-bin",
         "--eval --train_dir=runs/resnet20",
@@ -1219,6 +1231,28 @@ MUTATIONS = [
         'f"{_shape(spec.shape[1:])}: {error_text(err)}") from err',
         'f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err',
         [CHECKS + "test_a_model_call_failure_names_the_error_not_in_user_code"]),
+    # export of a register_model model from the plain command: 'unknown model'.
+    Mutation(
+        "export_unregistered_unknown_model", "towertrain/state/export.py",
+        "    _check_registered(model_name, train_dir, checkpoint)\n", "",
+        [T + "state/test_export.py::"
+         "test_export_of_a_model_a_script_registered_says_to_export_from_that_script"]),
+    # ImageNet label 0 / a PNG: a TensorFlow dump mid warm-up, up front or later.
+    Mutation(
+        "imagenet_sample_unchecked", "input_pipeline/imagenet.py",
+        "    num_examples = sum(count_records(f) for f in files)\n    check_sample(files, "
+        "num_classes, label_offset)\n    if train:",
+        "    num_examples = sum(count_records(f) for f in files)\n    if train:", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    Mutation(
+        "imagenet_step_label_dump", "towertrain/engine/run/model_checks.py",
+        "    found = _SHARD_LABEL.search(text)\n", "    found = None\n", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
+    Mutation(
+        "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
+        "            check_labels(labels, self.model, eval_data)\n", "", [CHECKS + "test_eval_data_is_checked_as_training_input_is"]),
+    Mutation(
+        "eval_data_unbatched_unchecked", "towertrain/engine/evaluation/evaluator.py",
+        "    check_batched(eval_data)\n", "", [CHECKS + "test_eval_data_is_checked_as_training_input_is"]),
     # NaN blamed on the learning rate: from_arrays data, a loss_fn, step 1's input.
     Mutation(
         "nan_arrays_accepted", "input_pipeline/arrays.py",
@@ -1875,6 +1909,42 @@ MUTATIONS = [
         "",
         [T + "engine/test_logical_gpus.py::"
          "test_nccl_across_logical_gpus_is_refused_before_anything_is_built"]),
+    # The GPU proof's fp16 row compared with a CPU run (which the CPU refuses
+    # for fp16 + NCHW) instead of the float32 run of its device.
+    Mutation(
+        "gpu_proof_fp16_against_cpu", "bench/gpu_proof_rows.py",
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "f32", 2e-2),',
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "cpu_f32", 2e-2),',
+        [T + "package/test_gpu_proof.py::"
+         "test_half_precision_is_compared_with_the_float32_run_on_its_own_device"]),
+    # The proof's 2 workers each given all 4 towers (another global batch).
+    Mutation(
+        "gpu_proof_workers_given_all_towers", "bench/gpu_proof_rows.py",
+        '                       "towers", 2, 1, dict(variable_update="collective_all_reduce",',
+        '                       "towers", 4, 1, dict(variable_update="collective_all_reduce",',
+        [T + "package/test_gpu_proof.py::test_two_workers_are_compared_with_the_four_tower_run"]),
+    # A row without images/sec formats None as a number (--timing_steps=0).
+    Mutation(
+        "gpu_proof_none_speed_formatted", "bench/gpu_proof.py",
+        '    return "-" if value is None else format(value, form)',
+        '    return format(value, form)',
+        [T + "package/test_gpu_proof.py::test_no_timed_steps_leaves_the_speeds_empty"]),
+    # The placement check leaves soft placement on: a CPU fallback passes.
+    Mutation(
+        "gpu_proof_soft_placement_left_on", "bench/gpu_proof_rows.py",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(False)\n    context",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(True)\n    context",
+        [T + "package/test_gpu_proof.py::"
+         "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # Staging's example count not checked against 1.5 epochs in order.
+    Mutation(
+        "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
+        "== [2] * half + [1] * half",
+        "== [1] * half + [1] * half",
+        [T + "package/test_gpu_proof.py::"
+         "test_several_towers_run_on_one_device_split_and_equal_one_tower"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
         "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from helpers.cifar_files import write_dataset
-from helpers.doc_blocks import ROOT, indented_blocks, sample_outputs, shell_blocks
+from helpers.doc_blocks import ROOT, documents, indented_blocks, sample_outputs, shell_blocks
 
 
 # The CLI modules whose flags a command may use: module -> how to define them.
@@ -158,6 +158,24 @@ MUST_FAIL = {"towertrain": [["--model=resnet20", "--num_gpu=2"],
              "towertrain.scaling": [["--max_device=4"]]}
 
 
+def pod_specs():
+    """[(doc, line, command words, environment)] of the indented blocks that are a
+    Kubernetes container's YAML (`env:` ... `command: [...]`), parsed as YAML;
+    a TF_CONFIG value must be JSON."""
+    import yaml  # MkDocs' own dependency
+    found = []
+    for doc in documents():
+        for number, body in indented_blocks(doc):
+            if body and body[0].strip() == "env:":
+                spec = yaml.safe_load("\n".join(body))
+                env = {item["name"]: item["value"] for item in spec["env"]}
+                if "TF_CONFIG" in env:
+                    json.loads(env["TF_CONFIG"])
+                found.append((os.path.relpath(doc, ROOT), number,
+                              [str(word) for word in spec["command"]], env))
+    return found
+
+
 def _data_dirs_for(cases, where):
     """Each relative --data_dir of `cases` made under `where` as a tiny CIFAR-10
     binary set (Params checks that the directory holds the files)."""
@@ -196,6 +214,10 @@ def test_every_shell_command_is_known_and_its_flags_parse(tmp_path):
             if kind == "flags":
                 module, args = detail
                 by_module[module].append((f"{doc}:{number}", args))
+    for doc, number, words, _ in pod_specs():  # a pod's command: TF_CONFIG gives the cluster
+        kind, (module, args) = classify(words)
+        assert kind == "flags", f"{doc}:{number}: {words}"
+        by_module[module].append((f"{doc}:{number}", args))
     assert by_module["towertrain"]
     _data_dirs_for(by_module["towertrain"], tmp_path)
     for module, cases in by_module.items():

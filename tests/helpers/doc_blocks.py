@@ -6,7 +6,7 @@ import shlex
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMAND_START = re.compile(
-    r"^(\w+=\S*\s+)*(python3?|pip3?|towertrain|bazel|\.ci/run|mkdocs|curl|tar|apt-get)\b")
+    r"^(\w+=\S*\s+)*(python3?|pip3?|towertrain|bazel|\.ci/run|mkdocs|curl|tar|apt-get|srun)\b")
 
 
 # Fenced-block languages this file knows what to do with.
