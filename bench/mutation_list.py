@@ -758,6 +758,11 @@ MUTATIONS = [
         '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
         [T + "cluster/test_cluster_sources.py::"
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
+    # TF_CONFIG's chief refused at every index, 0 included (an operand dropped).
+    Mutation(
+        "tf_config_chief_index_operand_dropped", "towertrain/plan/cluster.py",
+        "    if task_type == CHIEF and task_id:\n", "    if task_type == CHIEF:\n",
+        [T + "state/test_refusal_operands.py"]),
     # Coordinated stop: the stop request no longer travels in the step's
     # count collective, so the other worker never hears of it.
     Mutation(
@@ -1904,6 +1909,42 @@ MUTATIONS = [
         "",
         [T + "engine/test_logical_gpus.py::"
          "test_nccl_across_logical_gpus_is_refused_before_anything_is_built"]),
+    # The GPU proof's fp16 row compared with a CPU run (which the CPU refuses
+    # for fp16 + NCHW) instead of the float32 run of its device.
+    Mutation(
+        "gpu_proof_fp16_against_cpu", "bench/gpu_proof_rows.py",
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "f32", 2e-2),',
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "cpu_f32", 2e-2),',
+        [T + "package/test_gpu_proof.py::"
+         "test_half_precision_is_compared_with_the_float32_run_on_its_own_device"]),
+    # The proof's 2 workers each given all 4 towers (another global batch).
+    Mutation(
+        "gpu_proof_workers_given_all_towers", "bench/gpu_proof_rows.py",
+        '                       "towers", 2, 1, dict(variable_update="collective_all_reduce",',
+        '                       "towers", 4, 1, dict(variable_update="collective_all_reduce",',
+        [T + "package/test_gpu_proof.py::test_two_workers_are_compared_with_the_four_tower_run"]),
+    # A row without images/sec formats None as a number (--timing_steps=0).
+    Mutation(
+        "gpu_proof_none_speed_formatted", "bench/gpu_proof.py",
+        '    return "-" if value is None else format(value, form)',
+        '    return format(value, form)',
+        [T + "package/test_gpu_proof.py::test_no_timed_steps_leaves_the_speeds_empty"]),
+    # The placement check leaves soft placement on: a CPU fallback passes.
+    Mutation(
+        "gpu_proof_soft_placement_left_on", "bench/gpu_proof_rows.py",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(False)\n    context",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(True)\n    context",
+        [T + "package/test_gpu_proof.py::"
+         "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # Staging's example count not checked against 1.5 epochs in order.
+    Mutation(
+        "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
+        "== [2] * half + [1] * half",
+        "== [1] * half + [1] * half",
+        [T + "package/test_gpu_proof.py::"
+         "test_several_towers_run_on_one_device_split_and_equal_one_tower"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
         "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",
@@ -2002,6 +2043,12 @@ MUTATIONS = [
         '    if False:\n        raise ParamsError(f"--include_preprocessing:',
         [T + "state/test_export_preprocessing.py::"
          "test_include_preprocessing_on_an_imagenet_run_is_refused_and_writes_nothing"]),
+    # export's --model check without a model in the record (an operand dropped).
+    Mutation(
+        "export_model_check_ignores_the_record", "towertrain/state/export.py",
+        "    if model_name and info.get(\"model\") and model_name != info[\"model\"]:",
+        "    if model_name and model_name != info.get(\"model\"):",
+        [T + "state/test_refusal_operands.py"]),
     # import towertrain leaves oneDNN to TensorFlow's CPU check (NCHW fails on
     # CPUs where TensorFlow keeps it off).
     Mutation(
@@ -2280,6 +2327,11 @@ MUTATIONS = [
         "                all_model_checkpoint_paths=remaining)",
         [T + "callbacks/test_divergence.py::"
          "test_resume_after_divergence_with_a_sane_learning_rate_trains"]),
+    # A `checkpoint` state file naming deleted files: TensorFlow's reader error.
+    Mutation(
+        "leftover_state_file_unexplained", "towertrain/state/checkpoint.py",
+        '    if not tf.io.gfile.exists(path + ".index"):\n', "    if False:\n",
+        [T + "state/test_state_leftovers.py"]),
     # The run record merged into an earlier run's: its final mark and settings stay.
     Mutation(
         "run_record_merged_with_leftover", "towertrain/state/checkpoint.py",
@@ -2529,6 +2581,13 @@ MUTATIONS = [
         "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
         "    pass\n",
         [T + "state/test_export_new_folder.py"]),
+    # The out-of-memory message of a worker leaves out the other workers
+    # (3 per device x 2 devices, global batch 12).
+    Mutation(
+        "oom_message_one_worker", "towertrain/trainer.py",
+        '        cluster = f" x {workers} workers" if workers > 1 else ""\n',
+        '        cluster = ""\n',
+        [T + "plan/test_multiworker_numbers.py"]),
     # An out-of-memory step is TensorFlow's traceback.
     Mutation(
         "oom_not_translated", "towertrain/trainer.py",
