@@ -367,6 +367,10 @@ CASES = {
     "damaged checkpoint": _damaged_checkpoint,
     "export of a registered model": lambda mp: _registered_model_export(),
     "stuck step": lambda mp: _stuck_step(),
+    "state file naming deleted files": lambda mp: (
+        mp.chdir(__import__("tempfile").mkdtemp()),
+        __import__("towertrain.state.checkpoint", fromlist=["x"]).check_matches(
+            "run/ckpt-5", {})),
 }
 
 
