@@ -1897,6 +1897,12 @@ MUTATIONS = [
         "        if present == 1 and count > 1:",
         "        if False:",
         [T + "engine/test_logical_gpus.py::test_four_towers_on_one_gpu_are_four_logical_gpus"]),
+    # The header's Devices line silent about logical GPUs splitting one GPU.
+    Mutation(
+        "header_hides_split_gpu", "towertrain/engine/run/header.py",
+        '        ("Devices", static["Devices"] + devices_lib.describe_split(plan.topology)),',
+        '        ("Devices", static["Devices"]),',
+        [T + "engine/test_logical_gpus.py::test_the_header_says_the_towers_are_logical_gpus"]),
     # NCCL across logical GPUs of one GPU left to fail (or hang) in the step.
     Mutation(
         "nccl_on_logical_gpus_not_refused", "towertrain/trainer.py",

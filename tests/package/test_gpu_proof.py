@@ -50,8 +50,8 @@ def stand_in():
         status = proof.main(STAND_IN)
     text = out.getvalue()
     table = text[text.index(f"\n{proof.TABLE_HEAD}\n"):].strip().splitlines()[1:]
-    rows = {line.split()[0]: line for line in table if not line.startswith(
-        ("ResNet-50", "25 rows"))}
+    names = [name for _, _, group in proof.STAGES for name in group]
+    rows = {line.split()[0]: line for line in table if line.split()[0] in names}
     return proof, status, rows, text
 
 
