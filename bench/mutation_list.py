@@ -444,6 +444,19 @@ MUTATIONS = [
         "--eval --train_dir=runs/resnet20",
         [T + "commands/test_doc_commands.py::"
          "test_getting_started_trains_evaluates_and_exports_on_the_download"]),
+    # The project speaks of itself only: a planted phrase of how it was made
+    # (split here so that this file does not say it) is found.
+    Mutation(
+        "readme_tells_how_it_was_made", "README.md",
+        "The first trains ResNet-20 on synthetic CIFAR-10-shaped data",
+        "The first (timed in this " "session) trains ResNet-20 on synthetic CIFAR-10-shaped data",
+        [T + "package/test_own_words.py::test_no_text_file_tells_how_the_project_was_made"]),
+    Mutation(
+        "word_test_misses_design_notes", "tests/package/test_own_words.py",
+        '(r"DESIGN\\.md", "design notes outside the repository")',
+        '(r"DESIGN\\.mdx", "design notes outside the repository")',
+        [T + "package/test_own_words.py::"
+         "test_planted_phrases_are_found_and_tensorflows_terms_are_not"]),
     Mutation(
         "help_without_the_models", "towertrain/commands/train.py",
         'lines += textwrap.wrap(", ".join(catalog.registered_names()), width,',
