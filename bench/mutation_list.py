@@ -771,6 +771,11 @@ MUTATIONS = [
         '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
         [T + "cluster/test_cluster_sources.py::"
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
+    # TF_CONFIG's chief refused at every index, 0 included (an operand dropped).
+    Mutation(
+        "tf_config_chief_index_operand_dropped", "towertrain/plan/cluster.py",
+        "    if task_type == CHIEF and task_id:\n", "    if task_type == CHIEF:\n",
+        [T + "state/test_refusal_operands.py"]),
     # Coordinated stop: the stop request no longer travels in the step's
     # count collective, so the other worker never hears of it.
     Mutation(
@@ -1239,6 +1244,28 @@ MUTATIONS = [
         'f"{_shape(spec.shape[1:])}: {error_text(err)}") from err',
         'f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err',
         [CHECKS + "test_a_model_call_failure_names_the_error_not_in_user_code"]),
+    # export of a register_model model from the plain command: 'unknown model'.
+    Mutation(
+        "export_unregistered_unknown_model", "towertrain/state/export.py",
+        "    _check_registered(model_name, train_dir, checkpoint)\n", "",
+        [T + "state/test_export.py::"
+         "test_export_of_a_model_a_script_registered_says_to_export_from_that_script"]),
+    # ImageNet label 0 / a PNG: a TensorFlow dump mid warm-up, up front or later.
+    Mutation(
+        "imagenet_sample_unchecked", "input_pipeline/imagenet.py",
+        "    num_examples = sum(count_records(f) for f in files)\n    check_sample(files, "
+        "num_classes, label_offset)\n    if train:",
+        "    num_examples = sum(count_records(f) for f in files)\n    if train:", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    Mutation(
+        "imagenet_step_label_dump", "towertrain/engine/run/model_checks.py",
+        "    found = _SHARD_LABEL.search(text)\n", "    found = None\n", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
+    Mutation(
+        "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
+        "            check_labels(labels, self.model, eval_data)\n", "", [CHECKS + "test_eval_data_is_checked_as_training_input_is"]),
+    Mutation(
+        "eval_data_unbatched_unchecked", "towertrain/engine/evaluation/evaluator.py",
+        "    check_batched(eval_data)\n", "", [CHECKS + "test_eval_data_is_checked_as_training_input_is"]),
     # NaN blamed on the learning rate: from_arrays data, a loss_fn, step 1's input.
     Mutation(
         "nan_arrays_accepted", "input_pipeline/arrays.py",
@@ -1895,6 +1922,42 @@ MUTATIONS = [
         "",
         [T + "engine/test_logical_gpus.py::"
          "test_nccl_across_logical_gpus_is_refused_before_anything_is_built"]),
+    # The GPU proof's fp16 row compared with a CPU run (which the CPU refuses
+    # for fp16 + NCHW) instead of the float32 run of its device.
+    Mutation(
+        "gpu_proof_fp16_against_cpu", "bench/gpu_proof_rows.py",
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "f32", 2e-2),',
+        'dict(REPLICATED, use_fp16=True, fp16_loss_scale=128.0), "cpu_f32", 2e-2),',
+        [T + "package/test_gpu_proof.py::"
+         "test_half_precision_is_compared_with_the_float32_run_on_its_own_device"]),
+    # The proof's 2 workers each given all 4 towers (another global batch).
+    Mutation(
+        "gpu_proof_workers_given_all_towers", "bench/gpu_proof_rows.py",
+        '                       "towers", 2, 1, dict(variable_update="collective_all_reduce",',
+        '                       "towers", 4, 1, dict(variable_update="collective_all_reduce",',
+        [T + "package/test_gpu_proof.py::test_two_workers_are_compared_with_the_four_tower_run"]),
+    # A row without images/sec formats None as a number (--timing_steps=0).
+    Mutation(
+        "gpu_proof_none_speed_formatted", "bench/gpu_proof.py",
+        '    return "-" if value is None else format(value, form)',
+        '    return format(value, form)',
+        [T + "package/test_gpu_proof.py::test_no_timed_steps_leaves_the_speeds_empty"]),
+    # The placement check leaves soft placement on: a CPU fallback passes.
+    Mutation(
+        "gpu_proof_soft_placement_left_on", "bench/gpu_proof_rows.py",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(False)\n    context",
+        "    soft = tf.config.get_soft_device_placement()\n"
+        "    tf.config.set_soft_device_placement(True)\n    context",
+        [T + "package/test_gpu_proof.py::"
+         "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # Staging's example count not checked against 1.5 epochs in order.
+    Mutation(
+        "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
+        "== [2] * half + [1] * half",
+        "== [1] * half + [1] * half",
+        [T + "package/test_gpu_proof.py::"
+         "test_several_towers_run_on_one_device_split_and_equal_one_tower"]),
     # The no-GPU error without its cause (CPU-only build, no driver).
     Mutation(
         "no_gpu_error_names_no_cause", "towertrain/engine/process/devices.py",
@@ -1993,6 +2056,12 @@ MUTATIONS = [
         '    if False:\n        raise ParamsError(f"--include_preprocessing:',
         [T + "state/test_export_preprocessing.py::"
          "test_include_preprocessing_on_an_imagenet_run_is_refused_and_writes_nothing"]),
+    # export's --model check without a model in the record (an operand dropped).
+    Mutation(
+        "export_model_check_ignores_the_record", "towertrain/state/export.py",
+        "    if model_name and info.get(\"model\") and model_name != info[\"model\"]:",
+        "    if model_name and model_name != info.get(\"model\"):",
+        [T + "state/test_refusal_operands.py"]),
     # import towertrain leaves oneDNN to TensorFlow's CPU check (NCHW fails on
     # CPUs where TensorFlow keeps it off).
     Mutation(
@@ -2271,6 +2340,11 @@ MUTATIONS = [
         "                all_model_checkpoint_paths=remaining)",
         [T + "callbacks/test_divergence.py::"
          "test_resume_after_divergence_with_a_sane_learning_rate_trains"]),
+    # A `checkpoint` state file naming deleted files: TensorFlow's reader error.
+    Mutation(
+        "leftover_state_file_unexplained", "towertrain/state/checkpoint.py",
+        '    if not tf.io.gfile.exists(path + ".index"):\n', "    if False:\n",
+        [T + "state/test_state_leftovers.py"]),
     # The run record merged into an earlier run's: its final mark and settings stay.
     Mutation(
         "run_record_merged_with_leftover", "towertrain/state/checkpoint.py",
@@ -2296,6 +2370,19 @@ MUTATIONS = [
         "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
         [T + "state/test_full_disk.py::"
          "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
+    # The free space asked leaves out the optimizer slots.
+    Mutation(
+        "checkpoint_estimate_without_slots", "towertrain/callbacks/checkpointing.py",
+        "        tensors += [slot for slots in self.state.slots.values() for slot in slots.values()]\n",
+        "",
+        [T + "state/test_checkpoint_estimate.py"]),
+    # The free space asked counts the tensors' bytes only (no index entries or
+    # object graph): resnet20 asked 2,200,168 bytes and wrote 2,221,984.
+    Mutation(
+        "checkpoint_estimate_tensors_only", "towertrain/callbacks/checkpointing.py",
+        "        return data + PER_TENSOR_BYTES * len(tensors) + FILE_OVERHEAD_BYTES",
+        "        return data + FILE_OVERHEAD_BYTES",
+        [T + "state/test_checkpoint_estimate.py"]),
     # Every step draws the same dropout masks (the step left out).
     Mutation(
         "draws_ignore_step", "towertrain/engine/step/towers.py",
@@ -2315,6 +2402,14 @@ MUTATIONS = [
         "        slot = (tf.cast(micro_batch, tf.int64) * 0",
         [T + "engine/test_random_draws.py::"
          "test_accumulated_micro_batches_with_dropout_equal_one_step_on_them_concatenated"]),
+    # The slots of the draws count one worker's towers: with accumulation,
+    # worker 0's second micro-batch draws worker 1's first masks.
+    Mutation(
+        "draws_slots_one_worker", "towertrain/trainer.py",
+        "            cluster_towers=plan.topology.num_towers * plan.topology.num_workers,",
+        "            cluster_towers=plan.topology.num_towers,",
+        [T + "engine/test_multiworker.py::"
+         "test_two_workers_accumulating_with_dropout_equal_one_process_with_four_devices"]),
     # Keras' carried generator state drawn from again (lost at a worker's stop).
     Mutation(
         "seed_states_carried", "towertrain/engine/step/towers.py",
@@ -2499,6 +2594,13 @@ MUTATIONS = [
         "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
         "    pass\n",
         [T + "state/test_export_new_folder.py"]),
+    # The out-of-memory message of a worker leaves out the other workers
+    # (3 per device x 2 devices, global batch 12).
+    Mutation(
+        "oom_message_one_worker", "towertrain/trainer.py",
+        '        cluster = f" x {workers} workers" if workers > 1 else ""\n',
+        '        cluster = ""\n',
+        [T + "plan/test_multiworker_numbers.py"]),
     # An out-of-memory step is TensorFlow's traceback.
     Mutation(
         "oom_not_translated", "towertrain/trainer.py",

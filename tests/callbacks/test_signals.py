@@ -142,7 +142,7 @@ def test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130(tmp_path):
     try:
         time.sleep(1)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

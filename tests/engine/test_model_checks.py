@@ -288,3 +288,26 @@ def test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate
         "learning rate: it comes from the input batch (NaN or Inf in the images or labels) or "
         "the loss; check the data with np.isfinite and the model's or loss_fn's math; nothing "
         "was applied or saved")
+
+
+def test_eval_data_is_checked_as_training_input_is():
+    """EvalData with labels outside the model's classes scored 'Accuracy @ 1 =
+    0.0000'; one of single examples failed with "Can't split scalars"."""
+    trainer = make(conv_net(), *arrays())
+    images, _ = arrays()
+    labels = np.array([0, 1, 2, 7, 0, 1, 2, 3])
+    examples = tf.data.Dataset.from_tensor_slices((images, labels))
+    try:
+        with pytest.raises(towertrain.errors.InputError) as failed:
+            trainer.evaluate(towertrain.EvalData(examples.batch(4), 8, "mine", 4))
+        assert str(failed.value) == (
+            "the eval set (mine) input: label 7 is outside the model's 5 classes (0 .. 4); "
+            "give the last Dense layer 8 units or fix the labels")
+        with pytest.raises(towertrain.errors.InputError) as failed:
+            trainer.evaluate(towertrain.EvalData(examples, 8, "mine", None))
+        assert str(failed.value) == (
+            "EvalData (mine): its dataset yields single examples (labels of shape (), images "
+            "of shape (8, 8, 3)), not batches; batch it: EvalData(dataset.batch(N), "
+            "num_examples, description, N)")
+    finally:
+        trainer.close()

@@ -21,6 +21,11 @@ from .base import Callback
 # Beyond the tensors: the index file, the `checkpoint` state file and the run
 # record, each at least a file-system block.
 FILE_OVERHEAD_BYTES = 16 * 1024
+# And per saved tensor: its index entry and its node of the object graph the
+# data file holds. Measured (TF 2.21, resnet20): 230 bytes per tensor with
+# momentum (166 tensors: 38 KB beyond the tensors' bytes), 226 with adam.
+# Twice that leaves room for longer layer names.
+PER_TENSOR_BYTES = 512
 
 
 class Checkpointer:
@@ -97,12 +102,14 @@ class Checkpointer:
             tf.io.gfile.remove(file)
 
     def bytes_needed(self):
-        """About the bytes one checkpoint of this run takes on disk: its tensors,
-        plus room for the index, the state file and the run record."""
+        """About the bytes one checkpoint of this run takes on disk: its tensors
+        (optimizer slots and the step included), each one's index entry and
+        object-graph node, plus room for the state file and the run record."""
         tensors = list(self.state.variables.values()) + list(self.state.engine.values())
         tensors += [slot for slots in self.state.slots.values() for slot in slots.values()]
+        tensors.append(self.state.step)
         data = sum(v.shape.num_elements() * tf.as_dtype(v.dtype).size for v in tensors)
-        return data + FILE_OVERHEAD_BYTES
+        return data + PER_TENSOR_BYTES * len(tensors) + FILE_OVERHEAD_BYTES
 
     def check_free_space(self):
         """Refuses a train_dir whose disk cannot hold one more checkpoint, before

@@ -31,7 +31,10 @@ def run_app(main, flags_parser, command="towertrain"):
         print(f"{command}: received SIGINT outside a training step: exiting with status 130 "
               "(a run with --train_dir resumes from its last checkpoint)", file=sys.stderr,
               flush=True)
-        sys.exit(130)
+        sys.stdout.flush()
+        # At once: a TensorFlow interrupted in its import can hang the interpreter's
+        # teardown; the trainer was closed on the way out, the kernel frees the lock.
+        os._exit(130)
 
 
 def import_tensorflow_quietly():

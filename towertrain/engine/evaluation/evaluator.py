@@ -83,6 +83,7 @@ class Evaluator:
             if batch is None:
                 break
             images, labels = batch
+            check_labels(labels, self.model, eval_data)
             logits, top1, top5 = self._batch_fn(images, labels)
             correct1 += int(top1)
             correct5 += int(top5)
@@ -99,6 +100,35 @@ class Evaluator:
         speed = timed_examples / timed_seconds if timed_seconds > 0 else 0.0
         return Tally(correct1, correct5, count, speed,
                      np.concatenate(kept) if keep_logits and kept else None)
+
+
+def check_labels(labels, model, eval_data):
+    """A batch's labels against the model's classes, as training checks them:
+    one outside them scored 'Accuracy @ 1 = 0.0000' without a word."""
+    from towertrain.engine.run import model_checks
+    classes = model.output_shape[-1]
+    values = np.asarray(labels).reshape(-1)
+    if classes is None or not values.size or not np.issubdtype(values.dtype, np.number):
+        return
+    low, high = values.min(), values.max()
+    if low < 0 or high >= classes:
+        raise InputError(model_checks.label_range_message(
+            low, high, classes, f"the eval set ({eval_data.description})"))
+
+
+def check_batched(eval_data):
+    """An EvalData's dataset yields (images, labels) batches: one of single
+    examples failed with TensorFlow's "Can't split scalars"."""
+    spec = getattr(eval_data.dataset, "element_spec", None)
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise InputError(f"EvalData ({eval_data.description}): its dataset must yield "
+                         f"(images, labels) batches, not {spec}")
+    labels = spec[1]
+    if isinstance(labels, tf.TensorSpec) and labels.shape.rank == 0:
+        raise InputError(
+            f"EvalData ({eval_data.description}): its dataset yields single examples (labels "
+            f"of shape (), images of shape {tuple(spec[0].shape)}), not batches; batch it: "
+            "EvalData(dataset.batch(N), num_examples, description, N)")
 
 
 def result_of(eval_data, tally):
@@ -124,6 +154,7 @@ def eval_data_for(input_source, batch_size, outputs, eval_data=None):
             eval_data = input_source.eval_data(batch_size)
         except NoEvalSplitError as err:
             raise InputError(f"cannot evaluate: {err}") from err
+    check_batched(eval_data)
     return eval_amount.limit(eval_data, batch_size, outputs.num_eval_batches,
                              outputs.num_eval_epochs)
 

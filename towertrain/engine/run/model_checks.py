@@ -20,7 +20,8 @@ import re
 import keras
 import tensorflow as tf
 
-from towertrain.input_pipeline.arrays import LABEL_CHECK
+from towertrain.input_pipeline import imagenet
+from towertrain.input_pipeline.arrays import LABEL_CHECK, InputError
 from towertrain.errors import ParamsError
 from towertrain.errors import ModelError  # noqa: F401 - raised here
 
@@ -320,10 +321,26 @@ _LOSS_FAILED = re.compile(r"assertion failed: \[" + re.escape(LOSS_CHECK)
                           + r"\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
 
 
+_SHARD_LABEL = re.compile(r"assertion failed: \[" + re.escape(imagenet.LABEL_ASSERT)
+                          + r"\] \[([^\]]*)\] \[label:\] \[(-?\d+)\] \[offset:\] \[(\d+)\] "
+                          r"\[num_classes:\] \[(\d+)\]")
+_SHARD_JPEG = re.compile(r"assertion failed: \[" + re.escape(imagenet.JPEG_ASSERT)
+                         + r"\] \[([^\]]*)\]")
+
+
 def error_from(err):
-    """The ModelError for a step that failed one of the in-graph checks above
-    (labels, per-example losses), or None for any other error."""
+    """The ModelError (InputError for a shard's record) for a step that failed
+    one of the in-graph checks (labels, per-example losses, ImageNet
+    records), or None for any other error."""
     text = getattr(err, "message", None) or str(err)
+    found = _SHARD_LABEL.search(text)
+    if found:
+        path, label, offset, classes = found.groups()
+        return InputError(imagenet.label_message(path, None, int(label), int(offset),
+                                                 int(classes)))
+    found = _SHARD_JPEG.search(text)
+    if found:
+        return InputError(imagenet.jpeg_message(found.group(1), None, "tf.io.is_jpeg: no"))
     found = _LABEL_FAILED.search(text)
     if found:
         door, low, high, classes = found.groups()
