@@ -3071,4 +3071,20 @@ MUTATIONS = [
         "        base = _one_pool(base, device, max_devices)\n",
         "",
         [T + "commands/test_scaling.py::test_json_and_csv_hold_every_configuration_and_round"]),
+    # Small output faults: one round and a 398.7% efficiency unwarned, '1 epochs',
+    # an evaluation's header naming the training's variable update.
+    Mutation(
+        "scaling_one_round_unwarned", "towertrain/commands/scaling_plot.py",
+        '    if settings["rounds"] < 2:\n', "    if False:\n",
+        [T + "commands/test_scaling.py::"
+         "test_one_round_and_an_efficiency_above_100_percent_are_warned_of"]),
+    Mutation(
+        "one_epochs", "towertrain/plan/describe.py",
+        """{'' if number == 1 else 's'}""", "s",
+        [T + "plan/test_plan.py::"
+         "test_the_header_counts_one_epoch_and_one_warmup_step_in_the_singular"]),
+    Mutation(
+        "eval_header_names_variables", "towertrain/commands/evaluate.py",
+        '"Loss scale", "Variables",\n', '"Loss scale",\n',
+        [T + "state/test_eval_checked.py::test_synthetic_eval_says_synthetic"]),
 ]
