@@ -444,6 +444,19 @@ MUTATIONS = [
         "--eval --train_dir=runs/resnet20",
         [T + "commands/test_doc_commands.py::"
          "test_getting_started_trains_evaluates_and_exports_on_the_download"]),
+    # The project speaks of itself only: a planted phrase of how it was made
+    # (split here so that this file does not say it) is found.
+    Mutation(
+        "readme_tells_how_it_was_made", "README.md",
+        "The first trains ResNet-20 on synthetic CIFAR-10-shaped data",
+        "The first (timed in this " "session) trains ResNet-20 on synthetic CIFAR-10-shaped data",
+        [T + "package/test_own_words.py::test_no_text_file_tells_how_the_project_was_made"]),
+    Mutation(
+        "word_test_misses_design_notes", "tests/package/test_own_words.py",
+        '(r"DESIGN\\.md", "design notes outside the repository")',
+        '(r"DESIGN\\.mdx", "design notes outside the repository")',
+        [T + "package/test_own_words.py::"
+         "test_planted_phrases_are_found_and_tensorflows_terms_are_not"]),
     Mutation(
         "help_without_the_models", "towertrain/commands/train.py",
         'lines += textwrap.wrap(", ".join(catalog.registered_names()), width,',
@@ -758,6 +771,11 @@ MUTATIONS = [
         '    hosts = parse_worker_hosts(",".join(workers + chiefs))',
         [T + "cluster/test_cluster_sources.py::"
          "test_tf_config_with_a_chief_job_and_source_conflicts"]),
+    # TF_CONFIG's chief refused at every index, 0 included (an operand dropped).
+    Mutation(
+        "tf_config_chief_index_operand_dropped", "towertrain/plan/cluster.py",
+        "    if task_type == CHIEF and task_id:\n", "    if task_type == CHIEF:\n",
+        [T + "state/test_refusal_operands.py"]),
     # Coordinated stop: the stop request no longer travels in the step's
     # count collective, so the other worker never hears of it.
     Mutation(
@@ -2044,6 +2062,12 @@ MUTATIONS = [
         '    if False:\n        raise ParamsError(f"--include_preprocessing:',
         [T + "state/test_export_preprocessing.py::"
          "test_include_preprocessing_on_an_imagenet_run_is_refused_and_writes_nothing"]),
+    # export's --model check without a model in the record (an operand dropped).
+    Mutation(
+        "export_model_check_ignores_the_record", "towertrain/state/export.py",
+        "    if model_name and info.get(\"model\") and model_name != info[\"model\"]:",
+        "    if model_name and model_name != info.get(\"model\"):",
+        [T + "state/test_refusal_operands.py"]),
     # import towertrain leaves oneDNN to TensorFlow's CPU check (NCHW fails on
     # CPUs where TensorFlow keeps it off).
     Mutation(
@@ -2322,6 +2346,11 @@ MUTATIONS = [
         "                all_model_checkpoint_paths=remaining)",
         [T + "callbacks/test_divergence.py::"
          "test_resume_after_divergence_with_a_sane_learning_rate_trains"]),
+    # A `checkpoint` state file naming deleted files: TensorFlow's reader error.
+    Mutation(
+        "leftover_state_file_unexplained", "towertrain/state/checkpoint.py",
+        '    if not tf.io.gfile.exists(path + ".index"):\n', "    if False:\n",
+        [T + "state/test_state_leftovers.py"]),
     # The run record merged into an earlier run's: its final mark and settings stay.
     Mutation(
         "run_record_merged_with_leftover", "towertrain/state/checkpoint.py",
@@ -2571,6 +2600,13 @@ MUTATIONS = [
         "    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)\n",
         "    pass\n",
         [T + "state/test_export_new_folder.py"]),
+    # The out-of-memory message of a worker leaves out the other workers
+    # (3 per device x 2 devices, global batch 12).
+    Mutation(
+        "oom_message_one_worker", "towertrain/trainer.py",
+        '        cluster = f" x {workers} workers" if workers > 1 else ""\n',
+        '        cluster = ""\n',
+        [T + "plan/test_multiworker_numbers.py"]),
     # An out-of-memory step is TensorFlow's traceback.
     Mutation(
         "oom_not_translated", "towertrain/trainer.py",
@@ -3041,4 +3077,20 @@ MUTATIONS = [
         "        base = _one_pool(base, device, max_devices)\n",
         "",
         [T + "commands/test_scaling.py::test_json_and_csv_hold_every_configuration_and_round"]),
+    # Small output faults: one round and a 398.7% efficiency unwarned, '1 epochs',
+    # an evaluation's header naming the training's variable update.
+    Mutation(
+        "scaling_one_round_unwarned", "towertrain/commands/scaling_plot.py",
+        '    if settings["rounds"] < 2:\n', "    if False:\n",
+        [T + "commands/test_scaling.py::"
+         "test_one_round_and_an_efficiency_above_100_percent_are_warned_of"]),
+    Mutation(
+        "one_epochs", "towertrain/plan/describe.py",
+        """{'' if number == 1 else 's'}""", "s",
+        [T + "plan/test_plan.py::"
+         "test_the_header_counts_one_epoch_and_one_warmup_step_in_the_singular"]),
+    Mutation(
+        "eval_header_names_variables", "towertrain/commands/evaluate.py",
+        '"Loss scale", "Variables",\n', '"Loss scale",\n',
+        [T + "state/test_eval_checked.py::test_synthetic_eval_says_synthetic"]),
 ]

@@ -272,11 +272,13 @@ class Trainer:
         allocator state), in the run's terms: `where` it happened, what to try."""
         from towertrain.errors import OutOfMemoryError
         plan, count = self.plan, len(self.devices)
+        workers = plan.topology.num_workers
+        # Per device x devices (x workers) = the global batch, as the header's.
+        cluster = f" x {workers} workers" if workers > 1 else ""
         return OutOfMemoryError(
             f"out of memory {where}: --batch_size={plan.batches.per_device} per "
-            f"device on {plan.topology.device} ({count} device{'' if count == 1 else 's'}, "
-            "global batch "
-            f"{plan.batches.global_batch}); {remedy}")
+            f"device on {plan.topology.device} ({count} device{'' if count == 1 else 's'}"
+            f"{cluster}, global batch {plan.batches.global_batch}); {remedy}")
 
     def global_step(self):
         """Updates applied so far (restored from checkpoints, drives schedules)."""

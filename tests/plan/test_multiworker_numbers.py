@@ -3,9 +3,10 @@ x 2 devices, against values computed here from W, D and the batch: the
 header lines the plan decides (the whole set: a new line without its
 expected value here fails), the intra-op pool a worker takes, the learning
 rate's linear scaling, the epoch's updates, and the refusal of a global batch
-larger than an epoch with its advice. One worker cannot tell `towers` from
+larger than an epoch with its advice, and the out-of-memory message. One worker cannot tell `towers` from
 `towers x workers`; two workers x two devices tell every product apart."""
 import math
+import types
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_the_header_threads_and_learning_rate_of_two_workers_of_two_devices():
     assert run.describe() == {
         "Batch size": [f"{GLOBAL} global", f"{B} per device"],
         "Num batches": [f"{updates - 1} timed", f"of {updates} steps ({epochs} epochs; the "
-                                                "first 1 are warmup, untimed)"],
+                                                "first is warmup, untimed)"],
         "Devices": str([f"/cpu:{i}" for i in range(D)]),
         "Data format": "NHWC",
         "Variables": "collective_all_reduce",
@@ -71,3 +72,13 @@ def test_a_global_batch_of_two_workers_larger_than_the_epoch_is_refused(
         f"--batch_size={B}: the global batch of {GLOBAL} ({B} per device x {D} devices x {W} "
         f"workers) is larger than the {examples} examples of an epoch (the files in "
         f"--data_dir), so no step would train on a full batch; {fix}")
+
+
+def test_the_out_of_memory_message_of_two_workers_adds_up_to_the_global_batch():
+    from towertrain.trainer import Trainer
+    run = _plan(None, None)
+    worker = types.SimpleNamespace(plan=run, devices=[f"/cpu:{i}" for i in range(D)])
+    error = Trainer._out_of_memory(worker, "in step 1", "lower --batch_size")
+    assert str(error) == (f"out of memory in step 1: --batch_size={B} per device on cpu "
+                          f"({D} devices x {W} workers, global batch {GLOBAL}); lower "
+                          "--batch_size")

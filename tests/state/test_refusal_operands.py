@@ -1,20 +1,25 @@
-"""Every `and`/`or` operand of a refusal's condition has a row where it alone
-decides: two calls that differ only in what that operand reads, one refused
+"""Every `and`/`or` operand of a refusal's condition (of the run's steps, the
+run record, the written paths, export and the cluster's checks) has a row
+where it alone decides: two calls that differ only in what that operand reads, one refused
 (or, for the paths a run checks, one path checked) and one not. The operands
 are found by walking the refusal functions' syntax trees, so an operand added
 to a condition without a row here fails test_every_operand_has_a_row, and a
 check that drops an operand fails that operand's row (the other operands of
 its condition never decide it)."""
 import ast
+import json
 import os
 import types
 
 import pytest
 
-from towertrain.errors import CheckpointError, ParamsError
-from towertrain.plan import InputFacts, steps
+from towertrain import Params
+from towertrain.config.cluster_spec import Cluster
+from towertrain.errors import CheckpointError, ClusterError, ParamsError
+from towertrain.plan import InputFacts, cluster, steps
 from towertrain.plan.sections import Outputs
-from towertrain.state import run_record, writable
+from towertrain.state import export, run_record, writable
+from towertrain.state.checkpoint import RUN_INFO_FILE
 
 from helpers.doc_blocks import ROOT
 
@@ -22,7 +27,7 @@ from helpers.doc_blocks import ROOT
 def _refused(call):
     try:
         call()
-    except (ParamsError, CheckpointError):
+    except (ParamsError, CheckpointError, ClusterError):
         return True
     return False
 
@@ -56,6 +61,45 @@ def _eval_input(record, data_dir):
 
 def _check(record, given):
     return _refused(lambda: run_record.check(record, given, "D"))
+
+
+def _raised(call, start):
+    """Whether `call` raises an error whose message starts with `start`."""
+    try:
+        call()
+    except Exception as err:  # noqa: BLE001 - any other outcome is "not this refusal"
+        return str(err).startswith(start)
+    return False
+
+
+def _export(tmp, output=None, saved_model=None, model_name=None, recorded=None,
+            start="nothing to write"):
+    """export() on a train_dir holding an (unreadable) ckpt-1 and a run record
+    naming `recorded`; whether the refusal starting with `start` fired."""
+    train_dir = os.path.join(tmp, "run")
+    os.makedirs(train_dir, exist_ok=True)
+    for name, text in (("checkpoint", 'model_checkpoint_path: "ckpt-1"\n'),
+                       ("ckpt-1.index", ""),
+                       (RUN_INFO_FILE, json.dumps({"model": recorded} if recorded else {}))):
+        with open(os.path.join(train_dir, name), "w") as f:
+            f.write(text)
+    at = (lambda name: name and os.path.join(tmp, name))
+    return _raised(lambda: export.export(train_dir=train_dir, output=at(output),
+                                         saved_model=at(saved_model), model_name=model_name),
+                   start)
+
+
+def _chief(task_type="chief", index=1):
+    text = json.dumps({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2",
+                                                                       "127.0.0.1:3"]},
+                       "task": {"type": task_type, "index": index}})
+    return _raised(lambda: cluster.from_tf_config(text), "TF_CONFIG: chief task index")
+
+
+def _sync(sync_batch_norm=True, workers=2):
+    hosts = tuple(f"127.0.0.1:{port}" for port in range(1, workers + 1))
+    params = Params(model="trivial", device="cpu", sync_batch_norm=sync_batch_norm)
+    return _refused(lambda: cluster.check_supported(params, Cluster(hosts, 0)))
 
 
 def _paths(training=True, **outputs):
@@ -135,6 +179,34 @@ ROWS = {
                                               _paths(summary_dir="/s")),
         # outputs.trace_file and training
         "outputs.trace_file": lambda tmp: (_paths(trace_file="/f"), _paths()),
+    },
+    ("towertrain/state/export.py", "export"): {
+        # not output and not saved_model
+        "not output": lambda tmp: (_export(tmp), _export(tmp, output="m.keras")),
+        "not saved_model": lambda tmp: (_export(tmp), _export(tmp, saved_model="saved")),
+        # output and not output.endswith('.keras')
+        "output": lambda tmp: (_export(tmp, "m.h5", start="--output="),
+                               _export(tmp, None, "saved", start="--output=")),
+        "not output.endswith('.keras')": lambda tmp: (
+            _export(tmp, "m.h5", start="--output="), _export(tmp, "m.keras", start="--output=")),
+        # model_name and info.get('model') and model_name != info['model']
+        "model_name": lambda tmp: (
+            _export(tmp, "m.keras", None, "lenet", "trivial", start="--model="),
+            _export(tmp, "m.keras", None, None, "trivial", start="--model=")),
+        "info.get('model')": lambda tmp: (
+            _export(tmp, "m.keras", None, "lenet", "trivial", start="--model="),
+            _export(tmp, "m.keras", None, "lenet", None, start="--model=")),
+        "model_name != info['model']": lambda tmp: (
+            _export(tmp, "m.keras", None, "lenet", "trivial", start="--model="),
+            _export(tmp, "m.keras", None, "trivial", "trivial", start="--model=")),
+    },
+    ("towertrain/plan/cluster.py", "from_tf_config"): {
+        "task_type == CHIEF": lambda tmp: (_chief(), _chief(task_type="worker")),
+        "task_id": lambda tmp: (_chief(), _chief(index=0)),
+    },
+    ("towertrain/plan/cluster.py", "check_supported"): {
+        "params.sync_batch_norm": lambda tmp: (_sync(), _sync(sync_batch_norm=False)),
+        "cluster.num_workers > 1": lambda tmp: (_sync(), _sync(workers=1)),
     },
     ("towertrain/state/writable.py", "problem"): {
         # is_file and os.path.isdir(path): a file wanted where a directory is

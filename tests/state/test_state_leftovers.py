@@ -1,7 +1,8 @@
 """State files another process wrote are read right when an earlier, different
 writer left them behind: the train_dir lock (its holder's pid), the run
 record (an earlier run's settings and final mark) and the checkpoint state
-file (the list of checkpoints a resume picks from)."""
+file (naming checkpoint files deleted since; one a set-aside rewrote, read
+from a copied train_dir: callbacks/test_divergence.py)."""
 import json
 import os
 
@@ -78,3 +79,17 @@ def test_a_resume_drops_the_final_mark_of_the_run_it_extends_before_its_first_st
     record = _train(str(tmp_path), num_batches=2)
     assert "final_step" not in record and "final_checkpoint" not in record
     assert run_record.read(str(tmp_path))["final_step"] == 2
+
+
+def test_a_state_file_naming_deleted_checkpoints_is_one_line_with_both_ways_out(
+        tmp_path, capsys):
+    """An earlier run's `checkpoint` file, its ckpt-5 files deleted since."""
+    state = tmp_path / "checkpoint"
+    state.write_text('model_checkpoint_path: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-5"\n')
+    status, err = refusals.run_cli([*COMMON, "--num_batches=1", f"--train_dir={tmp_path}"],
+                                   capsys)
+    assert (status, err) == (2, (
+        f"towertrain: error: {state} names the checkpoint {tmp_path}/ckpt-5, but "
+        f"{tmp_path}/ckpt-5.index does not exist; restore its files to resume from it, or "
+        f"delete {state} to start from the initial values\n"))
+    assert not any(name.startswith("ckpt-") for name in os.listdir(tmp_path))

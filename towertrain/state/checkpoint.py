@@ -149,6 +149,13 @@ class EngineState:
 
 def check_matches(path, expected_variables):
     """Raises CheckpointError listing missing/unexpected/mis-shaped model variables."""
+    if not tf.io.gfile.exists(path + ".index"):
+        # A `checkpoint` state file an earlier run left, naming files since deleted.
+        state = os.path.join(os.path.dirname(path), "checkpoint")
+        raise CheckpointError(
+            f"{state} names the checkpoint {path}, but {path}.index does not exist; restore "
+            f"its files to resume from it, or delete {state} to start from the initial "
+            "values")
     try:
         stored = dict(tf.train.list_variables(path))
     except (tf.errors.OpError, ValueError) as err:
