@@ -1957,6 +1957,13 @@ MUTATIONS = [
         "    tf.config.set_soft_device_placement(True)\n    context",
         [T + "package/test_gpu_proof.py::"
          "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # The 2 worker processes on one GPU each take 0.9 of it (out of memory).
+    Mutation(
+        "gpu_proof_workers_take_the_whole_gpu", "bench/gpu_proof_rows.py",
+        "logical_gpu_memory_mb(towers * share, ",
+        "logical_gpu_memory_mb(towers, ",
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_each_process_splits_its_share_of_the_gpu_memory"]),
     # Staging's example count not checked against 1.5 epochs in order.
     Mutation(
         "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
