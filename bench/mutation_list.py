@@ -1964,6 +1964,14 @@ MUTATIONS = [
         "logical_gpu_memory_mb(towers, ",
         [T + "package/test_gpu_proof.py::"
          "test_on_a_gpu_each_process_splits_its_share_of_the_gpu_memory"]),
+    # The proof waits on a group's process with no deadline: a hung
+    # collective holds it (and its table) forever.
+    Mutation(
+        "gpu_proof_waits_forever", "bench/gpu_proof.py",
+        "                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))",
+        "                line = lines.get()",
+        [T + "package/test_gpu_proof.py::"
+         "test_a_group_whose_process_hangs_fails_its_rows_at_its_time"]),
     # Staging's example count not checked against 1.5 epochs in order.
     Mutation(
         "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",

@@ -5,6 +5,7 @@ GPUs, keep every collective, order each GPU's and cross workers with NCCL."""
 import contextlib
 import io
 import re
+import sys
 import types
 
 import pytest
@@ -159,3 +160,16 @@ def test_on_a_gpu_each_process_splits_its_share_of_the_gpu_memory(monkeypatch):
     rows_lib.configure(args, 1)  # one tower: the GPU whole
     assert calls == [("tf32", False), [18350] * 4, ("tf32", False), [18350] * 2,
                      ("tf32", False)]
+
+
+def test_a_group_whose_process_hangs_fails_its_rows_at_its_time(tmp_path):
+    """A collective that never completes holds no proof: past the group's
+    time its process is killed, the rows it printed stand and the others fail."""
+    proof = bench_scripts.load("gpu_proof")
+    hangs = [sys.executable, "-c", "import json, time; print(json.dumps({'row': 'kernels', "
+             "'ok': True}), flush=True); time.sleep(30)"]
+    args = types.SimpleNamespace(scratch=str(tmp_path))
+    results = list(proof.run_rows(args, "first", ("kernels", "f32"), timeout=3, base=hangs))
+    assert results == [{"row": "kernels", "ok": True},
+                       {"row": "f32", "ok": False,
+                        "note": "its process ended: killed after 3s"}]
