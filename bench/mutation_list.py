@@ -444,6 +444,19 @@ MUTATIONS = [
         "--eval --train_dir=runs/resnet20",
         [T + "commands/test_doc_commands.py::"
          "test_getting_started_trains_evaluates_and_exports_on_the_download"]),
+    # The project speaks of itself only: a planted phrase of how it was made
+    # (split here so that this file does not say it) is found.
+    Mutation(
+        "readme_tells_how_it_was_made", "README.md",
+        "The first trains ResNet-20 on synthetic CIFAR-10-shaped data",
+        "The first (timed in this " "session) trains ResNet-20 on synthetic CIFAR-10-shaped data",
+        [T + "package/test_own_words.py::test_no_text_file_tells_how_the_project_was_made"]),
+    Mutation(
+        "word_test_misses_design_notes", "tests/package/test_own_words.py",
+        '(r"DESIGN\\.md", "design notes outside the repository")',
+        '(r"DESIGN\\.mdx", "design notes outside the repository")',
+        [T + "package/test_own_words.py::"
+         "test_planted_phrases_are_found_and_tensorflows_terms_are_not"]),
     Mutation(
         "help_without_the_models", "towertrain/commands/train.py",
         'lines += textwrap.wrap(", ".join(catalog.registered_names()), width,',
@@ -1902,6 +1915,12 @@ MUTATIONS = [
         "        if present == 1 and count > 1:",
         "        if False:",
         [T + "engine/test_logical_gpus.py::test_four_towers_on_one_gpu_are_four_logical_gpus"]),
+    # The header's Devices line silent about logical GPUs splitting one GPU.
+    Mutation(
+        "header_hides_split_gpu", "towertrain/engine/run/header.py",
+        '        ("Devices", static["Devices"] + devices_lib.describe_split(plan.topology)),',
+        '        ("Devices", static["Devices"]),',
+        [T + "engine/test_logical_gpus.py::test_the_header_says_the_towers_are_logical_gpus"]),
     # NCCL across logical GPUs of one GPU left to fail (or hang) in the step.
     Mutation(
         "nccl_on_logical_gpus_not_refused", "towertrain/trainer.py",
@@ -1938,6 +1957,21 @@ MUTATIONS = [
         "    tf.config.set_soft_device_placement(True)\n    context",
         [T + "package/test_gpu_proof.py::"
          "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # The 2 worker processes on one GPU each take 0.9 of it (out of memory).
+    Mutation(
+        "gpu_proof_workers_take_the_whole_gpu", "bench/gpu_proof_rows.py",
+        "logical_gpu_memory_mb(towers * share, ",
+        "logical_gpu_memory_mb(towers, ",
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_each_process_splits_its_share_of_the_gpu_memory"]),
+    # The proof waits on a group's process with no deadline: a hung
+    # collective holds it (and its table) forever.
+    Mutation(
+        "gpu_proof_waits_forever", "bench/gpu_proof.py",
+        "                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))",
+        "                line = lines.get()",
+        [T + "package/test_gpu_proof.py::"
+         "test_a_group_whose_process_hangs_fails_its_rows_at_its_time"]),
     # Staging's example count not checked against 1.5 epochs in order.
     Mutation(
         "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
@@ -3058,4 +3092,20 @@ MUTATIONS = [
         "        base = _one_pool(base, device, max_devices)\n",
         "",
         [T + "commands/test_scaling.py::test_json_and_csv_hold_every_configuration_and_round"]),
+    # Small output faults: one round and a 398.7% efficiency unwarned, '1 epochs',
+    # an evaluation's header naming the training's variable update.
+    Mutation(
+        "scaling_one_round_unwarned", "towertrain/commands/scaling_plot.py",
+        '    if settings["rounds"] < 2:\n', "    if False:\n",
+        [T + "commands/test_scaling.py::"
+         "test_one_round_and_an_efficiency_above_100_percent_are_warned_of"]),
+    Mutation(
+        "one_epochs", "towertrain/plan/describe.py",
+        """{'' if number == 1 else 's'}""", "s",
+        [T + "plan/test_plan.py::"
+         "test_the_header_counts_one_epoch_and_one_warmup_step_in_the_singular"]),
+    Mutation(
+        "eval_header_names_variables", "towertrain/commands/evaluate.py",
+        '"Loss scale", "Variables",\n', '"Loss scale",\n',
+        [T + "state/test_eval_checked.py::test_synthetic_eval_says_synthetic"]),
 ]

@@ -39,7 +39,7 @@ def test_the_header_threads_and_learning_rate_of_two_workers_of_two_devices():
     assert run.describe() == {
         "Batch size": [f"{GLOBAL} global", f"{B} per device"],
         "Num batches": [f"{updates - 1} timed", f"of {updates} steps ({epochs} epochs; the "
-                                                "first 1 are warmup, untimed)"],
+                                                "first is warmup, untimed)"],
         "Devices": str([f"/cpu:{i}" for i in range(D)]),
         "Data format": "NHWC",
         "Variables": "collective_all_reduce",

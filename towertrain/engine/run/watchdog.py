@@ -108,11 +108,14 @@ class Watchdog:
                 f"{self.slowest:.3g} s, and at least {MINIMUM_SECS:.0f} s; "
                 "--step_timeout_secs sets it)")
 
-    def _fire(self, ran, limit):
+    def message(self, ran, limit):
+        """The line the watch prints when the running step has run `ran` s."""
         phase = _PHASE["name"] or "the step's start"
-        print(f"towertrain: error: step {self._step} has run {ran:.0f} s, past "
-              f"{self.describe_limit(limit)}, last in {phase}: a hung collective, peer or "
-              f"kernel; exiting with status 1 so a launcher restarts the run"
-              f"{self.where()}", file=sys.stderr, flush=True)
+        return (f"step {self._step} has run {ran:.0f} s, past {self.describe_limit(limit)}, "
+                f"last in {phase}: a hung collective, peer or kernel; exiting with status 1 "
+                f"so a launcher restarts the run{self.where()}")
+
+    def _fire(self, ran, limit):
+        print(f"towertrain: error: {self.message(ran, limit)}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         self.exit(1)
