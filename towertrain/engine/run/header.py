@@ -8,7 +8,7 @@ precision support."""
 import tensorflow as tf
 
 from towertrain.engine.process import runtime
-from towertrain.engine.allreduce import packing
+from towertrain.engine.exchange import packing
 from towertrain.engine.feed import input_factory
 from towertrain.plan import cluster as resolvers
 from towertrain.recipe import gradients
