@@ -173,16 +173,21 @@ def hints(graph, op_type="CollectiveReduceV2"):
 
 def group_order(graph):
     """The group keys of `graph`'s collectives, each group once, in the order
-    its control and data edges chain them (a total order: each group's
-    members wait for the group before)."""
+    its edges chain them; None unless the order is total (every member of a
+    group waits, through data or control edges, for every member of the
+    group before it), so no two workers can open them in different orders."""
     ops = [op for _, op in collectives(graph)]
     waits = {op: ancestors(op) for op in ops}
     ordered = sorted(ops, key=lambda op: sum(other in waits[op] for other in ops))
-    keys = []
+    keys, members = [], {}
     for op in ordered:
         key = group(op)[1]
-        if key not in keys:
+        if key not in members:
             keys.append(key)
+        members.setdefault(key, []).append(op)
+    for earlier, later in zip(keys, keys[1:]):
+        if not all(set(members[earlier]) <= waits[op] for op in members[later]):
+            return None
     return keys
 
 
