@@ -6,6 +6,10 @@ site-packages.
 """
 from setuptools import find_packages, setup
 
+# What `mkdocs build --strict` needs for mkdocs.yml: the Material theme and
+# the API reference generated from docstrings.
+DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"]
+
 setup(
     name="towertrain",
     version="0.1.0",
@@ -29,7 +33,11 @@ setup(
     extras_require={
         "cpu": ["tensorflow-cpu==2.21.0"],
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
-        "test": ["pytest", "pytest-xdist"],  # the suite runs on 2 workers (README)
+        # The suite runs on 2 workers, and builds the documentation site
+        # (tests/commands/test_docs_site.py), so the test extra carries the
+        # docs extra's packages.
+        "test": ["pytest", "pytest-xdist", *DOCS],
+        "docs": DOCS,  # mkdocs build / mkdocs serve (mkdocs.yml)
         "plot": ["matplotlib"],  # the PNG of python -m towertrain.scaling
         "mutation": ["cosmic-ray"],  # bench/generated_mutants.py (not the suite)
     },

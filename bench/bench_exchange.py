@@ -1,5 +1,5 @@
 """The gradient exchange: multi-worker vs one process, hierarchical vs flat,
-and --gradient_repacking, images/sec side by side (README: Gradient exchange).
+and --gradient_repacking, images/sec side by side (docs/exchange.md).
 
     python bench/bench_exchange.py [--rounds=3] [--steps=5] [--sessions=1,2,3]
 
@@ -39,7 +39,7 @@ REPACKING = [(model, packs) for model in ("resnet20", "alexnet_cifar") for packs
 
 
 def _configs(session):
-    """(label, model, Params changes) of a session's trainers (both models in
+    """(label, model, Params changes) of the trainers of process pair `session` (both models in
     one process pair: each model's collectives have their own key space)."""
     if session in (1, 2):
         mode = "replicated" if session == 1 else "collective_all_reduce"
@@ -62,7 +62,7 @@ def ring_bytes_sent(members, workers):
 
 
 def run_session(session, hosts, task, rounds, steps):
-    """One process of a session: builds its trainers, times them, prints JSON (chief)."""
+    """One process of pair `session`: builds its trainers, times them, prints JSON (chief)."""
     from towertrain.config.params import Params
     from towertrain.engine.process import devices as devices_lib
     from towertrain import trainer as trainer_lib

@@ -101,15 +101,20 @@ def towertrain(args, towers, precision):
                args.timeout)
 
 
-def tfcnn(args, towers, precision):
-    flags = ["--use_fp16"] if precision == "float16" else []
+def tfcnn_command(args, towers, *flags):
+    """(command, env, cwd) of a tf_cnn_benchmarks run of `towers` replicated
+    CPU towers with `flags` (bench/kernel_counts.py runs it too)."""
     data = [] if args.model not in CIFAR_MODELS else ["--data_name=cifar10"]
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
-    return run([[tfcnn_python(args), os.path.join(args.tfcnn_dir, TFCNN_SCRIPT), *common(args),
-                 *data, f"--num_gpus={towers}", "--variable_update=replicated", *flags,
-                 *args.tfcnn_flags]],
-               args.timeout, env=env, cwd=os.path.dirname(os.path.join(args.tfcnn_dir,
-                                                                      TFCNN_SCRIPT)))
+    script = os.path.join(args.tfcnn_dir, TFCNN_SCRIPT)
+    command = [tfcnn_python(args), script, *common(args), *data, f"--num_gpus={towers}",
+               "--variable_update=replicated", *flags, *args.tfcnn_flags]
+    return command, dict(os.environ, TF_USE_LEGACY_KERAS="1"), os.path.dirname(script)
+
+
+def tfcnn(args, towers, precision):
+    command, env, cwd = tfcnn_command(args, towers,
+                                      *(["--use_fp16"] if precision == "float16" else []))
+    return run([command], args.timeout, env=env, cwd=cwd)
 
 
 # The models --same_network has a parameter-free-shortcut variant of.

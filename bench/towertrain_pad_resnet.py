@@ -2,7 +2,7 @@
 variants registered as resnet20_pad .. resnet110_pad and resnet20_v2_pad ..:
 the network tf_cnn_benchmarks builds (He et al. 2015 option A), for
 `bench_vs_tfcnn.py --same_network`. A user's own script registers a model
-the same way (README: Library use).
+the same way (docs/library.md).
 
     python bench/towertrain_pad_resnet.py --model=resnet20_pad [towertrain flags]
 """

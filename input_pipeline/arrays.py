@@ -296,6 +296,7 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     labels = np.asarray(labels)
     if len(images) != len(labels):
         raise ValueError(f"images ({len(images)}) and labels ({len(labels)}) differ in length")
+    array_checks.check_finite(images, labels)
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
 
     def epochs(count, examples=dataset):  # the examples, not the batches built below

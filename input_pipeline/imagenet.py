@@ -9,7 +9,9 @@ Before training every shard's record framing is walked (length + its CRC,
 seeking over the payloads): that counts the examples for --num_epochs and
 reports a truncated or corrupt shard by name before any step runs. A payload
 damaged inside an intact frame is caught by TensorFlow's own CRC check when it
-is read; labels out of range fail with the shard's name in the message.
+is read. The first records of the shards are parsed and decoded up front
+(check_sample: labels in range, JPEG images); a bad record met later stops
+the step with one line naming its shard (model_checks.error_from).
 """
 import glob
 import os
@@ -80,6 +82,59 @@ _FEATURES = {
 }
 
 
+LABEL_ASSERT = "label out of range [0, num_classes) after offset; shard:"
+JPEG_ASSERT = "image/encoded is not a JPEG; shard:"
+SAMPLE_PER_SHARD, SAMPLE_SHARDS = 2, 64
+
+
+def check_sample(files, num_classes, label_offset=1):
+    """Reads the first records of (up to SAMPLE_SHARDS evenly spread) shards
+    before training: a label outside 1..num_classes (0 in a 0-based export) or
+    an image that is not a decodable JPEG is an InputError naming the shard,
+    the record and the fix, not a TensorFlow dump in the warm-up."""
+    step = max(1, len(files) // SAMPLE_SHARDS)
+    for path in files[::step]:
+        try:
+            records = list(tf.data.TFRecordDataset(path).take(SAMPLE_PER_SHARD))
+        except tf.errors.DataLossError as err:  # a payload damaged inside its frame
+            raise InputError(f"--data_dir={os.path.dirname(path)}: a record of "
+                             f"{os.path.basename(path)} is corrupt ({_tf_reason(err)}); "
+                             "restore the shard from its source") from None
+        for index, record in enumerate(records):
+            features = tf.io.parse_single_example(record, _FEATURES)
+            label = int(features["image/class/label"])
+            if not 0 <= label - label_offset < num_classes:
+                raise InputError(label_message(path, index, label, label_offset, num_classes))
+            encoded = features["image/encoded"]
+            try:
+                if not bool(tf.io.is_jpeg(encoded)):
+                    raise ValueError("not a JPEG")
+                tf.io.decode_jpeg(encoded, channels=3)
+            except (tf.errors.OpError, ValueError) as err:
+                raise InputError(jpeg_message(path, index, str(err).splitlines()[0])) from None
+
+
+def _tf_reason(err):
+    import re
+    text = re.sub(r"\{\{.*?\}\}\s*", "", str(err).strip().splitlines()[0])
+    return re.sub(r"\s*\[Op:\w+\].*$", "", text)
+
+
+def label_message(path, index, label, label_offset, num_classes):
+    where = f"record {index} of " if index is not None else ""
+    low, high = label_offset, num_classes - 1 + label_offset
+    return (f"{where}{path}: label {label} is outside {low}..{high}: towertrain reads "
+            f"ImageNet labels {label_offset}-based (1..1000 in the standard layout, shifted "
+            f"to 0..{num_classes - 1}); fix the shard's labels (a 0-based export: add 1 to "
+            "every label)")
+
+
+def jpeg_message(path, index, why):
+    where = f"record {index} of " if index is not None else "a record of "
+    return (f"{where}{path}: image/encoded is not a decodable JPEG ({why}); re-encode the "
+            "shard's images as JPEG (build_imagenet_data.py converts PNG and CMYK ones)")
+
+
 def parse(record, filename, num_classes, label_offset=1):
     """Serialized Example -> (JPEG bytes, int32 label, bbox [1, N, 4]).
 
@@ -89,10 +144,12 @@ def parse(record, filename, num_classes, label_offset=1):
     label = tf.cast(features["image/class/label"], tf.int32) - label_offset
     check = tf.debugging.Assert(
         tf.logical_and(label >= 0, label < num_classes),
-        ["label out of range [0, num_classes) after offset; shard:", filename,
-         "label:", label + label_offset, "offset:", label_offset,
+        [LABEL_ASSERT, filename, "label:", label + label_offset, "offset:", label_offset,
          "num_classes:", num_classes])
-    with tf.control_dependencies([check]):
+    # Not a JPEG: the decode's error names neither the file nor the record.
+    is_jpeg = tf.debugging.Assert(tf.io.is_jpeg(features["image/encoded"]),
+                                  [JPEG_ASSERT, filename])
+    with tf.control_dependencies([check, is_jpeg]):
         label = tf.identity(label)
     coords = [tf.sparse.to_dense(features[f"image/object/bbox/{k}"])
               for k in ("ymin", "xmin", "ymax", "xmax")]
@@ -109,6 +166,7 @@ def dataset_input(data_dir, global_batch, image_size, num_classes=1000, train=Tr
     multi-worker run's slicing.WorkerShare (only its rows are decoded)."""
     files = find_files(data_dir, train)
     num_examples = sum(count_records(f) for f in files)
+    check_sample(files, num_classes, label_offset)
     if train:
         def records(epoch):  # shard order shuffled per epoch, a function of (seed, epoch)
             return _records(files, shuffle_seed=epoch_seed(seed, epoch, SHARDS),
@@ -158,6 +216,7 @@ def eval_data(data_dir, batch_size, image_size, num_classes=1000, data_format="N
     """The validation-* shards as EvalData, in file order; InputError if missing."""
     files = find_files(data_dir, train=False)
     num_examples = sum(count_records(f) for f in files)
+    check_sample(files, num_classes, label_offset)
 
     def eval_map(example, example_seed):
         # Deterministic: the seed pair only carries the position (round_robin).

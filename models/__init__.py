@@ -15,6 +15,7 @@ import sys
 import types
 
 from . import catalog  # registers the built-in models (by where their builders live)
+from .recipes import LearningRateRecipe
 from .registry import (DATASET_CLASSES, ModelSpec, build, decays_by_default, get_spec,
                        input_shape, keras_data_format, register_model, registered_names,
                        weight_decay_mask, weight_decay_variables)
@@ -68,7 +69,7 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-__all__ = ["DATASET_CLASSES", "ModelSpec", "build", "decays_by_default", "get_spec",
+__all__ = ["DATASET_CLASSES", "LearningRateRecipe", "ModelSpec", "build", "decays_by_default", "get_spec",
            "input_shape", "keras_data_format", "register_model", "registered_names",
            "weight_decay_mask", "weight_decay_variables",
            "FusedBatchNormalization", "LocalResponseNormalization", "batch_norm",

@@ -19,7 +19,7 @@ import dataclasses
 import importlib
 from typing import Optional
 
-from . import registry
+from . import recipes, registry
 from .registry import DATASET_CLASSES, ModelSpec  # noqa: F401 - read here too
 
 
@@ -65,33 +65,41 @@ def _factory(module, attribute, *args, **kwargs):
     return BuilderRef(module, attribute, args, tuple(sorted(kwargs.items())))
 
 
-def _cifar(name, builder, batch_size, learning_rate, min_image_size=1):
+def _cifar(name, builder, batch_size, learning_rate, min_image_size=1, recipe=None):
     return ModelSpec(name, builder, default_image_size=32, default_batch_size=batch_size,
                      default_learning_rate=learning_rate, default_dataset="cifar10",
-                     min_image_size=min_image_size)
+                     min_image_size=min_image_size, learning_rate_recipe=recipe)
 
 
-def _imagenet(name, builder, image_size, batch_size, learning_rate, min_image_size=1):
+def _imagenet(name, builder, image_size, batch_size, learning_rate, min_image_size=1,
+              recipe=None):
     return ModelSpec(name, builder, default_image_size=image_size,
                      default_batch_size=batch_size, default_learning_rate=learning_rate,
-                     default_dataset="imagenet", min_image_size=min_image_size)
+                     default_dataset="imagenet", min_image_size=min_image_size,
+                     learning_rate_recipe=recipe)
 
 
 # What --model (and Params(model=None)) builds when not given: tf_cnn_benchmarks' default.
 DEFAULT_MODEL = "trivial"
 
 # Names and defaults follow tf_cnn_benchmarks; alexnet_cifar is its alexnet
-# with --data_name=cifar10.
+# with --data_name=cifar10. recipe: the learning-rate schedule of the
+# tf_cnn_benchmarks class that overrides get_learning_rate (models/recipes.py);
+# without one, default_learning_rate at every step, as its Model base class.
+# default_learning_rate stays the constant a run recorded before recipes
+# trained with (towertrain.plan.model_recipe keeps it at a resume).
 BUILTIN_MODELS = (
     _cifar("trivial", _builder("trivial", "build_trivial"), 32, 0.005),
     # min_image_size: two valid 3x3 convs and 2x2 pools (cifar_cnn); two 2x2
     # transition pools (densenet).
     _cifar("cifar_cnn", _builder("cifar_cnn", "build_cifar_cnn"), 32, 0.01,
            min_image_size=10),
-    _cifar("alexnet_cifar", _builder("lenet_alexnet", "build_alexnet_cifar"), 128, 0.1),
+    _cifar("alexnet_cifar", _builder("lenet_alexnet", "build_alexnet_cifar"), 128, 0.1,
+           recipe=recipes.ALEXNET_CIFAR),
     _cifar("densenet40_k12", _factory("densenet", "densenet_cifar", 40, 12), 64, 0.1,
-           min_image_size=4),
-    *(_cifar(f"resnet{depth}{suffix}", _factory("resnet_cifar", factory, depth), 64, 0.1)
+           min_image_size=4, recipe=recipes.DENSENET_CIFAR),
+    *(_cifar(f"resnet{depth}{suffix}", _factory("resnet_cifar", factory, depth), 64, 0.1,
+             recipe=recipes.RESNET_CIFAR)
       for depth in (20, 32, 44, 56, 110)
       for suffix, factory in (("", "resnet_cifar_v1"), ("_v2", "resnet_cifar_v2"))),
     # LeNet reads 28x28 images; tf_cnn_benchmarks trains it on the ImageNet input.
@@ -105,11 +113,14 @@ BUILTIN_MODELS = (
     _imagenet("googlenet", _builder("googlenet", "build_googlenet"), 224, 32, 0.005),
     _imagenet("inception3", _builder("inception", "build_inception3"), 299, 32, 0.005,
               min_image_size=75),
-    _imagenet("resnet50", _factory("resnet_imagenet", "resnet_imagenet", 50), 224, 64, 0.1),
+    _imagenet("resnet50", _factory("resnet_imagenet", "resnet_imagenet", 50), 224, 64, 0.1,
+              recipe=recipes.RESNET_IMAGENET),
     _imagenet("resnet50_v1.5", _factory("resnet_imagenet", "resnet_imagenet", 50, v1_5=True),
-              224, 64, 0.1),
-    _imagenet("resnet101", _factory("resnet_imagenet", "resnet_imagenet", 101), 224, 32, 0.1),
-    _imagenet("resnet152", _factory("resnet_imagenet", "resnet_imagenet", 152), 224, 32, 0.1),
+              224, 64, 0.1, recipe=recipes.RESNET_IMAGENET),
+    _imagenet("resnet101", _factory("resnet_imagenet", "resnet_imagenet", 101), 224, 32, 0.1,
+              recipe=recipes.RESNET_IMAGENET),
+    _imagenet("resnet152", _factory("resnet_imagenet", "resnet_imagenet", 152), 224, 32, 0.1,
+              recipe=recipes.RESNET_IMAGENET),
     *(_imagenet(f"vgg{depth}", _factory("vgg", "vgg", depth), 224, 32, 0.005,
                 min_image_size=32)
       for depth in (11, 16, 19)),
@@ -138,5 +149,6 @@ def defaults(name) -> dict:
 for _spec in BUILTIN_MODELS:
     registry.register_model(_spec.name, _spec.builder, _spec.default_image_size,
                             _spec.default_batch_size, _spec.default_learning_rate,
-                            _spec.default_dataset, min_image_size=_spec.min_image_size)
+                            _spec.default_dataset, min_image_size=_spec.min_image_size,
+                            learning_rate_recipe=_spec.learning_rate_recipe)
 del _spec

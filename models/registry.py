@@ -12,6 +12,8 @@ register its own `weight_decay_filter(variable) -> bool`.
 import dataclasses
 from typing import Callable, Optional
 
+from .recipes import LearningRateRecipe
+
 _DATA_FORMAT_ALIASES = {
     "NCHW": "channels_first", "channels_first": "channels_first",
     "NHWC": "channels_last", "channels_last": "channels_last",
@@ -29,6 +31,9 @@ class ModelSpec:
     default_dataset: str
     weight_decay_filter: Optional[Callable] = None  # None -> decays_by_default
     min_image_size: int = 1  # the smallest input the architecture takes
+    # Its own learning-rate schedule (towertrain.models.recipes), used when no
+    # learning-rate flag is given; None: default_learning_rate at every step.
+    learning_rate_recipe: Optional[LearningRateRecipe] = None
 
 
 _REGISTRY = {}
@@ -36,21 +41,29 @@ _REGISTRY = {}
 
 def register_model(name, builder, default_image_size, default_batch_size,
                    default_learning_rate=0.1, default_dataset="imagenet",
-                   overwrite=False, weight_decay_filter=None, min_image_size=1):
+                   overwrite=False, weight_decay_filter=None, min_image_size=1,
+                   learning_rate_recipe=None):
     """Makes `--model=name` available. Raises ValueError on a duplicate name.
 
     weight_decay_filter: variable -> bool choosing the L2-decayed variables
       (default: decays_by_default). min_image_size: build() refuses smaller
       images with a clear message instead of a shape error deep in the model.
+    learning_rate_recipe: a towertrain.models.recipes.LearningRateRecipe the
+      model trains with when no learning-rate flag is given (default: the
+      constant default_learning_rate).
     """
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"model {name!r} is already registered; pass overwrite=True "
                          "to replace it")
     if default_dataset not in DATASET_CLASSES:
         raise ValueError(f"default_dataset must be one of {sorted(DATASET_CLASSES)}")
+    if learning_rate_recipe is not None and not isinstance(learning_rate_recipe,
+                                                           LearningRateRecipe):
+        raise ValueError("learning_rate_recipe must be a towertrain.models.recipes."
+                         f"LearningRateRecipe, got {type(learning_rate_recipe).__name__}")
     _REGISTRY[name] = ModelSpec(name, builder, default_image_size, default_batch_size,
                                 default_learning_rate, default_dataset,
-                                weight_decay_filter, min_image_size)
+                                weight_decay_filter, min_image_size, learning_rate_recipe)
 
 
 def registered_names():

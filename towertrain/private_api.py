@@ -84,6 +84,17 @@ def optimizer_variables(optimizer):
     return list(optimizer._trainable_variables)
 
 
+def optimizer_variable_index(optimizer, variable):
+    """The position of `variable` among a built Keras optimizer's variables (the
+    index of its slots in lists such as SGD's `momentums`), or None when the
+    optimizer was not built with it.
+    Touches: keras.optimizers.Optimizer._get_variable_index (a KeyError when unknown)."""
+    try:
+        return optimizer._get_variable_index(variable)
+    except KeyError:
+        return None
+
+
 def optimizer_learning_rate(optimizer):
     """What the optimizer holds as its learning rate (a variable or a schedule),
     or None. Touches: keras.optimizers.Optimizer._learning_rate."""
@@ -202,6 +213,13 @@ def _optimizer():
     return optimizer
 
 
+def _variable_index_probe():
+    variables = [keras.Variable([1.0], name="a"), keras.Variable([2.0], name="b")]
+    optimizer = keras.optimizers.SGD(learning_rate=0.5)
+    optimizer.build(variables)
+    return [optimizer._get_variable_index(v) for v in reversed(variables)] == [1, 0]
+
+
 def _has_module_attribute(module, attribute):
     try:
         return callable(getattr(importlib.import_module(module), attribute, None))
@@ -222,6 +240,8 @@ PRIVATE_NAMES = {
                     for v in vars(keras.layers.Dropout(0.5)).values()),
     "keras.optimizers.Optimizer._trainable_variables":
         lambda: isinstance(getattr(_optimizer(), "_trainable_variables", None), (list, tuple)),
+    "keras.optimizers.Optimizer._get_variable_index":
+        _variable_index_probe,
     "keras.optimizers.Optimizer._learning_rate":
         lambda: hasattr(_optimizer(), "_learning_rate"),
     "tensorflow.python.framework.config.is_op_determinism_enabled":

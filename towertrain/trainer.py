@@ -26,6 +26,7 @@ from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
 from towertrain.engine.run import header
 from towertrain.engine.run import model_checks
+from towertrain.engine.run import watchdog
 from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
@@ -51,8 +52,9 @@ from towertrain.errors import ParamsError
 def join_cluster(params):
     """Joins the cluster `params` describe (multi-worker; nothing for one
     process) before TensorFlow runs any op: the library's door, as the CLI
-    does it. Returns the cluster."""
-    return cluster_lib.setup(plan_lib.lay_out(params))
+    does it. Returns the cluster (towertrain.engine.run.joining)."""
+    from towertrain.engine.run import joining
+    return joining.join(plan_lib.lay_out(params))
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
@@ -106,6 +108,7 @@ class Trainer:
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self.model, self.input, self.data_format, user_model=model is not None,
                            default_loss=loss_fn is None)
+        model_checks.check_loss_finite(loss_fn, self.model)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
@@ -170,6 +173,7 @@ class Trainer:
         topology = layout.topology
         support = native_precision.check(layout.precision, topology.device)
         devices_lib.check_data_format(topology.device, topology.data_format)
+        devices_lib.check_split_gpu_exchange(topology, layout.exchange)
         devices_lib.check_half_precision_layout(topology.device, topology.data_format,
                                                 layout.precision.use_fp16)
         return support
@@ -228,8 +232,10 @@ class Trainer:
             for phase in self.feed.phases():
                 started = time.perf_counter()
                 staged = self.feed.staging
+                watchdog.mark(watchdog.INPUT)  # what the step watchdog names if it hangs
                 put = staged.before_step() if staged is not None else True
                 waited += time.perf_counter() - started  # priming after a fence is input wait
+                watchdog.mark(watchdog.STEP_FUNCTION)
                 try:
                     if phase == accumulate.WHOLE:
                         loss, examples, finite, extras = self._step_fn(put, outputs)
@@ -237,6 +243,7 @@ class Trainer:
                         loss, examples, finite, extras = self._step_fn(
                             put, outputs if phase == accumulate.APPLY else 0, phase)
                     if self._sync_devices is not None:  # --sync_on_finish
+                        watchdog.mark(watchdog.DEVICE_SYNC)
                         self._sync_devices()
                 except tf.errors.ResourceExhaustedError as err:
                     if self.accumulators is not None:
@@ -266,11 +273,13 @@ class Trainer:
         allocator state), in the run's terms: `where` it happened, what to try."""
         from towertrain.errors import OutOfMemoryError
         plan, count = self.plan, len(self.devices)
+        workers = plan.topology.num_workers
+        # Per device x devices (x workers) = the global batch, as the header's.
+        cluster = f" x {workers} workers" if workers > 1 else ""
         return OutOfMemoryError(
             f"out of memory {where}: --batch_size={plan.batches.per_device} per "
-            f"device on {plan.topology.device} ({count} device{'' if count == 1 else 's'}, "
-            "global batch "
-            f"{plan.batches.global_batch}); {remedy}")
+            f"device on {plan.topology.device} ({count} device{'' if count == 1 else 's'}"
+            f"{cluster}, global batch {plan.batches.global_batch}); {remedy}")
 
     def global_step(self):
         """Updates applied so far (restored from checkpoints, drives schedules)."""
@@ -351,10 +360,13 @@ class Trainer:
     def _run_handles(self, eval_data=None):
         """What the loop and the built-in callbacks get instead of the trainer
         (towertrain.engine.run.handles). The eval split is resolved here, before
-        training, so a missing one fails first; only the chief evaluates."""
+        training, so a missing one fails first. Every worker evaluates its share
+        of the split (towertrain.engine.evaluation.cluster_eval)."""
+        from towertrain.engine.evaluation import cluster_eval
         evaluator = data = None
-        if self.plan.steps.eval_schedule is not None and self.plan.topology.is_chief:
-            data, evaluator = self._eval_data(eval_data), self._evaluator()
+        if self.plan.steps.eval_schedule is not None:
+            data = self._eval_data(eval_data)
+            evaluator = cluster_eval.evaluator_for(self._evaluator(), self.plan.topology)
         return handles_lib.RunHandles(
             step=self.step, global_step=self.global_step, begin=self.begin, drain=self.drain,
             header_info=self.header_info, add_fence=self.add_fence,

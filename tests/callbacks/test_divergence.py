@@ -14,6 +14,7 @@ from towertrain import Params, Trainer
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 import helpers.cli
+from helpers import checkpoint_files
 
 
 # ---------------------------------------------------------------------------
@@ -163,9 +164,19 @@ def test_resume_after_divergence_with_a_sane_learning_rate_trains(diverged_run, 
     params = Params(model="trivial", device="cpu", num_gpus=2, save_model_steps=1,
                     num_warmup_batches=0, batch_size=4, display_every=100,
                     init_learning_rate=0.01, num_batches=resumed_from + 3, train_dir=train_dir)
+    # The copy is a later writer's train_dir: the state file the set-aside
+    # rewrote must name the copy's own checkpoints, or the resume reads the
+    # original's and its max_to_keep deletions remove the original's files.
+    original = checkpoint_files.files_of(diverged_run[0])
+    lines = []
     trainer = Trainer(params)
     try:
-        result = trainer.train(write=helpers.cli.quiet)
+        result = trainer.train(write=lines.append)
     finally:
         trainer.close()
     assert result.steps == resumed_from + 3 and np.isfinite(result.final_loss)
+    if resumed_from:
+        own = os.path.join(train_dir, f"ckpt-{resumed_from}")
+        assert any(line.startswith("Resumed:") and f"({own})" in line for line in lines), [
+            line for line in lines if line.startswith("Resumed")]
+    assert checkpoint_files.files_of(diverged_run[0]) == original

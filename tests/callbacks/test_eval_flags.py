@@ -1,4 +1,4 @@
-"""tf_cnn_benchmarks' eval flags through Trainer (README: Evaluation):
+"""tf_cnn_benchmarks' eval flags through Trainer (docs/checkpoints.md):
 --eval_during_training_every_n_epochs / _at_specified_steps / _at_specified_epochs,
 --stop_at_top_1_accuracy, --num_eval_batches / --num_eval_epochs.
 

@@ -1,4 +1,4 @@
-"""The header and total say what really ran (issue 22): a user's own input is
+"""The header and total say what really ran: a user's own input is
 not announced as the model's default dataset, and an epoch run says how many
 of its steps are timed."""
 import numpy as np

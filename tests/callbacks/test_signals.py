@@ -129,3 +129,24 @@ def test_sigterm_through_the_cli_saves_the_step_it_names_and_exits_zero(tmp_path
     assert tf.train.latest_checkpoint(train_dir).endswith(f"ckpt-{step}")
     reader = tf.train.load_checkpoint(train_dir)
     assert int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE")) == step
+
+
+def test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130(tmp_path):
+    """SIGINT a second in (TensorFlow's import, long before the first step):
+    KeyboardInterrupt printed a 60-200 line traceback."""
+    proc = subprocess.Popen(helpers.cli.command("--model=trivial", "--device=cpu",
+                                                "--num_batches=100000",
+                                                f"--train_dir={tmp_path}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=helpers.cli.unbuffered_env())
+    try:
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out, err.splitlines()) == (130, "", [
+        "towertrain: received SIGINT outside a training step: exiting with status 130 (a run "
+        "with --train_dir resumes from its last checkpoint)"]), (proc.returncode, out, err)

@@ -1,5 +1,5 @@
 """A step counts only its own time: a slow callback between steps (an eval, a
-checkpoint save) is left out of images/sec (README, Output)."""
+checkpoint save) is left out of images/sec (docs/observing.md)."""
 import time
 
 from towertrain import Params, Trainer

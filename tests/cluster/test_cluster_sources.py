@@ -33,12 +33,11 @@ def test_slurm_environment_gives_the_cluster_through_the_resolver():
     cluster = resolvers.resolve(_params(), four)
     assert cluster.workers == ("node07:8888", "node07:8889", "node08:8888", "node08:8889")
     assert cluster.address == "node08:8888" and not cluster.is_chief
-    # One task is one process; without collective_all_reduce Slurm is not a cluster.
-    assert resolvers.resolve(_params(), dict(SLURM_TWO_TASKS, SLURM_STEP_NUM_TASKS="1",
-                                                 SLURM_STEP_TASKS_PER_NODE="1",
-                                                 SLURM_PROCID="0")).num_workers == 1
-    assert resolvers.resolve(_params(variable_update="replicated"),
-                                 SLURM_TWO_TASKS).num_workers == 1
+    # One task is one process (without collective_all_reduce too).
+    one = dict(SLURM_TWO_TASKS, SLURM_STEP_NUM_TASKS="1", SLURM_STEP_TASKS_PER_NODE="1",
+               SLURM_PROCID="0")
+    assert resolvers.resolve(_params(), one).num_workers == 1
+    assert resolvers.resolve(_params(variable_update="replicated"), one).num_workers == 1
     with pytest.raises(ParamsError, match="--cluster_source=slurm: SLURM_PROCID not found"):
         resolvers.resolve(_params(cluster_source="slurm"), {})
 
@@ -101,6 +100,37 @@ def test_cluster_source_flag_checks():
         _params(slurm_port_base=0)
 
 
+TWO_WORKERS = json.dumps({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+                          "task": {"type": "worker", "index": 1}})
+
+
+@pytest.mark.parametrize("tf_config, line", [
+    (TWO_WORKERS, "towertrain: error: --variable_update=replicated: TF_CONFIG is set, which "
+     "describes a cluster of workers that needs --variable_update=collective_all_reduce (each "
+     "task would otherwise train alone); pass it, or unset TF_CONFIG to train in one process"),
+    ('{"cluster": ', "towertrain: error: TF_CONFIG: not a cluster description (Expecting value: "
+     "line 1 column 13 (char 12)); expected {\"cluster\": {\"worker\": [\"h:p\", ...]}, "
+     "\"task\": {\"type\": \"worker\", \"index\": K}}")])
+def test_every_cluster_source_needs_collective_all_reduce_and_a_bad_one_is_never_ignored(
+        tf_config, line):
+    """TF_CONFIG without --variable_update=collective_all_reduce is refused as
+    --worker_hosts is (task 1 trained alone, exit 0), and a malformed one is
+    an error whatever the exchange (it was ignored)."""
+    import subprocess
+    done = subprocess.run(runs.towertrain("--model=trivial", "--device=cpu", "--num_batches=1",
+                                          "--variable_update=replicated"),
+                          env=runs.env(TF_CONFIG=tf_config), capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [line])
+
+
+def test_a_slurm_step_of_several_tasks_needs_collective_all_reduce():
+    with pytest.raises(ParamsError, match=r"^--variable_update=replicated: this Slurm step has 2 "
+                                          r"tasks, which describes a cluster of workers that "
+                                          r"needs .*; pass it, or run one task \(srun -n 1\)"):
+        resolvers.resolve(_params(variable_update="replicated"), SLURM_TWO_TASKS)
+
+
 @pytest.mark.slow
 def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path,
                                                                         tmp_path_factory):
@@ -128,3 +158,23 @@ def test_srun_environment_two_tasks_equal_one_process_with_both_devices(tmp_path
                      % (share, machine.available_cores()), chief, re.MULTILINE), chief[:2000]
     assert runs.checkpoint_steps(train_dir)[-1] == 6 * runs.EPOCHS
     runs.assert_same_model(train_dir, reference)
+
+
+def test_a_port_in_use_is_one_line_naming_it():
+    """Another process listens on this task's port: TensorFlow's first op
+    raised 'UnknownError: Could not start gRPC server', a traceback."""
+    import socket
+    import subprocess
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run(runs.towertrain(
+            "--model=trivial", "--device=cpu", "--num_batches=1",
+            "--variable_update=collective_all_reduce", "--task_index=0",
+            f"--worker_hosts=127.0.0.1:{port},127.0.0.1:1"), env=runs.env(),
+            capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [
+        f"towertrain: error: --worker_hosts/--task_index: this task's address 127.0.0.1:{port} "
+        f"(task 0) cannot be served: port {port} is in use by another process; free the port "
+        "or give this task another address"]), done.stderr[-3000:]

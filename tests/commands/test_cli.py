@@ -6,6 +6,7 @@ import pytest
 
 from towertrain import Params, ParamsError, Trainer
 import helpers.cli
+from helpers.doc_blocks import ROOT
 
 
 def run_cli(*flags, timeout=240):
@@ -129,6 +130,20 @@ def test_help_lists_towertrains_flags_grouped_with_defaults(command_line, capsys
     assert "One of: parameter_server, replicated, independent" in words
     assert "(default: 100; not with --num_epochs)" in words
     assert "logtostderr" not in out  # absl's flags only with --helpfull
+
+
+def test_help_names_every_model_and_gives_the_readmes_first_command(command_line, capsys):
+    from towertrain.models import catalog
+    with pytest.raises(SystemExit):
+        command_line("--help")
+    out = capsys.readouterr().out
+    models = out[out.index("Models (--model=NAME"):out.index("towertrain's flags")]
+    listed = " ".join(models.splitlines()[1:]).replace(",", " ").split()
+    assert listed == catalog.registered_names()
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        first = next(line for line in f if "python -m towertrain" in line)
+    example = first.split("&& ", 1)[1].strip()
+    assert f"\n  {example}\n" in out.split("Models (")[0], out[:600]
 
 
 @pytest.mark.slow

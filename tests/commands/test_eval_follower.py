@@ -1,4 +1,4 @@
-"""`--eval --eval_interval_secs` beside a training run, and --eval_dir (README:
+"""`--eval --eval_interval_secs` beside a training run, and --eval_dir (docs:
 Evaluation): each new checkpoint evaluated once, in step order, until the
 checkpoint the training run records as final."""
 import os

@@ -29,7 +29,7 @@ def test_every_flag_has_a_row():
         + "\n".join(f"| `--{n}` | `tests/<wing>/test_<file>.py::test_<name>` | <what a "
                     "non-default value changes there> |" for n in missing)
         + "\nnaming a test that sets the flag to a non-default value and checks the "
-        "effect README.md documents (write one if none does).")
+        "effect the docs document (write one if none does).")
     doubled = sorted({n for n in have if have.count(n) > 1})
     assert not doubled, f"docs/flag_tests.md: more than one row for {doubled}"
     unknown = sorted(set(have) - {s.name for s in settings.SETTINGS})

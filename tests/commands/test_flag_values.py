@@ -1,5 +1,5 @@
 """A flag's value reaches the code that uses it: for flags no other test sets
-to a non-default value, the value here changes the outcome the way the README
+to a non-default value, the value here changes the outcome the way the docs
 says (docs/flag_tests.md names the test for every flag). Quick: tiny models,
 Trainer construction, one short run."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""README's "Errors a newcomer meets": each message in its table is what the
+"""docs/errors.md's "Errors a newcomer meets": each message in its table is what the
 code says for that case (produced here, in-process), and each row is covered."""
 import os
 import re
@@ -17,7 +17,7 @@ from helpers.doc_blocks import ROOT
 
 
 def _section():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs", "errors.md"), encoding="utf-8") as f:
         text = f.read()
     start = text.index("## Errors a newcomer meets")
     return text[start:text.index("\n## ", start + 1)]
@@ -39,7 +39,7 @@ def _emulated(monkeypatch, why):
 
 
 def _laptop(monkeypatch):
-    """A machine without a GPU driver, with the CPU-only TensorFlow (the README's row)."""
+    """A machine without a GPU driver, with the CPU-only TensorFlow (the table's row)."""
     import tensorflow as tf
     monkeypatch.setattr(devices, "GPU_DEVICE_NODES", ())
     monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: False)
@@ -184,6 +184,123 @@ def _did_you_mean_model():
         raise ValueError(str(err).split("known models: ")[0] + "known models: ...") from err
 
 
+# Runs that fail safe: each refusal that keeps a run from training on as
+# another one, or from ending in a traceback.
+def _workers_on_different_train_dirs():
+    from towertrain.engine.run import resume_agreement
+    resume_agreement.check_rows([[1, 20, 1234], [1, -1, 0]], "run")
+
+
+def _tf_config_without_collective(text):
+    from towertrain.plan import cluster
+    cluster.resolve(Params(model="trivial", device="cpu"), {"TF_CONFIG": text})
+
+
+def _port_in_use(mp):
+    import errno
+    import socket
+    from towertrain.config.cluster_spec import Cluster
+    from towertrain.engine.run import joining
+
+    def in_use(self, address):
+        raise OSError(errno.EADDRINUSE, "Address already in use")
+    mp.setattr(socket.socket, "bind", in_use)
+    raise ValueError(joining.unserved_address(
+        Cluster(("10.0.0.1:2222", "10.0.0.2:2222"), 0), RuntimeError("Could not start gRPC "
+                                                                      "server")))
+
+
+def _trainer_of(model, labels=None, **kw):
+    images, default = _arrays()
+    return Trainer(Params(device="cpu", **kw), model=model,
+                   input_source=from_arrays(images, default if labels is None else labels, 4))
+
+
+def _dense_model(name="mine"):
+    return keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(),
+                             keras.layers.Dense(10, name="logits")], name=name)
+
+
+def _frozen_model():
+    model = _dense_model()
+    model.trainable = False
+    _trainer_of(model)
+
+
+def _two_inputs():
+    a, b = keras.Input((32, 32, 3), name="a"), keras.Input((32, 32, 3), name="b")
+    joined = keras.layers.Concatenate()([keras.layers.Flatten()(a), keras.layers.Flatten()(b)])
+    _trainer_of(keras.Model([a, b], keras.layers.Dense(10)(joined), name="mine"))
+
+
+def _eval_data(batched):
+    import tensorflow as tf
+    from towertrain import EvalData
+    trainer = _trainer_of(_dense_model())
+    images, labels = _arrays()
+    examples = tf.data.Dataset.from_tensor_slices((images, labels + (0 if not batched else 10)))
+    try:
+        trainer.evaluate(EvalData(examples.batch(5) if batched else examples, 10, "mine",
+                                  5 if batched else None))
+    finally:
+        trainer.close()
+
+
+def my_loss(labels, logits):
+    import tensorflow as tf
+    return tf.math.log(tf.zeros(tf.shape(labels)[0])) * 0.0
+
+
+def _nan_in_arrays():
+    images, labels = _arrays()
+    images[7, 0, 0, 0] = np.nan
+    from_arrays(images, labels, 4)
+
+
+def _imagenet_label_zero(mp):
+    import tempfile
+    import tensorflow as tf
+    from helpers.data_files import example, solid
+    from towertrain.input_pipeline import imagenet
+    mp.chdir(tempfile.mkdtemp())
+    os.mkdir("imagenet")
+    with tf.io.TFRecordWriter("imagenet/train-00000-of-00001") as writer:
+        writer.write(example(solid((20, 100, 200)), 0))
+    imagenet.check_sample(imagenet.find_files("imagenet"), 1000)
+
+
+def _damaged_checkpoint(mp):
+    import glob
+    import tempfile
+    import tensorflow as tf
+    from towertrain.state import checkpoint as ckpt_lib
+    mp.chdir(tempfile.mkdtemp())
+    saved = tf.train.Checkpoint(model={"w": tf.Variable(tf.range(4096, dtype=tf.float32))})
+    saved.write("run/ckpt-1")
+    saved.write("run/ckpt-2")
+    path = glob.glob("run/ckpt-2.data-*")[0]
+    data = bytearray(open(path, "rb").read())
+    for i in range(len(data) // 3, len(data) // 3 + 64):
+        data[i] ^= 0xFF
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    ckpt_lib.check_whole("run/ckpt-2")
+
+
+def _registered_model_export():
+    from towertrain.state import export
+    export._check_registered("mine_net", "run", None)
+
+
+def _stuck_step():
+    from towertrain.engine.run import watchdog
+    watch = watchdog.Watchdog(timeout=None, where=lambda: " from run/ckpt-16, the last "
+                              "checkpoint")
+    watch._step, watch.slowest, watch._armed = 17, 2.1, True
+    watchdog.mark(watchdog.STEP_FUNCTION)
+    raise RuntimeError(watch.message(312, watch.limit()))
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -231,11 +348,34 @@ CASES = {
         model="trivial", device="cpu", data_format="NCHW", use_fp16=True,
         allow_emulated_precision=True)),
     "out of memory building the input": _input_out_of_memory,
+    "workers on different train_dirs": lambda mp: _workers_on_different_train_dirs(),
+    "TF_CONFIG without collective": lambda mp: _tf_config_without_collective(
+        '{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}'),
+    "malformed TF_CONFIG": lambda mp: _tf_config_without_collective('{"cluster": '),
+    "port in use": _port_in_use,
+    "frozen model": lambda mp: _frozen_model(),
+    "model without weights": lambda mp: _trainer_of(keras.Sequential(
+        [keras.Input((32, 32, 3)), keras.layers.Flatten()], name="mine")),
+    "two-input model": lambda mp: _two_inputs(),
+    "eval labels outside the classes": lambda mp: _eval_data(batched=True),
+    "eval data unbatched": lambda mp: _eval_data(batched=False),
+    "NaN in from_arrays": lambda mp: _nan_in_arrays(),
+    "NaN loss_fn": lambda mp: Trainer(Params(device="cpu"), model=_dense_model(),
+                                      input_source=from_arrays(*_arrays(), 4),
+                                      loss_fn=my_loss),
+    "imagenet label 0": _imagenet_label_zero,
+    "damaged checkpoint": _damaged_checkpoint,
+    "export of a registered model": lambda mp: _registered_model_export(),
+    "stuck step": lambda mp: _stuck_step(),
+    "state file naming deleted files": lambda mp: (
+        mp.chdir(__import__("tempfile").mkdtemp()),
+        __import__("towertrain.state.checkpoint", fromlist=["x"]).check_matches(
+            "run/ckpt-5", {})),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_readme_says_what_the_code_says(monkeypatch, case):
+def test_the_errors_page_says_what_the_code_says(monkeypatch, case):
     if case == "num_gpus without device" and devices.num_physical_gpus():
         pytest.skip("this machine has a GPU")
     if case == "unwritable" and not os.path.isfile("/etc/hostname"):

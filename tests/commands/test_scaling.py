@@ -154,3 +154,25 @@ def test_help_lists_the_scaling_flags(tmp_path):
     for flag in ("--max_devices", "--rounds=3", "--output_dir=scaling", "--modes",
                  "--batch_size", "--num_batches", "--data_format"):
         assert flag in done.stdout
+
+
+def test_one_round_and_an_efficiency_above_100_percent_are_warned_of():
+    """--rounds=1 reported 398.7% efficiency without a word."""
+    import types
+    from towertrain.commands import scaling_plot
+    configs = [types.SimpleNamespace(mode="replicated/ring", devices=n, global_batch=4 * n,
+                                     median=speed, spread=0.0, images_per_sec=[speed])
+               for n, speed in ((1, 100.0), (2, 797.4))]
+    settings = {"model": "trivial", "device": "cpu", "data_format": "NHWC", "rounds": 1,
+                "num_batches": 2, "batch_size": 4, "keras_batch_norm": "synced",
+                "tensorflow": "2.21.0", "intra_op_threads": 1}
+    assert scaling_plot.table_lines(configs, settings)[-3:] == [
+        "",
+        "warning: 1 round: the spread cannot be measured, so nothing says how far these "
+        "numbers can be trusted; use --rounds=3 or more",
+        "warning: efficiency above 100% (398.7%: replicated/ring on 2 devices) is timing "
+        "noise or a slow 1-device row, not a real speed-up; rerun with more --rounds (and "
+        "--num_batches)"]
+    configs[1].median = 190.0
+    settings["rounds"] = 3
+    assert scaling_plot.table_lines(configs, settings)[-1].startswith("replicated/ring")

@@ -1,4 +1,4 @@
-"""Issue 33, item 13: small messages. --data_dir naming a file says so;
+"""Small messages. --data_dir naming a file says so;
 --model=resnet-20 gets a "did you mean"; the header shows the weight decay
 and counts one device in the singular."""
 from towertrain import Params, Trainer

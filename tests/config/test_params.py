@@ -44,7 +44,8 @@ from towertrain.engine.process import devices
     ({"eval": True, "train_dir": "d", "save_model_steps": 1}, r"--save_model_steps=1: .*--eval"),
     ({"eval": True, "train_dir": "d", "init_learning_rate": 0.1},
      r"--init_learning_rate=0.1: .*--eval"),
-    ({"checkpoint": "d/ckpt-1"}, r"--checkpoint=d/ckpt-1: only applies with --eval"),
+    ({"checkpoint": "d/ckpt-1"}, r"--checkpoint=d/ckpt-1: needs --eval \(the checkpoint to "
+                                 r"evaluate\) or --train_dir"),
     ({"eval_batch_size": 0, "eval": True, "train_dir": "d"}, r"--eval_batch_size=0: must be >= 1"),
     ({"sync_batch_norm": True, "variable_update": "independent"},
      r"--sync_batch_norm=True: needs one model trained by every tower"),

@@ -85,6 +85,7 @@ CASES = [
     (["--batch_size=-1"], "--batch_size=-1: ", "must be >= 1 (it is the batch per device)", E),
     (["--num_batches=-1"], "--num_batches=-1: ", "must be >= 1", E),
     (["--num_warmup_batches=-1"], "--num_warmup_batches=-1: ", "must be >= 0", E),
+    (["--step_timeout_secs=-1"], "--step_timeout_secs=-1.0: ", "must be >= 0 seconds", E),
     (["--display_every=0"], "--display_every=0: ", "must be >= 1", E),
     (["--num_gpus=0"], "--num_gpus=0: ", "must be >= 1", E),
     (["--init_learning_rate=-0.1"], "--init_learning_rate=-0.1: ", "must be > 0", E),
@@ -115,10 +116,12 @@ CASES = [
     (["--save_model_steps=5"], "--save_model_steps=5: ", "needs --train_dir to save into", E),
     (["--save_model_secs=60"], "--save_model_secs=60.0: ", "needs --train_dir to save into", E),
     (["--eval"], "--eval=True: ", "needs --train_dir (latest checkpoint) or --checkpoint", E),
-    (["--checkpoint={tmp}/ckpt-1"], "--checkpoint=", "only applies with --eval; training "
-     "resumes from the latest checkpoint in --train_dir", E),
+    (["--checkpoint={tmp}/ckpt-1"], "--checkpoint=", "needs --eval (the checkpoint to "
+     "evaluate) or --train_dir (training resumes from this checkpoint of it)", E),
     (["--eval", "--checkpoint={data}/ckpt-1", "--train_dir={tmp}"], "--train_dir=",
      "--eval reads --checkpoint=", E),
+    (["--checkpoint={data}/ckpt-1", "--train_dir={tmp}"], "--train_dir=",
+     "is not in it: a run resumes from a checkpoint of its own --train_dir", E),
     (["--eval", "--train_dir={tmp}", "--eval_batch_size=-1"], "--eval_batch_size=-1: ",
      "must be >= 1", E),
     (["--eval", "--train_dir={tmp}", "--num_epochs=1"], "--num_epochs=1: ",
@@ -154,7 +157,8 @@ CASES = [
       for other, shown in [("init_learning_rate=0.1", "init_learning_rate=0.1"),
                            ("num_epochs_per_decay=2", "num_epochs_per_decay=2.0"),
                            ("learning_rate_decay_factor=0.5", "learning_rate_decay_factor=0.5"),
-                           ("learning_rate_schedule=cosine", "learning_rate_schedule=cosine")]],
+                           ("learning_rate_schedule=cosine", "learning_rate_schedule=cosine"),
+                           ("minimum_learning_rate=0.001", "minimum_learning_rate=0.001")]],
     (["--learning_rate_schedule=cosine", "--num_epochs_per_decay=1",
       "--learning_rate_decay_factor=0.5"], "--learning_rate_schedule=cosine: ",
      "conflicts with --num_epochs_per_decay=1.0 (a staircase decay); drop one", E),
@@ -357,6 +361,11 @@ CASES = [
      "--worker_hosts=h:1,h:2: ", "is not read with --cluster_source=tf_config", E),
     (["--cluster_source=slurm"], "--cluster_source=slurm: ",
      "needs --variable_update=collective_all_reduce (got parameter_server)", E),
+    # Found in the environment: the same rule as for --worker_hosts.
+    ([], "--variable_update=parameter_server: ", "TF_CONFIG is set, which describes a cluster "
+     "of workers that needs --variable_update=collective_all_reduce", TWO_WORKERS_TF_CONFIG),
+    ([], "--variable_update=parameter_server: ", "this Slurm step has 2 tasks, which describes "
+     "a cluster of workers that needs --variable_update=collective_all_reduce", TWO_SLURM_TASKS),
     # --sync_batch_norm across workers, wherever the cluster comes from.
     ([COLLECTIVE, "--sync_batch_norm", "--worker_hosts=127.0.0.1:7001,127.0.0.1:7002"],
      "--sync_batch_norm=True: ", "is not supported across workers yet\n", E),
@@ -403,12 +412,13 @@ CASES = [
      "needs the epoch length", E),
     (["--eval_during_training_at_specified_epochs=1"],
      "--eval_during_training_at_specified_epochs=1: ", "needs the epoch length", E),
-    *[(args, start, "needs the epoch length", E) for args, start in [
-        (["--piecewise_learning_rate_schedule=0.1;5;0.01"],
-         "--piecewise_learning_rate_schedule=0.1;5;0.01: "),
-        (["--num_epochs_per_decay=1", "--learning_rate_decay_factor=0.5"],
-         "--num_epochs_per_decay=1.0: "),
-        (["--num_learning_rate_warmup_epochs=1"], "--num_learning_rate_warmup_epochs=1.0: ")]],
+    # --- towertrain/plan/model_recipe.py: a flag the model's own recipe would ignore,
+    # and a decay interval shorter than a step.
+    (["--model=resnet20", "--num_learning_rate_warmup_epochs=1"],
+     "--num_learning_rate_warmup_epochs=1.0: ", "only applies with --init_learning_rate or "
+     "--piecewise_learning_rate_schedule; without them resnet20 trains with its own", E),
+    (["--model=alexnet_cifar", "--num_examples_per_epoch=1", "--batch_size=101"],
+     "--batch_size=101: ", "more than alexnet_cifar's decay interval of 100 epochs", E),
     # An epoch of 64 examples at 8 per step is 8 steps: 1/16 epoch is half a step.
     (["--num_examples_per_epoch=64", "--batch_size=8", "--num_epochs_per_decay=0.0625",
       "--learning_rate_decay_factor=0.5"], "--num_epochs_per_decay=0.0625: ",
@@ -440,6 +450,13 @@ LIBRARY_CASES = [
                        input_source=from_dataset(tf.data.Dataset.from_tensors(
                            (np.zeros((32, 32, 3), np.float32), 0)).repeat(), 8)),
      "--num_epochs=1: needs the epoch length"),
+    # The same input without an epoch for a learning-rate flag that counts epochs
+    # (synthetic data has its dataset's known size).
+    (lambda d: Trainer(Params(model="trivial", device="cpu",
+                              piecewise_learning_rate_schedule="0.1;5;0.01"),
+                       input_source=from_dataset(tf.data.Dataset.from_tensors(
+                           (np.zeros((32, 32, 3), np.float32), 0)).repeat(), 8)),
+     "--piecewise_learning_rate_schedule=0.1;5;0.01: needs the epoch length"),
     # 64 examples in steps of 8 are 8 steps; --num_examples_per_epoch=100 says 13.
     (lambda d: Trainer(Params(model="trivial", device="cpu", batch_size=8,
                               num_examples_per_epoch=100), input_source=from_arrays(
@@ -465,8 +482,13 @@ UNREACHABLE = {
 # Command lines at the boundary of a refusal above (the last value accepted),
 # and next to it: each gets past every check, to the start of real work.
 ACCEPTED = [
-    # Synthetic data: --num_epochs counts the dataset's known size (issue 33, item 11).
+    # Synthetic data: --num_epochs counts the dataset's known size.
     (["--num_epochs=2"], E),
+    # ... and so do the learning-rate flags that count epochs.
+    (["--piecewise_learning_rate_schedule=0.1;5;0.01"], E),
+    (["--num_epochs_per_decay=1", "--learning_rate_decay_factor=0.5"], E),
+    (["--num_learning_rate_warmup_epochs=1"], E),
+    (["--model=alexnet_cifar", "--num_examples_per_epoch=1", "--batch_size=100"], E),
     (["--data_dir={data}", "--input=dataset", "--datasets_prefetch_buffer_size=4"], E),
     (["--data_dir={data}", "--input=dataset", *DATASETS_FLAGS[:4]], E),
     (["--data_dir={data}", "--batch_group_size=2"], E),

@@ -66,7 +66,7 @@ def _other(flag):
 
 def test_the_table_is_tf_cnn_benchmarks_complete_list():
     # 137 DEFINEs in benchmark_cnn.py + --ml_perf_compliance_logging (counted
-    # at SOURCE_COMMIT with an AST walk; the "134" was a miscount).
+    # at SOURCE_COMMIT with an AST walk; a count of 134 by eye misses some).
     assert len(table.FLAGS) == 138 == len(table.BY_NAME)
     assert len(table.SOURCE_COMMIT) == 40
     assert {f.category for f in table.FLAGS} == {1, 2, 3}

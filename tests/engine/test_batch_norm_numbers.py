@@ -1,4 +1,4 @@
-"""Batch-norm numbers recomputed independently (README: How a step works, 4; Models).
+"""Batch-norm numbers recomputed independently (docs/architecture.md, 4; docs/data.md, Models).
 
 - The moving statistics after a step are tower 0's, i.e. the momentum update
   with the mean and biased variance of tower 0's slice computed here with

@@ -53,7 +53,7 @@ def test_scaled_recipe_reaches_98_percent_on_1_2_and_4_towers():
 
 
 def test_bf16_reaches_the_float32_accuracy_within_one_point():
-    """--use_bf16 trains the same task as well as float32 (the issue's bar: the
+    """--use_bf16 trains the same task as well as float32 (the bar: the
     same accuracy within 1 point) on 2 towers with the scaled recipe."""
     images, labels = separable_task()
     accuracy = {}

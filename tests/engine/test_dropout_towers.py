@@ -76,7 +76,7 @@ def test_towers_draw_independent_dropout_masks():
 
 def _folded_state(seed, step, slot, generator=0):
     """The independent reference of a tower's seed state: TensorFlow's
-    stateless fold-in of (seed, step, slot, generator), as the README says."""
+    stateless fold-in of (seed, step, slot, generator), as the docs say."""
     def fold(key, data):
         return tf.random.experimental.stateless_fold_in(key, tf.constant(data, tf.int64))
     key = fold(fold(fold(tf.constant([seed, 0], tf.int64), step), slot), generator)

@@ -1,4 +1,4 @@
-"""--loss_type_to_report, --single_l2_loss_op and --display_perf_ewma (README:
+"""--loss_type_to_report, --single_l2_loss_op and --display_perf_ewma (docs:
 Training), each against an independent computation."""
 import numpy as np
 import pytest

@@ -189,7 +189,7 @@ def test_a_custom_loss_of_the_wrong_length_on_dynamic_slices():
 
 @pytest.mark.parametrize("name", ["cifar_cnn", "trivial"])
 def test_a_registry_model_named_together_with_a_keras_model_is_refused(name):
-    # Issue 33 item 12: Params(model='cifar_cnn') with model= trained the Keras
+    # Params(model='cifar_cnn') with model= trained the Keras
     # model and ignored the flag without a word. Naming the default model
     # ('trivial') is refused too: Params' default is None, not that name.
     assert towertrain.Params().model is None
@@ -202,3 +202,112 @@ def test_a_registry_model_named_together_with_a_keras_model_is_refused(name):
     trainer = make(conv_net(), *arrays())
     assert trainer.model.name == "user_net" and trainer.plan.model == "trivial"
     trainer.close()
+
+
+def test_a_frozen_model_a_model_without_weights_and_a_two_input_model_are_named():
+    """model.trainable = False raised IndexError from the variable manager; a
+    keras.Input model without weights was 'not built'; a two-input model's
+    error ended 'in user code:'."""
+    frozen = conv_net()
+    frozen.trainable = False
+    with pytest.raises(ModelError) as failed:
+        make(frozen, *arrays())
+    assert str(failed.value) == (
+        "model 'user_net' has no trainable variables (model.trainable = False, or every layer "
+        "frozen), so nothing would train; set model.trainable = True, or freeze only some "
+        "layers")
+    flat = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten()], name="flat")
+    with pytest.raises(ModelError) as failed:
+        make(flat, *arrays())
+    assert str(failed.value) == (
+        "model 'flat' has no variables: it is built (from keras.Input), but none of its "
+        "layers holds a weight, so there is nothing to train; add a layer with weights "
+        "(e.g. keras.layers.Dense)")
+    a, b = keras.Input((8, 8, 3), name="a"), keras.Input((8, 8, 3), name="b")
+    joined = keras.layers.Concatenate()([keras.layers.Flatten()(a), keras.layers.Flatten()(b)])
+    two = keras.Model([a, b], keras.layers.Dense(5)(joined), name="two")
+    with pytest.raises(ModelError) as failed:
+        make(two, *arrays())
+    assert str(failed.value) == (
+        "model 'two' takes 2 inputs ('a', 'b'); towertrain feeds one image tensor per example: "
+        "give the model one input (split or concatenate inside it)")
+
+
+def test_a_model_call_failure_names_the_error_not_in_user_code():
+    class Fails(keras.layers.Layer):
+        armed = False  # Keras' build calls it once to infer its output
+
+        def call(self, x):
+            if Fails.armed:
+                raise ValueError("this layer needs two tensors")
+            return x
+    model = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Dense(5, name="d"),
+                              Fails(name="fails")], name="calls")
+    Fails.armed = True
+    with pytest.raises(ModelError) as failed:
+        make(model, *arrays())
+    assert str(failed.value).endswith(
+        "fails when called on images of shape (8, 8, 3): ValueError in layer Fails: this layer "
+        "needs two tensors"), str(failed.value)
+
+
+def nan_loss(labels, logits):
+    return tf.math.log(tf.zeros(tf.shape(labels)[0])) * 0.0
+
+
+def test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate():
+    """NaN in from_arrays data, a loss_fn returning NaN: both said 'try a lower
+    --init_learning_rate'."""
+    images, labels = arrays()
+    images[3, 0, 0, 0] = np.nan
+    with pytest.raises(towertrain.errors.InputError) as failed:
+        towertrain.from_arrays(images, labels, 4)
+    assert str(failed.value) == (
+        "from_arrays: images hold 1 NaN or Inf value(s), in 1 example(s) (the first: example "
+        "3); every step that trains on one would diverge: drop or repair those examples "
+        "(numpy: keep = np.isfinite(images).reshape(len(images), -1).all(axis=1))")
+    with pytest.raises(ModelError) as failed:
+        towertrain.Trainer(towertrain.Params(device="cpu", num_gpus=2), model=conv_net(),
+                           input_source=towertrain.from_arrays(*arrays(), 4), loss_fn=nan_loss)
+    assert str(failed.value) == (
+        "loss_fn 'nan_loss' returns [nan, nan] for finite logits (zeros) and labels 0 and 1: "
+        "the NaN or Inf comes from the loss itself, so every step would diverge; fix the "
+        "loss_fn (a log or a division of 0?)")
+    # Data the input cannot check up front: the first step names the input or the loss.
+    trainer = towertrain.Trainer(
+        towertrain.Params(device="cpu", num_gpus=2, num_batches=2, num_warmup_batches=0),
+        model=conv_net(), input_source=towertrain.from_dataset(
+            tf.data.Dataset.from_tensor_slices((images, labels)), 4))
+    try:
+        with pytest.raises(towertrain.TrainingDivergedError) as failed:
+            trainer.train(write=lambda line: None)
+    finally:
+        trainer.close()
+    assert str(failed.value) == (
+        "loss is nan at step 1, from the initial weights before any update, so not from the "
+        "learning rate: it comes from the input batch (NaN or Inf in the images or labels) or "
+        "the loss; check the data with np.isfinite and the model's or loss_fn's math; nothing "
+        "was applied or saved")
+
+
+def test_eval_data_is_checked_as_training_input_is():
+    """EvalData with labels outside the model's classes scored 'Accuracy @ 1 =
+    0.0000'; one of single examples failed with "Can't split scalars"."""
+    trainer = make(conv_net(), *arrays())
+    images, _ = arrays()
+    labels = np.array([0, 1, 2, 7, 0, 1, 2, 3])
+    examples = tf.data.Dataset.from_tensor_slices((images, labels))
+    try:
+        with pytest.raises(towertrain.errors.InputError) as failed:
+            trainer.evaluate(towertrain.EvalData(examples.batch(4), 8, "mine", 4))
+        assert str(failed.value) == (
+            "the eval set (mine) input: label 7 is outside the model's 5 classes (0 .. 4); "
+            "give the last Dense layer 8 units or fix the labels")
+        with pytest.raises(towertrain.errors.InputError) as failed:
+            trainer.evaluate(towertrain.EvalData(examples, 8, "mine", None))
+        assert str(failed.value) == (
+            "EvalData (mine): its dataset yields single examples (labels of shape (), images "
+            "of shape (8, 8, 3)), not batches; batch it: EvalData(dataset.batch(N), "
+            "num_examples, description, N)")
+    finally:
+        trainer.close()

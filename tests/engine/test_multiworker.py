@@ -258,6 +258,10 @@ def _pack_count(packs, num_values):
 # --gradient_accumulation_steps=2 over two epochs (flat exchange), trained in
 # the same launch.
 ACCUMULATING = ("collective", 0, 2, 2, "ckpt_tiny", "")
+# And with dropout: a micro-batch's masks are drawn by its slot among the
+# whole cluster's towers, so worker 0's second micro-batch draws none of
+# worker 1's first.
+ACCUMULATING_DROPOUT = ("collective", 0, 2, 1, "tiny_dropout", "")
 # Then a Trainer of another model (other variable shapes) in the same
 # processes: its collectives must not meet the first model's instance keys.
 SECOND_MODEL = ("pscpu/xring", 2, 1, 1, "tiny_dense", "")
@@ -286,12 +290,12 @@ def exchange_outputs(tmp_path_factory):
     one 2-worker launch (a Trainer each): {(spec, packs), ACCUMULATING or
     SECOND_MODEL: the two .npz outputs}."""
     configs = ([(spec, packs, 1, 1, "ckpt_tiny", "") for spec, packs in EXCHANGES]
-               + [ACCUMULATING, SECOND_MODEL] + FILES + [POISONED, INFINITE_LOSS] + DECAYED
+               + [ACCUMULATING, ACCUMULATING_DROPOUT, SECOND_MODEL] + FILES + [POISONED, INFINITE_LOSS] + DECAYED
                + [HALF])
     directory = tmp_path_factory.mktemp("exchanges")
     _write_files(str(directory))
     outputs = run_two_workers_each(directory, configs)
-    kept_whole = [ACCUMULATING, SECOND_MODEL, POISONED, INFINITE_LOSS, HALF] + FILES + DECAYED
+    kept_whole = [ACCUMULATING, ACCUMULATING_DROPOUT, SECOND_MODEL, POISONED, INFINITE_LOSS, HALF] + FILES + DECAYED
     result = {(config if config in kept_whole else config[:2]): outs
               for config, outs in outputs.items()}
     result["data"] = str(directory)
@@ -382,6 +386,28 @@ def test_two_workers_accumulating_equal_one_process_with_four_devices(exchange_o
     trainable, stats = reference.variables.primary_variables()
     expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
     assert_workers_equal(exchange_outputs[ACCUMULATING], 4, ref_losses, expected)
+
+
+@pytest.mark.slow  # the shared 2-worker launch; a 4-device reference
+def test_two_workers_accumulating_with_dropout_equal_one_process_with_four_devices(
+        exchange_outputs):
+    """2 workers x 2 devices, K=2, a dropout layer == one process with 4
+    devices, K=2: every micro-batch of every tower of the cluster draws its
+    own masks, as the one process's do."""
+    from towertrain import trainer as trainer_lib
+    from towertrain.input_pipeline import from_arrays
+    images, labels = _data()
+    reference = trainer_lib.Trainer(
+        _params(model="tiny_dropout", num_gpus=4, variable_update="replicated",
+                gradient_accumulation_steps=2),
+        input_source=from_arrays(images, labels, GLOBAL_BATCH, num_epochs=1))
+    assert reference.total_steps == 2
+    ref_losses = [float(reference.step()) for _ in range(reference.total_steps)]
+    # The weights (the dropout's seed state, a non-trainable variable, is
+    # not a draw: the step sets each draw from (seed, step, slot)).
+    trainable, _ = reference.variables.primary_variables()
+    assert_workers_equal(exchange_outputs[ACCUMULATING_DROPOUT], 2, ref_losses,
+                         [v.numpy() for v in trainable])
 
 
 @pytest.mark.slow  # the shared 2-worker launch's last run; a 4-device reference
@@ -549,7 +575,8 @@ def test_cluster_from_flags_and_tf_config():
     c = cluster.resolve(_params(variable_update="collective_all_reduce"),
                             environ={"TF_CONFIG": config})
     assert (c.num_workers, c.task_index, c.address) == (3, 2, "c:3")
-    assert cluster.resolve(_params(), environ={"TF_CONFIG": config}) is cluster.SINGLE
+    with pytest.raises(ParamsError, match="TF_CONFIG is set, which describes a cluster"):
+        cluster.resolve(_params(), environ={"TF_CONFIG": config})  # as --worker_hosts
     with pytest.raises(ParamsError, match="--task_index=2: must be in 0..1"):
         _params(variable_update="collective_all_reduce", worker_hosts="a:1,b:2", task_index=2)
     with pytest.raises(ParamsError, match="--worker_hosts=a:1,b:2: needs --variable_update"):

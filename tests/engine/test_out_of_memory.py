@@ -1,4 +1,4 @@
-"""Out of memory in a step is one line in the run's terms (issue 33, item 3):
+"""Out of memory in a step is one line in the run's terms:
 the batch per device, the device and what to try, instead of TensorFlow's
 26-line ResourceExhaustedError. The OOM is injected (a real one would first
 allocate the memory); the step's own exception handling is what is tested."""

@@ -3,12 +3,16 @@ import re
 
 import pytest
 
+from helpers.graph_walks import variable_of
 from towertrain import Params, Trainer
 from towertrain.engine.step.graph_ops import all_operations
 
 NUM_GPUS = 4
 COMPUTE_OPS = {"Conv2D", "MatMul", "Conv2DBackpropFilter", "Conv2DBackpropInput",
                "FusedBatchNormV3", "FusedBatchNormGradV3", "BiasAdd"}
+# Writes to a variable: Keras' optimizer ops and the fused kernels.
+UPDATE_OPS = ("AssignSubVariableOp", "AssignAddVariableOp", "ResourceApplyGradientDescent",
+              "ResourceApplyKerasMomentum")
 
 
 def traced_graph(model="trivial", **overrides):
@@ -56,9 +60,9 @@ def test_default_data_format_on_gpu_is_nchw(replicated_nccl):
 def test_replicated_updates_each_copy_on_its_own_gpu(replicated_nccl):
     trainer, graph = replicated_nccl
     num_vars = len(trainer.model.trainable_variables)
+    copies = [v for copy in trainer.variables.trainable_copies() for v in copy]
     updates = [op for op in all_operations(graph)
-               if op.type in ("AssignSubVariableOp", "AssignAddVariableOp")
-               and "sgd" in op.name.lower()]
+               if op.type in UPDATE_OPS and variable_of(op.inputs[0], copies) is not None]
     counts = [sum(device_index(op, "GPU") == g for op in updates) for g in range(NUM_GPUS)]
     assert counts == [num_vars] * NUM_GPUS
 
@@ -69,8 +73,9 @@ def test_parameter_server_on_cpu_keeps_variables_and_updates_on_cpu0():
     trainable, _ = trainer.variables.primary_variables()
     assert all(v.value.device.endswith("CPU:0") for v in trainable)
     updates = [op for op in all_operations(graph)
-               if op.type in ("AssignSubVariableOp", "AssignAddVariableOp")]
-    assert updates and all(device_index(op, "CPU") == 0 for op in updates)
+               if op.type in UPDATE_OPS and variable_of(op.inputs[0], trainable) is not None]
+    assert len(updates) == len(trainable)
+    assert all(device_index(op, "CPU") == 0 for op in updates)
     # Gradients are summed where the variables live.
     sums = [op for op in all_operations(graph)
             if op.type == "AddN" and "aggregate/" in op.name]

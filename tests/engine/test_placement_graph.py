@@ -1,4 +1,4 @@
-"""Placement claims proven on the traced step's graph (README: How a step works).
+"""Placement claims proven on the traced step's graph (docs/architecture.md).
 
 No GPU is needed: the step is traced for /gpu:0..3 and the op device strings
 are read from the concrete function, including the graphs of functions nested
@@ -106,7 +106,7 @@ def test_global_batch_is_sliced_on_cpu_and_each_gpu_gets_only_its_slice(staging_
 
 
 def greedy(sizes, num_devices):
-    """README: largest variable first onto the least-loaded device."""
+    """docs: largest variable first onto the least-loaded device."""
     load = [0] * num_devices
     out = [None] * len(sizes)
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):

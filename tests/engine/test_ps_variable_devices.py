@@ -16,7 +16,7 @@ STAND_INS = ["/cpu:0", "/cpu:1", "/cpu:2", "/cpu:3"]
 
 
 def greedy(sizes, num_devices):
-    """README: largest variable first onto the least-loaded device."""
+    """docs: largest variable first onto the least-loaded device."""
     load, out = [0] * num_devices, [None] * len(sizes)
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
         target = min(range(num_devices), key=lambda d: load[d])

@@ -74,8 +74,8 @@ def test_the_header_says_a_run_is_exact_only_on_its_topology_where_it_cannot_be_
     assert "Randomness" not in _header(_dense(keras.layers.Dropout(0.5)),
                                        from_arrays(images, labels, 8))
     said = _header(_dense(Noise()), from_arrays(images, labels, 8))["Randomness"]
-    assert said == ("your layer class Noise: exact only on the same topology (README "
-                    "'Randomness and exactness')"), said
+    assert said == ("your layer class Noise: exact only on the same topology "
+                    "(docs/checkpoints.md, 'Randomness and exactness')"), said
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
     said = _header(_dense(), from_dataset(dataset, global_batch=8))["Randomness"]
     assert said.startswith("your input (from_dataset): exact only on the same topology"), said

@@ -1,4 +1,4 @@
-"""Staging order, proven on the traced graph (README: Staging).
+"""Staging order, proven on the traced graph (docs/data.md, Staging).
 
 The claim: each step takes the batch staged by the previous step, then stages
 the next one, and the towers compute on what was taken. In the graph of the

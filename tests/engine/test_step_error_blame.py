@@ -1,5 +1,5 @@
 """A step's error is blamed on the input data only when it comes from the
-input pipeline (issue 33, item 10): a kernel's error (TensorFlow's CPU float16
+input pipeline: a kernel's error (TensorFlow's CPU float16
 convolution gradients support only NHWC) was reported as "bad input data in
 --data_dir". That case is refused before any step; an error of the towers is
 raised as TensorFlow's, one of the reader still names the data."""

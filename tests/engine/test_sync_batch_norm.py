@@ -3,7 +3,7 @@ training on the whole global batch (uneven slices included); without the flag
 they do not. The serial reference is stock Keras stepping one model.
 
 Cost (each Trainer is a lockstep trace): the default suite runs the uneven
-global batch 10 on 3 and 4 towers for both batch norms (the README's claim);
+global batch 10 on 3 and 4 towers for both batch norms (the the docs' claim);
 the even batch 12 on 3 towers runs the same code with equal slices and runs
 only with TOWERTRAIN_FULL_SWEEP=1. The unsynchronized control run (showing
 the data make the flag matter) is done once per batch norm, on 3 towers.

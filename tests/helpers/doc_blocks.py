@@ -5,7 +5,8 @@ import re
 import shlex
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMMAND_START = re.compile(r"^(\w+=\S*\s+)*(python3?|pip3?|towertrain|bazel|\.ci/run)\b")
+COMMAND_START = re.compile(
+    r"^(\w+=\S*\s+)*(python3?|pip3?|towertrain|bazel|\.ci/run|mkdocs|curl|tar|apt-get|srun)\b")
 
 
 # Fenced-block languages this file knows what to do with.
@@ -64,6 +65,14 @@ def _strip_trailing_blank(body):
 def documents():
     return [os.path.join(ROOT, "README.md")] + sorted(
         glob.glob(os.path.join(ROOT, "docs", "*.md")))
+
+
+def sample_outputs():
+    """[(doc, line, [lines])] of the indented blocks that show what the first
+    training command prints (they start with the header's `TensorFlow:` line)."""
+    return [(os.path.relpath(doc, ROOT), number, body) for doc in documents()
+            for number, body in indented_blocks(doc)
+            if body and body[0].startswith("TensorFlow:")]
 
 
 def logical_lines(body):

@@ -57,7 +57,7 @@ def updates_by_variable(graph, variables):
     out = collections.defaultdict(list)
     for op in all_ops(graph):
         if op.type in ("AssignSubVariableOp", "AssignAddVariableOp", "AssignVariableOp",
-                       "ResourceApplyGradientDescent"):
+                       "ResourceApplyGradientDescent", "ResourceApplyKerasMomentum"):
             variable = variable_of(op.inputs[0], variables)
             if variable is not None:
                 out[[id(v) for v in variables].index(id(variable))].append(op)

@@ -1,5 +1,5 @@
-"""The tests' tiny model ckpt_tiny (conv + fused BN + dense) and a second
-layout, tiny_dense, registered once on import, plus the Params, eval data and
+"""The tests' tiny model ckpt_tiny (conv + fused BN + dense), a second
+layout, tiny_dense, and a dropout one, tiny_dropout, registered once on import, plus the Params, eval data and
 evaluation the checkpoint tests share."""
 import keras
 import numpy as np
@@ -41,6 +41,23 @@ def build_tiny_dense(num_classes, data_format, image_size):
 
 
 models.register_model("tiny_dense", build_tiny_dense, default_image_size=8,
+                      default_batch_size=3, default_learning_rate=0.1,
+                      default_dataset="cifar10", overwrite=True)
+
+
+def build_tiny_dropout(num_classes, data_format, image_size):
+    """ckpt_tiny's images through a dropout layer: each tower's and each
+    micro-batch's masks are draws of their own (engine/step/towers.py)."""
+    return keras.Sequential([
+        keras.Input(models.input_shape(image_size, data_format)),
+        keras.layers.Flatten(data_format=data_format, name="flatten"),
+        keras.layers.Dense(16, name="hidden"),
+        keras.layers.Dropout(0.5, name="dropout"),
+        keras.layers.Dense(num_classes, name="logits"),
+    ], name="tiny_dropout")
+
+
+models.register_model("tiny_dropout", build_tiny_dropout, default_image_size=8,
                       default_batch_size=3, default_learning_rate=0.1,
                       default_dataset="cifar10", overwrite=True)
 

@@ -1,4 +1,4 @@
-"""The library questions what it is given (issue 33, item 12): raw uint8
+"""The library questions what it is given: raw uint8
 pixels to from_arrays (a loss of ~1,500 without a word) are refused naming
 the dtype, the range and what to do."""
 import numpy as np

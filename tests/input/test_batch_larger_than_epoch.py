@@ -1,5 +1,5 @@
-"""A global batch larger than an epoch of real data is refused before any step
-(issue 33, item 12): every epoch would be one partial batch of all its
+"""A global batch larger than an epoch of real data is refused before any step:
+every epoch would be one partial batch of all its
 examples, never the batch asked for, while the header and the learning rate
 count that batch. An epoch ending with a partial batch after full ones, an
 input built with its own epochs and an input repeating without epochs train."""

@@ -1,4 +1,4 @@
-"""--distortions and --resize_method (README: Input), through the input a run's
+"""--distortions and --resize_method (docs/data.md, Input), through the input a run's
 Params build (towertrain.engine.feed.input_factory), on files written here."""
 import os
 

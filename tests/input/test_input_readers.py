@@ -239,3 +239,46 @@ def test_shuffled_order_is_set_by_the_input_seed_alone_even_under_graph_seed_0(
         tf.random.set_seed(None)
     assert orders[0] == orders[1234]
     assert len({tuple(batch) for batch in orders[0]}) > 1
+
+
+def _shard(path, records):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def test_imagenet_labels_and_images_are_checked_up_front_and_named_later(tmp_path):
+    """Label 0 (a 0-based export) or a PNG: a 15-line TensorFlow dump mid
+    warm-up. Now a sample is read before training, naming shard and record;
+    one met later stops the step with one line naming the shard."""
+    image = solid((20, 100, 200))
+    png = tf.train.Example.FromString(example(image, 2))
+    png.features.feature["image/encoded"].bytes_list.value[0] = tf.io.encode_png(image).numpy()
+    shard = tmp_path / "train-00000-of-00001"
+    _shard(shard, [example(image, 0)] + [example(image, 1)] * 3)
+    with pytest.raises(InputError) as failed:
+        imagenet.dataset_input(str(tmp_path), 2, image_size=16, num_classes=4)
+    assert str(failed.value) == (
+        f"record 0 of {shard}: label 0 is outside 1..4: towertrain reads ImageNet labels "
+        "1-based (1..1000 in the standard layout, shifted to 0..3); fix the shard's labels "
+        "(a 0-based export: add 1 to every label)")
+    _shard(shard, [example(image, 1), png.SerializeToString()])
+    with pytest.raises(InputError) as failed:
+        imagenet.dataset_input(str(tmp_path), 2, image_size=16, num_classes=4)
+    assert str(failed.value).startswith(
+        f"record 1 of {shard}: image/encoded is not a decodable JPEG (not a JPEG); re-encode")
+    # Past the sample: the step stops with one line naming the shard.
+    _shard(shard, [example(image, 1)] * imagenet.SAMPLE_PER_SHARD + [example(image, 0)] * 2)
+    params = Params(model="trivial", data_dir=str(tmp_path), data_name="imagenet",
+                    device="cpu", num_gpus=1, batch_size=4, num_batches=1,
+                    num_warmup_batches=0, staging_depth=0)
+    trainer = Trainer(params)
+    try:
+        with pytest.raises(InputError) as failed:
+            trainer.step()
+    finally:
+        trainer.close()
+    assert str(failed.value) == (
+        f"{shard}: label 0 is outside 1..1000: towertrain reads ImageNet labels 1-based "
+        "(1..1000 in the standard layout, shifted to 0..999); fix the shard's labels (a "
+        "0-based export: add 1 to every label)")

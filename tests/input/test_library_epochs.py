@@ -1,6 +1,6 @@
 """Library epochs: Params(num_epochs) and an input's num_epochs are decided in
 one place (the Trainer), mismatches refused up front naming both, and an
-in-memory input knows its length (issue 22)."""
+in-memory input knows its length."""
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,5 +1,5 @@
-"""A training file missing from the CIFAR-10 download stops the run (issue 33,
-item 4): one line naming the file and the way out, exit 2, before any step and
+"""A training file missing from the CIFAR-10 download stops the run:
+one line naming the file and the way out, exit 2, before any step and
 before anything is written. (A set of one's own, without the download's
 batches.meta.txt, may hold any of the five files: the other input tests.)"""
 import os

@@ -1,4 +1,4 @@
-"""Training augmentation proven by its statistics (README: Input).
+"""Training augmentation proven by its statistics (docs/data.md, Input).
 
 CIFAR-10 training: pad 4, random 32x32 crop, random flip, per-image
 standardization. Every training image here is matched exactly to one of the

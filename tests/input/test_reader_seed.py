@@ -1,4 +1,4 @@
-"""README: the readers take their shuffle and augmentation seeds from
+"""docs: the readers take their shuffle and augmentation seeds from
 --tf_random_seed. Through the Trainer (the door a run uses): its input's first
 batches are the reader's own with that seed, and another seed reorders them."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Staging x every input door (README: staging works in front of any input):
+"""Staging x every input door (docs/data.md: staging works in front of any input):
 --data_dir with --input=dataset and --input=queue, from_arrays and a user's
 tf.data dataset. With --staging_depth=2 each door trains on exactly the
 batches, in the order, it gives without staging, and two batches really wait

@@ -48,7 +48,7 @@ def test_register_model_rejects_duplicates():
 
 
 # keras.applications is the reference: built with weights=None at the same
-# image size with 1000 classes, plus the numbers the issue quotes.
+# image size with 1000 classes, plus published parameter counts.
 APPLICATION_COUNTS = [
     ("resnet50", "ResNet50", 224, 25_636_712),
     ("resnet50_v1.5", "ResNet50", 224, 25_636_712),

@@ -1,4 +1,4 @@
-"""README: `models.register(..., weight_decay_filter=...)`, a registered model's
+"""docs: `models.register(..., weight_decay_filter=...)`, a registered model's
 own rule for which variables get L2, is what a training run decays (not the
 default kernels-only rule). Checked on one SGD step against the update
 computed by hand: L2 adds weight_decay * v to each decayed variable's gradient."""

@@ -10,7 +10,7 @@ slow_link = bench_scripts.load("bench_slow_link")
 def test_rates_parse_per_model_and_bad_ones_are_named():
     args = slow_link.parse_args(["--rates=resnet20=10,20", "--rates=alexnet_cifar=5,15.5"])
     assert args.rates == {"resnet20": (10.0, 20.0), "alexnet_cifar": (5.0, 15.5)}
-    assert args.rounds == 5 and not args.contention  # the minimum, by default
+    assert args.rounds == 5 and not args.contention  # 5 rounds at least, by default
     assert slow_link.parse_args(["--contention"]).contention
     assert slow_link.parse_args([]).rates == slow_link.parse_rates(slow_link.DEFAULT_RATES)
     for bad, words in [("resnet20=10", "two rates"), ("resnet20=10,x", "numbers"),

@@ -2,6 +2,10 @@
 step for GPU device names and exits 0; the NCCL and staging paths put their
 ops on the GPUs; the collective_all_reduce paths, traced for 2 workers x 2
 GPUs, keep every collective, order each GPU's and cross workers with NCCL."""
+import contextlib
+import io
+import re
+
 import pytest
 import tensorflow as tf
 
@@ -28,3 +32,105 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
             "2 CollectiveReduceScatterV2, ") in out, out
     assert out.count("every collective kept, one chain per GPU, NCCL across workers") == 3
     assert out.rstrip().endswith("run this on a machine with a GPU to prove them")
+
+
+# The proof itself, end to end, on the suite's logical CPUs standing in for
+# GPUs (the row groups in this process; the 2 workers in processes of their
+# own): the rows, their references and the table a GPU run prints.
+STAND_IN = ["--stand_in", "--in_process", "--model=proof_tiny_bn", "--towers_model=proof_tiny",
+            "--batch_size=2", "--steps=2", "--timing_steps=0"]
+
+
+@pytest.fixture(scope="module")
+def stand_in():
+    """(the proof module, its exit status, the table's rows by name, all it printed)."""
+    proof = bench_scripts.load("gpu_proof")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = proof.main(STAND_IN)
+    text = out.getvalue()
+    table = text[text.index(f"\n{proof.TABLE_HEAD}\n"):].strip().splitlines()[1:]
+    rows = {line.split()[0]: line for line in table if not line.startswith(
+        ("ResNet-50", "25 rows"))}
+    return proof, status, rows, text
+
+
+def test_the_stand_in_proof_runs_every_row_in_order_of_need(stand_in):
+    proof, status, rows, text = stand_in
+    assert status == 0, text
+    assert list(rows) == [name for _, _, names in proof.STAGES for name in names]
+    assert list(rows)[:9] == ["kernels", "cpu_f32", "f32", "fp16", "fp16_auto", "one_x4",
+                              "psgpu_x4", "ring_x4", "placement"]
+    assert re.fullmatch(r"25 rows in \d+s: every row that ran holds", text.splitlines()[-1])
+    assert rows["kernels"].endswith("ok: all_reduce, gather equal their input; reduce-scatter "
+                                    "and NcclAllReduce not run: no NCCL on CPU devices")
+    for name in ("cpu_f32", "one_x4", "ids_x4", "one_bn_x4"):
+        assert rows[name].endswith("reference"), rows[name]
+
+
+def _cells(line):
+    """(row, against, rel diff, tol, replicas, images/s, seconds, result)."""
+    cells = line.split(None, 7)
+    return cells[:7] + [cells[7] if len(cells) > 7 else ""]
+
+
+def test_half_precision_is_compared_with_the_float32_run_on_its_own_device(stand_in):
+    # Not with a CPU run of itself, which the CPU refuses (emulated fp16, NCHW).
+    _, _, rows, _ = stand_in
+    for name, tolerance in [("fp16", "2e-02"), ("fp16_auto", "2e-02"), ("bf16", "5e-02")]:
+        row, against, diff, tol, _, _, _, result = _cells(rows[name])
+        assert (against, tol, result) == ("f32", tolerance, "ok"), rows[name]
+        assert 0 < float(diff) <= float(tolerance)  # half precision: not the same numbers
+    assert _cells(rows["f32"])[1] == "cpu_f32" and _cells(rows["f32"])[7] == "ok"
+
+
+def test_several_towers_run_on_one_device_split_and_equal_one_tower(stand_in):
+    _, _, rows, _ = stand_in
+    for name in ("psgpu_x4", "ring_x4", "sync_bn_x4", "collective_x4", "staging_x4"):
+        cells = _cells(rows[name])
+        assert cells[4] == "identical" and cells[7] == "ok", rows[name]
+        assert cells[1] == ("ids_x4" if name == "staging_x4" else
+                            "one_bn_x4" if name == "sync_bn_x4" else "one_x4")
+    assert _cells(rows["ps_gpu_x4"])[7] == "ok"
+    assert _cells(rows["staging"])[1:2] == ["ids_x4"] and rows["staging"].endswith("ok")
+
+
+def test_two_workers_are_compared_with_the_four_tower_run(stand_in):
+    # 2 processes x 2 logical devices: the global batch of psgpu_x4.
+    _, _, rows, _ = stand_in
+    row, against, diff, tol, replicas, _, _, result = _cells(rows["workers_2x2"])
+    assert (against, tol, replicas, result) == ("psgpu_x4", "1e-04", "identical", "ok")
+
+
+def test_no_timed_steps_leaves_the_speeds_empty(stand_in):
+    _, _, rows, text = stand_in
+    for name in ("rn50_f32", "rn50_fp16"):
+        cells = _cells(rows[name])
+        assert cells[5] == "-" and cells[7] == "skipped: --timing_steps=0", rows[name]
+    assert _cells(rows["tfcnn_f32"])[7] == "skipped: no --tfcnn_dir (a tf_cnn_benchmarks checkout)"
+    assert "towertrain / tf_cnn_benchmarks" not in text
+
+
+def test_placement_counts_what_ran_where(stand_in):
+    _, _, rows, _ = stand_in
+    assert re.search(r"ok: every op asked of a tower device ran there; \d+ ops on the host "
+                     r"CPU \(.*\); [1-9]\d* device-to-host copies per step$",
+                     rows["placement"]), rows["placement"]
+
+
+def test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check():
+    """Soft placement would run the multiply asked of /gpu:0 on the CPU (no
+    GPU here) and say nothing: the proof's placement check refuses it."""
+    bench_scripts.load("gpu_proof")
+    import gpu_proof_rows as rows_lib
+    x = tf.constant(1.0)
+
+    @tf.function
+    def step():
+        with tf.device("/gpu:0"):
+            return x * 2.0
+    with pytest.raises(rows_lib.PlacementError, match=r"^an op asked of a device ran "
+                       r"elsewhere: .*GPU:0"):
+        rows_lib.step_placement(step, ["/gpu:0"])
+    assert tf.config.get_soft_device_placement()  # as it was
+    assert float(step()) == 2.0  # what soft placement does: runs it on the CPU, silently

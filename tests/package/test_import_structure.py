@@ -1,7 +1,7 @@
 """The house's shape, read off the source: no import circle, arrows only point down.
 
 Every import counts, the ones inside functions too (a deferred import still
-makes a circle, only a later one). The wings, lowest first (README "How a step
+makes a circle, only a later one). The wings, lowest first (docs/architecture.md "How a step
 works" draws them):
 
     errors, private_api          import nothing of towertrain

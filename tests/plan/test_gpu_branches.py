@@ -1,5 +1,5 @@
 """The run plan's GPU branches, run on any machine with an injected machine
-description (Machine(gpus=8)): the README's per-device defaults, each checked
+description (Machine(gpus=8)): the the docs' per-device defaults, each checked
 on the GPU side as on the CPU side (the CPU side runs everywhere already)."""
 from towertrain import Params
 from towertrain.config.cluster_spec import Cluster

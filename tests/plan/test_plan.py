@@ -28,7 +28,7 @@ def run_plan(params, steps_per_epoch=None, global_batch=None, machine=CPU_MACHIN
 
 
 def _user_run(tmp_path, **flags):
-    """The issue's run: 1,500 CIFAR-format examples, batches of 128 (12 per
+    """A user's run: 1,500 CIFAR-format examples, batches of 128 (12 per
     epoch), two global batches per update."""
     params = Params(model="trivial", device="cpu", batch_size=128, data_dir=str(tmp_path),
                     gradient_accumulation_steps=2, num_epochs=2, **flags)
@@ -178,3 +178,11 @@ def test_a_run_warms_up_at_most_all_but_its_last_step():
     assert warmup_of_run(10, 95, 100) == 4  # a resumed run warms up again
     assert warmup_of_run(2, 99, 100) == 0
     assert warmup_of_run(2, 100, 100) == 0  # nothing left to run
+
+
+def test_the_header_counts_one_epoch_and_one_warmup_step_in_the_singular():
+    from towertrain.plan import describe
+    assert [describe.count(n, "epoch") for n in (1, 2, 0.5)] == [
+        "1 epoch", "2 epochs", "0.5 epochs"]
+    assert [describe.warmup_phrase(n) for n in (0, 1, 3)] == [
+        "no warmup", "the first is warmup, untimed", "the first 3 are warmup, untimed"]

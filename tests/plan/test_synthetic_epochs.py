@@ -1,5 +1,5 @@
 """--num_epochs on synthetic data counts the dataset's known size, as
-tf_cnn_benchmarks does (issue 33, item 11): ImageNet's 1,281,167 training
+tf_cnn_benchmarks does: ImageNet's 1,281,167 training
 examples, CIFAR-10's 50,000; the header's Epoch line says where an epoch's
 length came from (the dataset's known size, the files, or the flag)."""
 import math

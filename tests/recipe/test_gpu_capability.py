@@ -1,4 +1,4 @@
-"""README: half precision runs natively from "compute capability 7.0 for float16
+"""docs: half precision runs natively from "compute capability 7.0 for float16
 and 8.0 for bfloat16 on a GPU". The GPU branch of the probe runs here with an
 injected device description (the GPU list and TensorFlow's device details), so
 each threshold is tested at, just below and just above it on any machine."""

@@ -181,13 +181,17 @@ def test_trainer_builds_the_schedule_from_global_batch_and_examples_per_epoch():
     header = dict(trainer.header_info())
     assert header["Learning rate"] == (
         "0.1 x 32/8 (linear scaling) = 0.4; x0.5 every 2 epochs (8 steps); linear warmup "
-        "over 1 epoch (4 steps); epoch = 4 steps")
+        "over 1 epoch (4 steps); epoch = 4 steps (--init_learning_rate)")
     # Every optimizer runs on it, fed its own iterations (the global step).
     for optimizer in trainer.variables.optimizers():
         assert optimizer._learning_rate is trainer.learning_rate
-    # Without the epoch length the same flags fail before any work.
-    with pytest.raises(ParamsError, match="^--num_epochs_per_decay=2: needs the epoch length"):
-        Trainer(params.replace(num_examples_per_epoch=None))
+    # Without --num_examples_per_epoch, synthetic data's epoch is its dataset's
+    # (trivial's CIFAR-10: 50,000 / 32 -> 1563 steps), as tf_cnn_benchmarks.
+    known = Trainer(params.replace(num_examples_per_epoch=None))
+    assert dict(known.header_info())["Learning rate"] == (
+        "0.1 x 32/8 (linear scaling) = 0.4; x0.5 every 2 epochs (3126 steps); linear warmup "
+        "over 1 epoch (1563 steps); epoch = 1563 steps (50,000 examples: cifar10's known "
+        "training size, as tf_cnn_benchmarks; the data is synthetic) (--init_learning_rate)")
 
 
 def test_epochs_count_the_examples_of_data_dir(tmp_path):

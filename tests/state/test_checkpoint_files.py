@@ -1,4 +1,4 @@
-"""Checkpoint claims checked on the files themselves (README: Checkpoints).
+"""Checkpoint claims checked on the files themselves (docs/checkpoints.md).
 
 - The optimizer slots are saved, keyed by variable: for momentum, adam and
   rmsprop the checkpoint lists exactly slots/<key>/<slot> for every trainable
@@ -15,6 +15,8 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from towertrain.state.checkpoint import CheckpointError
 
 from towertrain import Params, Trainer
 
@@ -35,7 +37,7 @@ def quiet(line):
 
 
 def model_keys(trainer):
-    """'trivial/hidden/kernel' -> 'hidden__kernel': the README's key of a variable."""
+    """'trivial/hidden/kernel' -> 'hidden__kernel': the the docs' key of a variable."""
     prefix = trainer.model.name + "/"
     return [v.path[len(prefix):].replace("/", "__") for v in trainer.model.trainable_variables]
 
@@ -120,10 +122,25 @@ def test_damaged_latest_checkpoint_fails_and_no_byte_changes(tmp_path, damage):
     assert len(data_files) == 1
     damage(tmp_path / data_files[0])
     before = file_hashes(tmp_path)
-    with pytest.raises(Exception, match="truncated or corrupt") as failure:
+    with pytest.raises(CheckpointError) as failure:
         Trainer(params(tmp_path, steps=4, save_model_steps=1)).train(write=quiet)
-    assert "ckpt-2" in str(failure.value)
+    # Which one is damaged, why, and the earlier whole one offered.
+    why = ("a data file fails its checksum: Checksum does not match"
+           if damage is corrupt_in_place else "")
+    assert str(failure.value).startswith(f"checkpoint {tmp_path}/ckpt-2 is damaged ({why}"), \
+        str(failure.value)
+    assert str(failure.value).endswith(
+        f"); nothing was changed: resume from the earlier checkpoint {tmp_path}/ckpt-1, which "
+        f"reads whole: the same command with --checkpoint={tmp_path}/ckpt-1, or put back a "
+        "copy of its files"), str(failure.value)
     assert file_hashes(tmp_path) == before  # same files, same bytes
     reader = tf.train.load_checkpoint(str(tmp_path / "ckpt-1"))  # still intact
     for name, value in good.items():
         np.testing.assert_array_equal(reader.get_tensor(name), value)
+    # The offer taken: the run resumes from ckpt-1 and saves a whole ckpt-2 over the damaged.
+    lines = []
+    Trainer(params(tmp_path, steps=4, save_model_steps=1,
+                   checkpoint=str(tmp_path / "ckpt-1"))).train(write=lines.append)
+    assert f"Resumed:     from step 1 ({tmp_path}/ckpt-1)" in lines, lines
+    tf.train.load_checkpoint(str(tmp_path / "ckpt-2")).get_tensor(
+        f"model/logits__bias{SUFFIX}")  # whole again

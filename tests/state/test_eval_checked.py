@@ -111,6 +111,9 @@ def test_synthetic_eval_says_synthetic(tmp_path):
     out = cli("--eval", *DEVICES, f"--train_dir={train_dir}", "--eval_batch_size=3").stdout
     assert re.search(r"^Eval data:\s+synthetic \(60 examples, batches of 6\)", out, re.M), out
     assert re.search(r"^Accuracy @ 1 = .*\[60 examples, synthetic\]$", out, re.M), out
+    # Training's facts are left out of an evaluation's header (it said
+    # 'Variables: parameter_server').
+    assert not re.search(r"^(Variables|Weight decay|Optimizer):", out, re.M), out
 
 
 def test_eval_batch_size_sets_the_eval_batches_and_counts_stay_exact(tmp_path):

@@ -1,4 +1,4 @@
-"""--eval of a run trained on files scores files (issue 33, item 5): without
+"""--eval of a run trained on files scores files: without
 --data_dir it would have scored synthetic data and printed that as the run's
 accuracy (exit 0); now it stops with one line naming the recorded --data_dir,
 exit 2, nothing written; with --data_dir it scores the eval split."""

@@ -139,3 +139,21 @@ def test_stock_lrn_matches_the_layer(data_format):
     want = np.asarray(layer(x))
     assert np.abs(want / x - 1.0).max() > 0.3
     np.testing.assert_allclose(np.asarray(export._stock_lrn(layer)(x)), want, rtol=1e-5)
+
+
+def test_export_of_a_model_a_script_registered_says_to_export_from_that_script(tmp_path):
+    """`python -m towertrain.export` of a run of a register_model model said
+    'unknown model'; from the registering process (here: this one) it works."""
+    from towertrain.state import export
+    train_dir = str(tmp_path / "train")
+    write_checkpoint("ckpt_tiny", train_dir, np.random.RandomState(0))  # helpers' registration
+    done = _cli(f"--train_dir={train_dir}", f"--output={tmp_path / 'm.keras'}")
+    assert done.returncode == 2
+    assert _error_lines(done.stderr) == [
+        f"towertrain.export: error: --train_dir={train_dir} was trained with "
+        "--model=ckpt_tiny, which is not one of towertrain's models (a script registered it "
+        "with towertrain.register_model, and this process has not); export it from that "
+        "script: after its register_model call, run towertrain.commands.export.run() with "
+        "these flags, or call towertrain.state.export.export(train_dir=..., output=...)"]
+    export.export(train_dir=train_dir, output=str(tmp_path / "m.keras"))
+    assert (tmp_path / "m.keras").exists()

@@ -1,4 +1,4 @@
-"""Export into a folder that does not exist yet creates it (issue 33, item 7):
+"""Export into a folder that does not exist yet creates it:
 the path check accepted it, then Keras failed with a FileNotFoundError
 traceback. Through the export command, and through Trainer.export."""
 import keras

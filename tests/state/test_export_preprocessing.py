@@ -1,5 +1,5 @@
 """export --include_preprocessing: the eval preprocessing inside the exported
-model, so raw CIFAR-10 pixels score as --eval does (issue 22); the input
+model, so raw CIFAR-10 pixels score as --eval does; the input
 contract is in export's --help."""
 import keras
 import numpy as np

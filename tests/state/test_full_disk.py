@@ -1,4 +1,4 @@
-"""A full disk fails safe (issue 33, item 2), on small tmpfs mounts: a save
+"""A full disk fails safe, on small tmpfs mounts: a save
 that fails is one line with a non-zero exit, the previous checkpoint is kept
 byte for byte, nothing of the failed save is left, and a plain resume from
 the kept checkpoint equals an uninterrupted run; a disk that cannot hold one

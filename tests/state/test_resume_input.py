@@ -1,5 +1,5 @@
-"""Extending a finished run on another training input is refused (issue 33,
-item 6): the run record keeps the training files' examples per epoch and
+"""Extending a finished run on another training input is refused:
+the run record keeps the training files' examples per epoch and
 names, and a resume whose --data_dir holds others stops before any step
 naming both and the way out (it failed at the first step with TensorFlow's
 'Expected 1 components but got 0'). With the files back, the resume equals
@@ -54,3 +54,21 @@ def test_a_resume_on_fewer_files_is_refused_and_resumes_exactly_with_them_back(
     for name in resumed:
         np.testing.assert_allclose(resumed[name], uninterrupted[name], rtol=0, atol=1e-6,
                                    err_msg=name)
+
+
+def test_a_resume_on_the_same_file_names_holding_fewer_examples_is_refused(tmp_path, capsys):
+    """The names alone agree: the count must decide too."""
+    data_dir = write_dataset(str(tmp_path / "cifar"), num_train=40, num_test=8, train_files=5)
+    run = str(tmp_path / "run")
+    common = [*FLAGS, f"--data_dir={data_dir}", f"--train_dir={run}"]
+    assert refusals.run_cli([*common, "--num_batches=1"], capsys)[0] == 0
+    before = files_of(run)
+    write_dataset(data_dir, num_train=30, num_test=8, train_files=5)  # same 5 names
+    status, err = refusals.run_cli([*common, "--num_batches=2"], capsys)
+    names = ", ".join(FILES)
+    assert (status, err) == (2, (
+        f"towertrain: error: --data_dir={data_dir} holds 30 training examples per epoch "
+        f"({names}) but --train_dir={run} was trained on 40 ({names}), and its checkpoint "
+        "holds the position in that input; restore the files it was trained on to resume "
+        "that run, or use another --train_dir to start a new one on these files\n"))
+    assert files_of(run) == before

@@ -1,5 +1,5 @@
 """A resume that would change the saved state's meaning is refused before any
-step (issue 33, item 1): the command line names the setting, both values and
+step: the command line names the setting, both values and
 the way out, exits 2, leaves the checkpoint as it was, and the plain resume
 from it still equals an uninterrupted run. What may change by design (the
 step count, accumulation) is reported in the header instead."""
@@ -12,6 +12,7 @@ from towertrain.state import run_record
 from towertrain.state.checkpoint import CheckpointError
 
 from helpers.checkpoint_files import files_of, saved_tensors
+from helpers import refusals
 from helpers.cli import run_cases
 
 COMMON = ["--model=trivial", "--device=cpu", "--batch_size=2", "--num_warmup_batches=0",
@@ -52,6 +53,22 @@ def test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exa
     for name in resumed:
         np.testing.assert_allclose(resumed[name], uninterrupted[name], rtol=0, atol=1e-6,
                                    err_msg=name)
+
+
+def test_a_float32_run_resumed_with_use_bf16_is_refused(tmp_path, capsys):
+    """One setting of the record's precision, through the command line in this
+    process; every setting alone: test_record_fields.py."""
+    run = str(tmp_path / "run")
+    common = [*COMMON, "--allow_emulated_precision", f"--train_dir={run}"]
+    assert refusals.run_cli([*common, "--num_batches=1"], capsys)[0] == 0
+    before = files_of(run)
+    status, err = refusals.run_cli([*common, "--use_bf16", "--num_batches=2"], capsys)
+    assert (status, err) == (2, (
+        f"towertrain: error: --use_bf16 but --train_dir={run} was trained with --nouse_bf16, "
+        "which shaped its saved state (a resume would load it and train on as another run); "
+        "pass --nouse_bf16 to resume that run, or use another --train_dir to start a new "
+        "one\n"))
+    assert files_of(run) == before
 
 
 OPTIMIZER = sections.Optimizer(optimizer="momentum", momentum=0.9, nesterov=False,

@@ -1,4 +1,4 @@
-"""One training run per --train_dir (issue 33, item 9): while a training run
+"""One training run per --train_dir: while a training run
 lives, a second one into the same train_dir is refused before any step with
 one line naming the holder, exit 2, nothing written; a reader (--eval) is
 never refused; a crash (SIGKILL) frees the lock, and the plain resume from

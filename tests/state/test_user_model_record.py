@@ -1,5 +1,5 @@
 """A library run on the user's own model (Trainer(params, model=...)) records
-that model, marked as the user's (issue 33, item 8): its run record said
+that model, marked as the user's: its run record said
 "model": "trivial", so --eval and export rebuilt the registry's trivial model
 and failed on missing variables. Now they say what they need; a library
 resume with the model goes on."""

@@ -1,4 +1,4 @@
-"""README: "every path a run or export writes (--train_dir, --summary_dir,
+"""docs: "every path a run or export writes (--train_dir, --summary_dir,
 --trace_file, export's --output and --saved_model) is checked before the first
 step". Every member of that list, each one under a regular file (unwritable
 for any user, root included), through the command line in this process;
@@ -12,7 +12,7 @@ from helpers import refusals
 RUN_PATHS = [
     ("train_dir", "run", []),
     ("summary_dir", "events", ["--summary_verbosity=1"]),
-    ("summary_dir", "events", ["--summary_verbosity=1", "--profile_steps=2,3"]),
+    ("summary_dir", "events", ["--profile_steps=2,3"]),  # alone: no summaries asked
     ("trace_file", "trace.json", []),
 ]
 

@@ -1,5 +1,5 @@
 """Every path a run writes is checked before the first step, and a failed
-check leaves nothing behind (issue 22). An unwritable path that fails for any
+check leaves nothing behind. An unwritable path that fails for any
 user, root included: one below a regular file."""
 import os
 

@@ -13,12 +13,13 @@ from .periodic_eval import PeriodicEval
 from .profile import ProfileSteps
 from .signals import StopOnSignal
 from .step_printer import StepPrinter
+from .step_watchdog import StepWatchdog
 from .summaries import Summaries
 from .trace import StepTrace
 
 __all__ = ["BenchmarkLogFile", "Callback", "CheckpointSaver", "Checkpointer", "ClusterStop",
            "DivergenceGuard", "GraphFile", "PeriodicEval", "ProfileSteps", "StepPrinter",
-           "StepTrace", "StopOnSignal", "Summaries", "default_callbacks"]
+           "StepTrace", "StepWatchdog", "StopOnSignal", "Summaries", "default_callbacks"]
 
 
 def default_callbacks(plan, handles, write=print):
@@ -33,7 +34,8 @@ def default_callbacks(plan, handles, write=print):
         return _worker_callbacks(plan, handles, write)  # multi-worker: the chief writes
     precision = plan.recipe.precision  # a dynamic loss scale: recipe.precision.LossScale
     dynamic = bool(precision.use_fp16 and precision.fp16_enable_auto_loss_scale)
-    callbacks = [DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
+    callbacks = [_watchdog(plan),  # first: off before the others' work after a step
+                 DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
                  StepPrinter(out.display_every, warmup, write,
                              print_training_accuracy=out.print_training_accuracy,
                              ewma=out.display_perf_ewma, loss_name=out.loss_type_to_report)]
@@ -60,6 +62,8 @@ def default_callbacks(plan, handles, write=print):
             raise
         saver.lock = lock
         callbacks.append(saver)
+    else:
+        _agree_on_resume(plan, None, None)
     callbacks.extend(_observers(plan, handles, summaries, write))
     callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))
     return callbacks
@@ -69,10 +73,13 @@ def _resuming_saver(plan, handles, checkpointer, write):
     """The CheckpointSaver of the chief's train_dir, its checkpoint restored
     once the run record agrees with this run and the disk has room; then the
     record is rewritten for this run."""
+    from towertrain.plan import model_recipe
     from towertrain.state import checkpoint as ckpt_lib
     from towertrain.state import run_record
     out = plan.outputs
     saver = CheckpointSaver(checkpointer, out.save_model_steps, out.save_model_secs, write)
+    # Under the lock, so no save of another run is under way there.
+    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)
     record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
     # Another model's run: say so, instead of listing every missing variable.
     model = handles.model.name if handles.user_model else plan.model
@@ -84,17 +91,36 @@ def _resuming_saver(plan, handles, checkpointer, write):
                   "total_steps": plan.steps.total}
     input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
                                              handles.input.num_examples)
-    if checkpointer.manager.latest_checkpoint:  # a resume: the same saved state's meaning
+    chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
+    if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
         run_record.check_state_settings(record, state, where)
         # ... and the same input: the checkpoint holds the position in it.
         run_record.check_training_input(record, input_record, plan.input.data_dir, where)
         saver.resume_changes = run_record.changes_at_resume(record, changeable)
-    saver.restore()
+    saver.restore(chosen)
+    _agree_on_resume(plan, out.train_dir, saver.resumed_from)  # before the record changes
     ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
-        input_record=input_record))
+        input_record=input_record,
+        learning_rate=model_recipe.record_entry(handles.learning_rate)))
     return saver
+
+
+def _watchdog(plan):
+    """The step watchdog of every process (--step_timeout_secs)."""
+    return StepWatchdog(plan.runtime.step_timeout_secs, plan.steps.warmup,
+                        plan.outputs.train_dir)
+
+
+def _agree_on_resume(plan, train_dir, path):
+    """Multi-worker: every worker restored the same checkpoint (`path`), or
+    every one stops here, before any step (engine/run/resume_agreement.py)."""
+    if plan.topology.num_workers > 1:
+        from towertrain.engine.distributed import cluster as cluster_lib
+        from towertrain.engine.run import resume_agreement
+        resume_agreement.agree(plan.topology.cluster, train_dir, path,
+                               cluster_lib.collective_timeout())
 
 
 def _stop_on_signal(plan, handles, saves_on_stop, write):
@@ -136,10 +162,20 @@ def _worker_callbacks(plan, handles, write):
     out = plan.outputs
     write(f"worker {resolvers.describe(plan.topology.cluster)}: training; the chief "
           "(task 0) writes the output and checkpoints")
+    path = None
     if out.train_dir:
-        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep).restore_latest()
-        if path:
-            write(f"resumed from the chief's checkpoint {path}")
-    return [DivergenceGuard(handles.learning_rate),
-            StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None),
-            ClusterStop(handles, write, train_dir=out.train_dir)]
+        from towertrain.state import checkpoint as ckpt_lib
+        chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
+        path = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep,
+                            writer=False).restore_latest(chosen)
+    _agree_on_resume(plan, out.train_dir, path)
+    if path:
+        write(f"resumed from the chief's checkpoint {path}")
+    callbacks = [_watchdog(plan), DivergenceGuard(handles.learning_rate),
+                 StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)]
+    if plan.steps.eval_schedule is not None:  # its share of each eval; the chief prints it
+        callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence,
+                                      plan.steps.eval_schedule, handles.eval_data, write,
+                                      stop_at_top_1=out.stop_at_top_1_accuracy,
+                                      print_results=False))
+    return callbacks + [ClusterStop(handles, write, train_dir=out.train_dir)]

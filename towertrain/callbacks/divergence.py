@@ -29,7 +29,17 @@ class DivergenceGuard(Callback):
             return
         what = (f"gradients are not finite (loss {result.loss:.4g})"
                 if math.isfinite(result.loss) else f"loss is {result.loss}")
+        if step == 1 and self.loop is not None and self.loop.start_step == 0:
+            # The initial weights, no update yet: the learning rate played no part.
+            source = ("the gradients (a layer or loss whose derivative is not finite at "
+                      "these values)" if math.isfinite(result.loss) else
+                      "the input batch (NaN or Inf in the images or labels) or the loss")
+            raise TrainingDivergedError(
+                f"{what} at step 1, from the initial weights before any update, so not from "
+                f"the learning rate: it comes from {source}; check the data with "
+                "np.isfinite and the model's or loss_fn's math; nothing was applied or saved")
         raise TrainingDivergedError(
             f"{what} at step {step}; nothing from this step was applied and nothing "
             f"was saved; try a lower --init_learning_rate (now {self.learning_rate:g}) "
-            "or, with loss scaling, a lower loss scale")
+            "or, with loss scaling, a lower loss scale (or, if the data may hold NaN or "
+            "Inf, check it with np.isfinite)")

@@ -16,11 +16,14 @@ class PeriodicEval(Callback):
 
     stop_at_top_1: once a result's top-1 reaches it, the run stops right there
     (no later eval, no draining: each eval step is a staging fence) and the
-    stop counts as the run's end (its checkpoint is the final one).
+    stop counts as the run's end (its checkpoint is the final one). On several
+    workers every worker has this callback and gets the same result
+    (engine.evaluation.cluster_eval), so all stop at that step; a non-chief's
+    (print_results=False) writes only its stop, with the step.
     """
 
     def __init__(self, evaluator, add_fence, schedule, eval_data, write=print,
-                 on_result=None, stop_at_top_1=None):
+                 on_result=None, stop_at_top_1=None, print_results=True):
         if isinstance(schedule, int):
             schedule = eval_schedule.EvalSchedule(None, every_n_steps=schedule)
         self.schedule = schedule
@@ -28,6 +31,7 @@ class PeriodicEval(Callback):
         self.write = write
         self.on_result = on_result
         self.stop_at_top_1 = stop_at_top_1
+        self.print_results = print_results
         self.evaluator = evaluator
         self.add_fence = add_fence
 
@@ -58,12 +62,13 @@ class PeriodicEval(Callback):
 
     def _evaluate(self, step):
         result = self.evaluator.evaluate(self.eval_data)
-        self.write(evaluation.format_result(result, step))
+        if self.print_results:
+            self.write(evaluation.format_result(result, step))
         if self.on_result is not None:
             self.on_result(step, result)
         if self.stop_at_top_1 is not None and result.top1 >= self.stop_at_top_1:
             # tf_cnn_benchmarks' line; the run ends here, its checkpoint is final.
             self.write(f"Stopping, as eval accuracy at least {self.stop_at_top_1:g} was "
-                       "reached")
+                       "reached" + ("" if self.print_results else f" (step {step})"))
             self.loop.request_stop(f"--stop_at_top_1_accuracy={self.stop_at_top_1:g} "
                                    f"(top-1 {result.top1:.4f} at step {step})", final=True)

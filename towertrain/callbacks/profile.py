@@ -65,6 +65,6 @@ class ProfileSteps(Callback):
         self.write(f"Profiled steps {self._start}..{step} into {where}")
 
     def close(self):
-        if self.active:  # a step failed while profiling: end the session
+        if self.active:  # a step failed while profiling: end the profiler's session
             tf.profiler.experimental.stop()
             self.active = False

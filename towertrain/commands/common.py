@@ -19,6 +19,24 @@ def fail(message, command="towertrain"):
     return 2
 
 
+def run_app(main, flags_parser, command="towertrain"):
+    """absl's app.run of a command, a Ctrl-C outside a training step (while
+    TensorFlow imports, the model builds or the checkpoint restores; a step
+    has its own handler) one line and status 130 instead of KeyboardInterrupt's
+    60-200 line traceback."""
+    from absl import app
+    try:
+        app.run(main, flags_parser=flags_parser)
+    except KeyboardInterrupt:
+        print(f"{command}: received SIGINT outside a training step: exiting with status 130 "
+              "(a run with --train_dir resumes from its last checkpoint)", file=sys.stderr,
+              flush=True)
+        sys.stdout.flush()
+        # At once: a TensorFlow interrupted in its import can hang the interpreter's
+        # teardown; the trainer was closed on the way out, the kernel frees the lock.
+        os._exit(130)
+
+
 def import_tensorflow_quietly():
     """Imports TensorFlow with stderr muted when TF_CPP_MIN_LOG_LEVEL >= 2.
 
@@ -68,9 +86,25 @@ def flags_parser(help_text, command="towertrain", full_help=False, friendly_erro
         except (flags.Error, ValueError) as err:  # ValueError: '--noeval=1'
             message = flag_error_message(err) if friendly_errors else str(err)
             sys.exit(fail(message, command))
+        expand_paths(flags.FLAGS)
         configure_logging(flags.FLAGS)
         return rest
     return parse
+
+
+# Every command's flags that name a file or directory (towertrain's settings,
+# export's --output and --saved_model, scaling's --output_dir).
+OTHER_PATH_FLAGS = ("output", "saved_model", "output_dir")
+
+
+def expand_paths(flag_values):
+    """A leading `~` in a path flag is the user's home, also where no shell
+    expanded it (`--train_dir=~/run` in some shells, a flag file): it created
+    ./~/run while the output printed ~/run."""
+    from towertrain.config import settings
+    for name in settings.PATH_SETTINGS + OTHER_PATH_FLAGS:
+        if name in flag_values and isinstance(flag_values[name].value, str):
+            flag_values[name].value = settings.expand_path(flag_values[name].value)
 
 
 def unknown_flags_message(argv, err):

@@ -33,7 +33,8 @@ def run_eval(trainer, write=print, eval_data=None):
     # The training facts that do not apply to an eval run are left out.
     info = [(label, value) for label, value in trainer.header_info()
             if label not in ("Dataset", "Mode", "Batch size", "Num batches", "Optimizer",
-                             "Learning rate", "Gradient clip", "Loss scale")]
+                             "Learning rate", "Gradient clip", "Loss scale", "Variables",
+                             "Weight decay")]
     info[2:2] = [("Dataset", trainer.dataset_name), ("Mode", "evaluation")]
     info.append(("Eval data", evaluation.describe(data, evaluator)))
     if following:

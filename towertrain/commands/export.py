@@ -75,11 +75,10 @@ def usage():
 
 def run():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from absl import app
     define_flags()
-    app.run(lambda argv: sys.exit(main(argv)),
-            flags_parser=common.flags_parser(lambda: usage() + "\n", COMMAND,
-                                             friendly_errors=False))
+    common.run_app(lambda argv: sys.exit(main(argv)),
+                   common.flags_parser(lambda: usage() + "\n", COMMAND, friendly_errors=False),
+                   COMMAND)
 
 
 if __name__ == "__main__":

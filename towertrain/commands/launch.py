@@ -4,6 +4,10 @@ Starts N worker processes of `python -m towertrain <flags>` on this machine,
 a cluster on free loopback ports (each gets --worker_hosts, --task_index and
 --cluster_source=flags; --variable_update=collective_all_reduce unless given).
 Every line a worker prints comes out prefixed with its task ("[task 1] ...").
+A GPU run of several workers gives each its own --num_gpus of the machine's
+GPUs through CUDA_VISIBLE_DEVICES (task k: the k-th share of the launcher's
+list, towertrain.config.gpu_share); workers that would share a GPU are
+refused before any starts.
 
 - SIGINT/SIGTERM are forwarded to every worker: the first makes them stop
   together at one step, the chief saves, all exit 0 (towertrain.callbacks.
@@ -28,6 +32,8 @@ import threading
 import time
 
 from towertrain.commands import common
+from towertrain.config import gpu_share
+from towertrain.errors import DeviceError
 
 COMMAND = "towertrain.launch"
 SET_BY_LAUNCHER = ("--worker_hosts", "--task_index", "--cluster_source")
@@ -66,6 +72,10 @@ def parse(argv):
         name = flag.split("=", 1)[0]
         if name in SET_BY_LAUNCHER:
             problem = f"{flag}: the launcher sets {name} for each worker; drop it"
+        elif name == "--gpu_indices" and options.num_workers > 1:
+            problem = (f"{flag}: the launcher gives each worker its own GPUs through "
+                       f"{gpu_share.VISIBLE}; pick the machine's GPUs with "
+                       f"{gpu_share.VISIBLE} on the launcher instead")
         elif name == "--variable_update" and options.num_workers > 1 and (
                 flag != "--variable_update=collective_all_reduce"):
             problem = (f"{flag}: {options.num_workers} workers need "
@@ -73,6 +83,33 @@ def parse(argv):
     if problem:
         sys.exit(common.fail(problem, command=COMMAND))
     return options, flags
+
+
+def _flag_value(flags, name):
+    """The last value of --name in the worker flags ('--name=v' or '--name v'), or None."""
+    value = None
+    for i, flag in enumerate(flags):
+        if flag.startswith(f"--{name}="):
+            value = flag.split("=", 1)[1]
+        elif flag == f"--{name}" and i + 1 < len(flags):
+            value = flags[i + 1]
+    return value
+
+
+def gpu_shares(num_workers, flags, environ, device_nodes=gpu_share.DEVICE_NODES):
+    """Each task's CUDA_VISIBLE_DEVICES (None: the worker's environment as
+    the launcher's): with 2+ workers on GPUs (--device=gpu, or no --device on
+    a machine with GPUs), the k-th --num_gpus of the launcher's GPUs.
+    DeviceError when they do not go round."""
+    device = _flag_value(flags, "device")
+    gpus = gpu_share.machine_gpus(environ, device_nodes)
+    try:
+        num_gpus = int(_flag_value(flags, "num_gpus") or 1)
+    except ValueError:
+        num_gpus = 0  # the workers refuse the flag themselves
+    if num_workers < 2 or device == "cpu" or not gpus or num_gpus < 1:
+        return [None] * num_workers  # no GPU to share (a GPU run says why itself)
+    return [gpu_share.share(task, num_workers, num_gpus, gpus) for task in range(num_workers)]
 
 
 def free_ports(count):
@@ -101,7 +138,7 @@ def _die_with_parent():
 class Workers:
     """One start of the N workers: their processes and output threads."""
 
-    def __init__(self, options, flags, write):
+    def __init__(self, options, flags, write, shares):
         self.write = write
         self.procs, self.threads = [], []
         n = options.num_workers
@@ -116,11 +153,13 @@ class Workers:
             args = [sys.executable, "-m", options.module, *flags, *cluster]
             if n > 1:
                 args.append(f"--task_index={task}")
+            own = env if shares[task] is None else dict(env, **{gpu_share.VISIBLE: shares[task]})
             proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, text=True,
+                                    stdin=subprocess.DEVNULL, env=own, text=True,
                                     errors="replace", preexec_fn=_die_with_parent)
             self.procs.append(proc)
-            write(f"[launcher] task {task}: pid {proc.pid}")
+            gpus = "" if shares[task] is None else f", GPUs {shares[task]}"
+            write(f"[launcher] task {task}: pid {proc.pid}{gpus}")
         # The output threads start after the last fork (preexec_fn and threads).
         for task, proc in enumerate(self.procs):
             thread = threading.Thread(target=self._copy, args=(task, proc), daemon=True)
@@ -180,6 +219,10 @@ def _say(lock):
 
 def main(argv=None):
     options, flags = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        shares = gpu_shares(options.num_workers, flags, os.environ)
+    except DeviceError as err:
+        return common.fail(str(err), command=COMMAND)
     write = _say(threading.Lock())
     if options.max_restarts and not any(f.startswith("--train_dir=") for f in flags):
         write("[launcher] note: without --train_dir a restart starts from the beginning")
@@ -196,7 +239,7 @@ def main(argv=None):
     restarts = 0
     try:
         while True:
-            state["workers"] = Workers(options, flags, write)
+            state["workers"] = Workers(options, flags, write, shares)
             status, task = state["workers"].supervise()
             if status == 0:
                 return 0

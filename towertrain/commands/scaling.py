@@ -333,9 +333,8 @@ def help_text():
 
 
 def run():
-    from absl import app
     define_flags()
-    app.run(main, flags_parser=common.flags_parser(help_text))
+    common.run_app(main, common.flags_parser(help_text), "towertrain.scaling")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,30 @@ def table_lines(configs, settings):
         lines.append(f"{c.mode:<{width}}  {c.devices:>7}  {c.global_batch:>12}  "
                      f"{c.median:>10.1f}  {up:>7.2f}x  {up / c.devices:>10.1%}  "
                      f"{c.spread:>6.1%}")
-    return lines
+    return lines + warnings(configs, settings, ratio)
+
+
+# Above this an efficiency is the timing's noise, not a speed-up.
+PLAUSIBLE_EFFICIENCY = 1.05
+
+
+def warnings(configs, settings, ratio):
+    """Notes under the table on numbers it cannot vouch for: one round (no
+    spread to judge them by), and an efficiency above 100% (a 1-device row that
+    ran slow, not N devices more than N times faster)."""
+    notes = []
+    if settings["rounds"] < 2:
+        notes.append(f"warning: {settings['rounds']} round: the spread cannot be measured, "
+                     "so nothing says how far these numbers can be trusted; use --rounds=3 "
+                     "or more")
+    high = [(ratio[(c.mode, c.devices)] / c.devices, c) for c in configs if c.devices > 1
+            and ratio[(c.mode, c.devices)] / c.devices > PLAUSIBLE_EFFICIENCY]
+    if high:
+        efficiency, c = max(high, key=lambda pair: pair[0])
+        notes.append(f"warning: efficiency above 100% ({efficiency:.1%}: {c.mode} on "
+                     f"{c.devices} devices) is timing noise or a slow 1-device row, not a "
+                     "real speed-up; rerun with more --rounds (and --num_batches)")
+    return [""] + notes if notes else []
 
 
 def write_data(configs, settings, stem):

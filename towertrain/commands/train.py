@@ -6,6 +6,7 @@ own logging stays off the output unless --verbose asks for it.
 """
 import os
 import sys
+import textwrap
 
 from towertrain.commands import common
 from towertrain.config import settings
@@ -95,13 +96,24 @@ def _cluster_errors():
             tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
 
 
+# The README's first command: what a newcomer runs first.
+EXAMPLE = ("python -m towertrain --model=resnet20 --device=cpu --num_gpus=2 "
+           "--variable_update=replicated --num_batches=20")
+
+
 def help_text(width=80):
     """--help: towertrain's own flags, grouped, each with its default."""
     from absl import flags
     from towertrain.config import flags as flags_lib
+    from towertrain.models import catalog  # names and defaults only: no Keras import
     lines = ["usage: python -m towertrain [--flag=value ...]", "",
-             "towertrain's flags (--helpfull also lists absl's logging and debugging "
-             "flags):"]
+             "Example: ResNet-20 on synthetic CIFAR-10 data over 2 logical CPU devices:",
+             "  " + EXAMPLE, "",
+             "Models (--model=NAME; towertrain.register_model adds your own):"]
+    lines += textwrap.wrap(", ".join(catalog.registered_names()), width,
+                           initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+    lines += ["", "towertrain's flags (--helpfull also lists absl's logging and debugging "
+              "flags):"]
     for title, names in flags_lib.GROUPS:
         lines += ["", f"{title}:"]
         for name in names:
@@ -116,10 +128,9 @@ parse_flags = common.flags_parser(help_text, full_help=True)
 
 
 def run():
-    from absl import app
     from towertrain.config import flags as flags_lib
     flags_lib.define_flags()
-    app.run(main, flags_parser=parse_flags)
+    common.run_app(main, parse_flags)
 
 
 if __name__ == "__main__":

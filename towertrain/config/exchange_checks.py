@@ -38,7 +38,7 @@ def default_spec(variable_update, device):
     all-reduce already crosses machines over several channels (one NIC each)
     and uses trees for small packs, it needs one NCCL communicator per GPU
     where scatter/xring needs two, and it meets none of the hierarchy's
-    first-step ordering hazards (the gradient-exchange docs' cost model)."""
+    first-step ordering hazards (docs/exchange.md's cost model)."""
     if variable_update == "replicated":
         return "nccl" if device == "gpu" else "pscpu"
     if variable_update == "collective_all_reduce":

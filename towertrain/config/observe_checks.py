@@ -27,8 +27,10 @@ def validate_observe(p, fail):
     if p.summary_verbosity and not (p.train_dir or p.summary_dir):
         fail("summary_verbosity", p.summary_verbosity,
              "needs --train_dir or --summary_dir to write the event files into")
-    if p.summary_dir and not p.summary_verbosity:
-        fail("summary_dir", p.summary_dir, "needs --summary_verbosity >= 1 (0 writes nothing)")
+    if p.summary_dir and not p.summary_verbosity and p.profile_steps is None:
+        # --profile_steps alone writes its profile there (Outputs.logdir).
+        fail("summary_dir", p.summary_dir, "needs --summary_verbosity >= 1 or --profile_steps "
+             "(with neither, nothing is written there)")
     if p.trace_step is not None:
         if p.trace_step < 1:
             fail("trace_step", p.trace_step, "must be >= 1")

@@ -28,10 +28,18 @@ DEFAULT_NUM_BATCHES = 100
 @dataclasses.dataclass(frozen=True)
 @settings.declare_fields()
 class Params:
+    """The run's settings: a frozen dataclass whose fields are the command
+    line's flags, with the same names, values and defaults (docs/flags.md lists
+    every one). Params(...) checks itself as the command line does and raises
+    ParamsError with the same one-line message; replace(**changes) gives a
+    changed copy.
+    """
     # The fields, their types and defaults come from towertrain.config.settings
     # (one definition per setting, shared with the flags); the checks are below.
 
     def __post_init__(self):
+        for name in settings.PATH_SETTINGS:  # '~/run' is the home's run, never ./~/run
+            object.__setattr__(self, name, settings.expand_path(getattr(self, name)))
         validate(self)
 
     def replace(self, **changes) -> "Params":
@@ -202,15 +210,17 @@ def _validate_checkpointing(p: Params) -> None:
         _fail(flag, getattr(p, flag), "needs --train_dir to save into")
     if p.eval and not (p.train_dir or p.checkpoint):
         _fail("eval", True, "needs --train_dir (latest checkpoint) or --checkpoint")
-    if p.checkpoint and not p.eval:
-        _fail("checkpoint", p.checkpoint, "only applies with --eval; training resumes "
-              "from the latest checkpoint in --train_dir")
-    if p.eval and p.checkpoint and p.train_dir:
+    if p.checkpoint and not p.eval and not p.train_dir:
+        _fail("checkpoint", p.checkpoint, "needs --eval (the checkpoint to evaluate) or "
+              "--train_dir (training resumes from this checkpoint of it)")
+    if p.checkpoint and p.train_dir:
         # --checkpoint wins; --train_dir then only matters as the checkpoint's home.
         home = p.checkpoint if os.path.isdir(p.checkpoint) else os.path.dirname(p.checkpoint)
         if os.path.abspath(home) != os.path.abspath(p.train_dir):
             _fail("train_dir", p.train_dir, f"--eval reads --checkpoint={p.checkpoint}, "
-                  "which is not in it; drop --train_dir")
+                  "which is not in it; drop --train_dir" if p.eval else
+                  f"--checkpoint={p.checkpoint} is not in it: a run resumes from a "
+                  "checkpoint of its own --train_dir")
     if p.eval_batch_size is not None:
         if p.eval_batch_size < 1:
             _fail("eval_batch_size", p.eval_batch_size, "must be >= 1 (it is the batch "

@@ -51,9 +51,11 @@ def _validate_schedule(p, fail):
         except ValueError as err:
             fail("piecewise_learning_rate_schedule", p.piecewise_learning_rate_schedule,
                  str(err))
+        # tf_cnn_benchmarks' get_learning_rate refuses the same ones.
         for flag in ("init_learning_rate", "num_epochs_per_decay",
-                     "learning_rate_decay_factor", "learning_rate_schedule"):
-            if getattr(p, flag) is not None:
+                     "learning_rate_decay_factor", "learning_rate_schedule",
+                     "minimum_learning_rate"):
+            if getattr(p, flag) not in (None, 0):
                 fail("piecewise_learning_rate_schedule", p.piecewise_learning_rate_schedule,
                      f"conflicts with --{flag}={getattr(p, flag)}: the piecewise schedule "
                      "sets every learning rate; drop one")

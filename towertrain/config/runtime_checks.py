@@ -25,6 +25,9 @@ def validate_runtime(p, fail):
         value = getattr(p, flag)
         if value is not None and value < 1:
             fail(flag, value, "must be >= 1")
+    if p.step_timeout_secs is not None and not p.step_timeout_secs >= 0:
+        fail("step_timeout_secs", p.step_timeout_secs, "must be >= 0 seconds (0: no watch "
+             "of the steps)")
     if p.allow_growth is not None and p.resolved_device != "gpu":
         fail("allow_growth", p.allow_growth, "sets GPU memory growth; CPU devices have "
              "none to set (use it with --device=gpu, or drop it)")

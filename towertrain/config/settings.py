@@ -188,7 +188,8 @@ SETTINGS = (
                 training_only=True,
                 applies_with=("optimizer", ("momentum",))),
         Setting("init_learning_rate", FLOAT, None, "Initial learning rate (default: the "
-                "model's).", training_only=True),
+                "model's own recipe, tf_cnn_benchmarks' schedule for it: docs/migration.md).",
+                training_only=True),
         Setting("weight_decay", FLOAT, 0.0, "L2 weight decay on the variables the model marks "
                 "for it (conv and dense kernels; never BN or biases).", training_only=True),
         Setting("single_l2_loss_op", BOOLEAN, False, "Compute the weight decay as one L2 "
@@ -198,7 +199,7 @@ SETTINGS = (
                 "summaries show: total_loss (with weight decay) or base_loss (without).",
                 choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
-                "and augmentation (every draw: README 'Randomness and exactness')."),
+                "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
                 training_only=True, scaling=NOT_USED)),
@@ -225,8 +226,9 @@ SETTINGS = (
                 "was tuned for (with --scale_learning_rate).", training_only=True,
                 applies_with=("scale_learning_rate", ("linear",))),
         Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
-                "(default with --num_epochs: the dataset's known size, ImageNet 1,281,167, "
-                "CIFAR-10 50,000); --data_dir sets it from its files.",
+                "(default with --num_epochs or an epoch-based learning rate: the dataset's "
+                "known size, ImageNet 1,281,167, CIFAR-10 50,000); --data_dir sets it from "
+                "its files.",
                 training_only=True)),
     *group("Optimizer options",
         Setting("nesterov", BOOLEAN, False, "Nesterov momentum (--optimizer=momentum).",
@@ -324,7 +326,9 @@ SETTINGS = (
                 "pass (inference mode) on --num_batches batches and print images/sec; trains "
                 "nothing and writes nothing.", param=False, scaling=NOT_USED),
         Setting("checkpoint", STRING, None, "With --eval: the checkpoint to evaluate "
-                "(default: the latest in --train_dir).", scaling=NOT_USED),
+                "(default: the latest in --train_dir). Training: the checkpoint of "
+                "--train_dir to resume from instead of its latest (an earlier one, when the "
+                "latest is damaged).", scaling=NOT_USED),
         Setting("eval_batch_size", INTEGER, None, "Batch size per device for evaluation "
                 "(default: the training batch per device).", scaling=NOT_USED),
         Setting("eval_during_training_every_n_steps", INTEGER, None, "Evaluate every this "
@@ -397,7 +401,13 @@ SETTINGS = (
                 "(tf.config.experimental.set_memory_growth on every GPU): allocate as needed "
                 "instead of all at start (default: TensorFlow's, all at start); GPUs only."),
         Setting("sync_on_finish", BOOLEAN, False, "Wait for every device to finish its work "
-                "at the end of each step (inside the step's time).", training_only=True)),
+                "at the end of each step (inside the step's time).", training_only=True),
+        Setting("step_timeout_secs", FLOAT, None, "A training step that runs longer than "
+                "this many seconds (a hung collective, peer or kernel) ends the process with "
+                "exit status 1 and one line naming the step and its phase, so a launcher "
+                "restarts from the last checkpoint; watched from the second step of a process "
+                "on (the first traces); 0: no watch (default: 10x the slowest step after "
+                "warm-up, at least 300).", training_only=True, scaling=NOT_USED)),
     *group("Input pipeline (--data_dir with --input=dataset)",
         Setting("datasets_use_prefetch", BOOLEAN, True, "Prefetch global batches at the end "
                 "of the tf.data pipeline.", training_only=True, scaling=NOT_USED),
@@ -439,6 +449,19 @@ SETTINGS = (
 def params_settings(table=None):
     """The settings that are fields of Params (all but command-line-only ones)."""
     return tuple(s for s in _table(table) if s.param)
+
+
+# The settings that name a file or directory: `~` in them is the user's home
+# (Params expands it), also where no shell did (a config file, `--flag=~/x`).
+PATH_SETTINGS = ("data_dir", "summary_dir", "trace_file", "graph_file", "benchmark_log_dir",
+                 "train_dir", "checkpoint", "eval_dir")
+
+
+def expand_path(value):
+    """`value` with a leading `~` expanded (other values as they are)."""
+    import os
+    return os.path.expanduser(value) if isinstance(value, str) and value.startswith("~") \
+        else value
 
 
 def groups(table=None):

@@ -147,8 +147,10 @@ FLAGS = (
     same("num_learning_rate_warmup_epochs", "float", 0),
     same("minimum_learning_rate", "float", 0),
     refused("resnet_base_lr", "float", None,
-            "towertrain's models bring their own learning rate; use --init_learning_rate "
-            "with --scale_learning_rate=linear --base_batch_size=256"),
+            "the ImageNet ResNets' recipe keeps tf_cnn_benchmarks' default base of 0.128 "
+            "per 256 examples; for another base pass the schedule as "
+            "--piecewise_learning_rate_schedule with --num_learning_rate_warmup_epochs=5, "
+            "or --init_learning_rate with --scale_learning_rate=linear --base_batch_size=256"),
     same("momentum", "float", 0.9),
     same("rmsprop_decay", "float", 0.9),
     same("rmsprop_momentum", "float", 0.9),

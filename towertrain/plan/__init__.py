@@ -16,13 +16,16 @@ Pure Python: no TensorFlow or Keras here, so the plan and its checks run and
 are tested without them.
 """
 import dataclasses
+import math
 from typing import Optional
 
 from towertrain.config import machine as machine_lib
 from towertrain.config import exchange_checks
 from towertrain.config.exchange_checks import default_spec
 from towertrain.config.runtime_checks import parse_gpu_indices
+from towertrain.plan import accumulation as accumulation_lib
 from towertrain.plan import input_checks
+from towertrain.plan import model_recipe
 from towertrain.plan import schedule as schedule_lib
 from towertrain.plan import steps as steps_lib
 from towertrain.plan import runtime as runtime_lib
@@ -77,6 +80,10 @@ class Layout:
     batch_per_device: int
     eval_batch_per_device: int
     base_learning_rate: float
+    # The model's own learning-rate recipe and which rate the run trains with
+    # (towertrain.plan.model_recipe.source_of: flags, recipe, model or kept).
+    learning_rate_recipe: Optional[object] = None
+    learning_rate_source: str = "model"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +132,7 @@ def runtime_of(params, topology, machine) -> Runtime:
         intra_threads_why=runtime_lib.threads_reason(
             params.num_intra_threads, topology.device, **sharing),
         xla=params.xla, xla_compile=params.xla_compile, allow_growth=params.allow_growth,
-        sync_on_finish=params.sync_on_finish)
+        sync_on_finish=params.sync_on_finish, step_timeout_secs=params.step_timeout_secs)
 
 
 def exchange_of(params, topology) -> Exchange:
@@ -158,6 +165,12 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     dataset = params.data_name or model_spec.default_dataset
     input_checks.check(params, dataset)
     per_device = params.batch_size or model_spec.default_batch_size
+    recipe = getattr(model_spec, "learning_rate_recipe", None)
+    source = model_recipe.source_of(params, recipe)
+    if source == "recipe" and model_recipe.recorded_before_recipes(params.train_dir):
+        source = "kept"
+    if source == "recipe":
+        model_recipe.check_flags(params, params.resolved_model, recipe)
     return Layout(
         model=params.resolved_model, dataset=dataset, topology=topology,
         runtime=runtime_of(params, topology, machine),
@@ -166,7 +179,8 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
         outputs=_take(Outputs, params), precision=_take(Precision, params),
         batch_per_device=per_device,
         eval_batch_per_device=params.eval_batch_size or per_device,
-        base_learning_rate=params.init_learning_rate or model_spec.default_learning_rate)
+        base_learning_rate=params.init_learning_rate or model_spec.default_learning_rate,
+        learning_rate_recipe=recipe, learning_rate_source=source)
 
 
 def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> RunPlan:
@@ -185,11 +199,34 @@ def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> Run
     steps = steps_lib.plan_steps(params, input_facts, global_batch, layout.dataset)
     recipe = Recipe(
         optimizer=_take(Optimizer, params),
-        learning_rate=schedule_lib.learning_rate(
-            params, layout.base_learning_rate, global_batch=batches.per_update,
-            steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),
+        learning_rate=_learning_rate(params, layout, input_facts, batches, steps),
         precision=layout.precision, loss=_take(Loss, params),
         clipping=_take(Clipping, params), seed=params.tf_random_seed)
     return RunPlan(model=layout.model, dataset=layout.dataset, topology=topology,
                    batches=batches, steps=steps, recipe=recipe, exchange=layout.exchange,
                    runtime=layout.runtime, input=layout.input, outputs=layout.outputs)
+
+
+def _learning_rate(params, layout, input_facts, batches, steps):
+    """The run's LearningRate (towertrain.plan.model_recipe says which)."""
+    source, topology = layout.learning_rate_source, layout.topology
+    examples, origin = model_recipe.epoch_of(params, input_facts, steps, layout.dataset,
+                                             batches.global_batch)
+    if source == "recipe":
+        return model_recipe.learning_rate(
+            layout.learning_rate_recipe, layout.model, batches.per_update, examples, origin,
+            params.variable_update, topology.num_towers, topology.num_workers,
+            per_device=batches.per_device)
+    steps_per_epoch, epoch_text = steps.updates_per_epoch, None
+    if steps_per_epoch is None and examples is not None and input_facts.synthetic:
+        # Synthetic data stands in for its dataset: its known size, as --num_epochs.
+        steps_per_epoch = accumulation_lib.Plan(
+            batches.accumulation_steps,
+            math.ceil(examples / batches.global_batch)).updates_per_epoch
+        epoch_text = f"{examples:,} examples: {origin}"
+    rate = schedule_lib.learning_rate(params, layout.base_learning_rate,
+                                      global_batch=batches.per_update,
+                                      steps_per_epoch=steps_per_epoch, total_steps=steps.total)
+    return dataclasses.replace(rate, source=source, epoch_text=epoch_text,
+                               origin=model_recipe.origin_of(params, layout.model, source,
+                                                             params.train_dir))

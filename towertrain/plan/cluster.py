@@ -9,12 +9,12 @@
   slurm      the environment `srun` sets for each task, read by
              tf.distribute.cluster_resolver.SlurmClusterResolver (one task
              per node; a node's tasks listen on --slurm_port_base + k; with
-             --device=gpu each task gets --num_gpus of the node's GPUs through
-             CUDA_VISIBLE_DEVICES);
+             --device=gpu each task gets its own --num_gpus of the node's GPUs
+             through CUDA_VISIBLE_DEVICES, towertrain.config.gpu_share);
   auto       (default) the one present: --worker_hosts, TF_CONFIG, or a Slurm
-             step of more than one task (the last two only with
-             --variable_update=collective_all_reduce). More than one present
-             is an error that asks for --cluster_source.
+             step of more than one task. More than one present is an error
+             that asks for --cluster_source; each needs
+             --variable_update=collective_all_reduce, or is an error.
 
 Runs no TensorFlow op: it must run before the cluster is joined. `resolve`
 is the one door: a process works its cluster out once (the resolvers read the
@@ -25,8 +25,9 @@ import contextlib
 import json
 import os
 
+from towertrain.config import gpu_share
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster, from_flags, parse_worker_hosts
-from towertrain.errors import ClusterError
+from towertrain.errors import ClusterError, DeviceError
 
 SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
            "slurm": "Slurm", "local": "one process"}
@@ -68,20 +69,40 @@ def _resolve(params, environ) -> Cluster:
         if not text:
             raise ClusterError("--cluster_source=tf_config: the TF_CONFIG environment "
                                "variable is not set")
-        return from_tf_config(text)
-    if source == "slurm":
-        return from_slurm(params, environ)
-    return SINGLE
+        cluster = from_tf_config(text)  # a malformed one is named first
+    elif source == "slurm":
+        cluster = from_slurm(params, environ)
+    else:
+        return SINGLE
+    # One rule for every source, as Params has it for --worker_hosts: a
+    # cluster needs the exchange that crosses workers; otherwise each task
+    # trained alone, with full output and exit 0.
+    _check_exchange(params, source, environ)
+    return cluster
 
 
 def _present(params, environ):
+    """The cluster sources present, whatever --variable_update: a malformed
+    TF_CONFIG, or one given without collective_all_reduce, is an error rather
+    than ignored."""
     found = ["flags"] if params.worker_hosts else []
-    if params.variable_update == "collective_all_reduce":
-        if environ.get("TF_CONFIG"):
-            found.append("tf_config")
-        if _int(environ.get("SLURM_STEP_NUM_TASKS"), 1) > 1:
-            found.append("slurm")
+    if environ.get("TF_CONFIG"):
+        found.append("tf_config")
+    if _int(environ.get("SLURM_STEP_NUM_TASKS"), 1) > 1:
+        found.append("slurm")
     return found
+
+
+def _check_exchange(params, source, environ):
+    if params.variable_update == "collective_all_reduce":
+        return
+    what = ("TF_CONFIG is set" if source == "tf_config" else
+            f"this Slurm step has {environ.get('SLURM_STEP_NUM_TASKS')} tasks")
+    alone = "unset TF_CONFIG" if source == "tf_config" else "run one task (srun -n 1)"
+    raise ClusterError(f"--variable_update={params.variable_update}: {what}, which describes a "
+                       "cluster of workers that needs --variable_update=collective_all_reduce "
+                       f"(each task would otherwise train alone); pass it, or {alone} to "
+                       "train in one process")
 
 
 def _int(text, default):
@@ -156,15 +177,15 @@ def _addresses(job):
 
 def from_slurm(params, environ=None) -> Cluster:
     """The cluster of this Slurm step, from SlurmClusterResolver: one task per
-    worker, a node's tasks on --slurm_port_base + 0, 1, ..."""
+    worker, a node's tasks on --slurm_port_base + 0, 1, ...; with --device=gpu
+    this task's own GPUs set in `environ` (gpu_share)."""
     import tensorflow as tf
     environ = os.environ if environ is None else environ
     tasks = _int(environ.get("SLURM_STEP_NUM_TASKS"), 0)
-    gpu = params.resolved_device == "gpu"
-    # On CPU no GPU is handed out: the resolver still counts "GPUs per task",
-    # so give it one per task and let it set nothing.
-    options = (dict(gpus_per_task=params.num_gpus, auto_set_gpu=True) if gpu else
-               dict(gpus_per_node=max(tasks, 1), gpus_per_task=1, auto_set_gpu=False))
+    # The resolver's own GPU split numbers a node's GPUs from 0 whatever
+    # CUDA_VISIBLE_DEVICES lists (GPUs 4-7 of a job become 0-3): it hands out
+    # none (one "GPU" per task, nothing set) and gpu_share splits the list.
+    options = dict(gpus_per_node=max(tasks, 1), gpus_per_task=1, auto_set_gpu=False)
     try:
         names = [n for n in environ if n.startswith("SLURM_")] + ["CUDA_VISIBLE_DEVICES"]
         with _environment(environ, names):
@@ -178,7 +199,29 @@ def from_slurm(params, environ=None) -> Cluster:
                            "SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE)") from None
     if len(workers) == 1:
         return SINGLE
-    return Cluster(parse_worker_hosts(",".join(workers)), int(task_id), source="slurm")
+    cluster = Cluster(parse_worker_hosts(",".join(workers)), int(task_id), source="slurm")
+    if params.resolved_device == "gpu":
+        _set_own_gpus(params, cluster, environ)
+    return cluster
+
+
+def _set_own_gpus(params, cluster, environ):
+    """CUDA_VISIBLE_DEVICES of this task: its share of its node's GPUs, by its
+    rank among the node's tasks (their ports' order). srun --gpus-per-task
+    already gave each task its own (SLURM_GPUS_PER_TASK): kept."""
+    if environ.get("SLURM_GPUS_PER_TASK"):
+        return
+    gpus = gpu_share.machine_gpus(environ)
+    if not gpus:
+        return  # no GPU to share: the devices say why none is there
+    host = cluster.address.rpartition(":")[0]
+    node = [address for address in cluster.workers if address.rpartition(":")[0] == host]
+    try:
+        environ[gpu_share.VISIBLE] = gpu_share.share(
+            node.index(cluster.address), len(node), params.num_gpus, gpus,
+            where=f"node {host}")
+    except DeviceError as err:
+        raise ClusterError(f"--cluster_source=slurm: {err}") from None
 
 
 def check_supported(params, cluster: Cluster) -> None:

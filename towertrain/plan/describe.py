@@ -17,8 +17,22 @@ def num_batches(plan):
     if steps.num_epochs is None:
         return steps.timed
     return [f"{steps.timed} timed",
-            f"of {steps.total} steps ({steps.num_epochs} epochs; the first "
-            f"{steps.warmup} are warmup, untimed)"]
+            f"of {steps.total} steps ({count(steps.num_epochs, 'epoch')}; "
+            f"{warmup_phrase(steps.warmup)})"]
+
+
+def count(number, noun):
+    """'1 epoch', '2 epochs', '0.5 epochs'."""
+    return f"{number:g} {noun}{'' if number == 1 else 's'}"
+
+
+def warmup_phrase(warmup):
+    """Which of the steps are warmup: 'the first 3 are warmup, untimed'."""
+    if warmup == 0:
+        return "no warmup"
+    if warmup == 1:
+        return "the first is warmup, untimed"
+    return f"the first {warmup} are warmup, untimed"
 
 
 def epoch(plan):

@@ -36,6 +36,14 @@ class LearningRate:
     global_batch: Optional[int] = None
     base_batch_size: Optional[int] = None
     steps_per_epoch: Optional[int] = None
+    # A model's recipe (towertrain.plan.model_recipe): warmup from 0, and the
+    # header's parts. source: flags, recipe, model (its constant rate) or kept
+    # (a run recorded before recipes keeps the constant it trained with).
+    warmup_from_zero: bool = False
+    scale_text: Optional[str] = None
+    epoch_text: Optional[str] = None
+    origin: Optional[str] = None
+    source: str = "flags"
 
     @property
     def initial_value(self) -> float:

@@ -175,6 +175,7 @@ class Runtime:
     xla_compile: bool = False
     allow_growth: Optional[bool] = None
     sync_on_finish: bool = False
+    step_timeout_secs: Optional[float] = None  # None: automatic, 0: no watch
 
 
 @frozen
@@ -214,6 +215,7 @@ class Outputs:
     summary_verbosity: int = 0
     save_summaries_steps: Optional[int] = None
     train_dir: Optional[str] = None
+    checkpoint: Optional[str] = None  # training: the one to resume from (default: the latest)
     save_model_steps: Optional[int] = None
     save_model_secs: Optional[float] = None
     max_ckpts_to_keep: int = 5

@@ -28,6 +28,10 @@ global step from s to s + 1 (the loop's step s + 1).
   a step), the examples of --data_dir (or of an Input with num_examples), or
   --num_examples_per_epoch for synthetic data.
 - --minimum_learning_rate is an absolute floor; it is not scaled.
+- A model's own recipe (towertrain.plan.model_recipe: tf_cnn_benchmarks'
+  get_learning_rate) warms up from 0 instead (warmup_from_zero): update s < W
+  uses the first rate x s / W, later ones the schedule; its boundaries and
+  scale are worked out there, in tf_cnn_benchmarks' arithmetic.
 """
 import dataclasses
 import math
@@ -56,7 +60,8 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, kind, base_values, scale=1.0, boundaries=(), boundary_epochs=(),
                  decay_steps=None, decay_factor=None, decay_epochs=None, minimum=0.0,
                  cosine_steps=None, warmup_steps=0, warmup_epochs=None, global_batch=None,
-                 base_batch_size=None, steps_per_epoch=None):
+                 base_batch_size=None, steps_per_epoch=None, warmup_from_zero=False,
+                 scale_text=None, epoch_text=None, origin=None, source="flags"):
         super().__init__()
         self.kind = kind
         self.base_values = [float(v) for v in base_values]
@@ -74,6 +79,11 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         self.global_batch = global_batch
         self.base_batch_size = base_batch_size
         self.steps_per_epoch = steps_per_epoch
+        self.warmup_from_zero = bool(warmup_from_zero)
+        # A recipe's header parts (towertrain.plan.model_recipe): how the first
+        # rate was scaled, what an epoch is, whose recipe it is.
+        self.scale_text, self.epoch_text, self.origin = scale_text, epoch_text, origin
+        self.source = source  # flags, recipe, model (its constant) or kept (a resume's)
 
     @property
     def initial_value(self):
@@ -85,7 +95,11 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         with tf.name_scope("learning_rate"):
             step = tf.cast(step, tf.float64)
             rate = self._decayed(step)
-            if self.warmup_steps > 0:
+            if self.warmup_steps > 0 and self.warmup_from_zero:
+                # tf_cnn_benchmarks' ResnetModel: the first rate x s / W before W.
+                ramp = self.initial_value * step / float(self.warmup_steps)
+                rate = tf.where(step < float(self.warmup_steps), ramp, rate)
+            elif self.warmup_steps > 0:
                 rate = rate * tf.minimum(tf.constant(1.0, tf.float64),
                                          (step + 1.0) / float(self.warmup_steps))
             return tf.cast(rate, tf.float32)
@@ -112,6 +126,8 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
 
     def describe(self):
         """One line for the run's header."""
+        if self.source == "recipe":
+            return self._describe_recipe()
         if self.scale != 1.0:
             scaling = (f" x {self.global_batch}/{self.base_batch_size} (linear scaling)")
             text = (f"{self.base_values[0]:g}{scaling} = {self.initial_value:g}"
@@ -136,7 +152,31 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
                      f"({self.warmup_steps} steps)")
         if self.kind in ("piecewise", "staircase") or self.warmup_epochs:
             text += f"; epoch = {self.steps_per_epoch} steps"
-        return text
+            if self.epoch_text:
+                text += f" ({self.epoch_text})"
+        return text + (f" ({self.origin})" if self.origin else "")
+
+    def _describe_recipe(self):
+        # e.g. "0.128 x 256/256 = 0.128, warmup from 0 over 5 epochs (5004 steps),
+        # x0.1 after epochs 30, 60, 80, 90 (steps ...); epoch = ... (resnet50's ...)"
+        text = f"{self.base_values[0]:g}"
+        if self.scale_text:
+            text += f"{self.scale_text} = {self.initial_value:g}"
+        if self.warmup_steps:
+            text += (f", warmup from 0 over {_epochs(self.warmup_epochs)} "
+                     f"({self.warmup_steps} steps)")
+        if self.kind == "constant":
+            text += ", constant"
+        elif self.kind == "piecewise":
+            parts = [f"{value:g} until epoch {epoch:g} (step {boundary})" for value, epoch,
+                     boundary in zip(self.values, self.boundary_epochs, self.boundaries)]
+            text += ", " + ", ".join(parts) + f", then {self.values[-1]:g}"
+        elif self.kind == "staircase":
+            text += (f", x{self.decay_factor:g} every {_epochs(self.decay_epochs)} "
+                     f"({self.decay_steps} steps)")
+        if self.epoch_text:
+            text += f"; {self.epoch_text}"
+        return text + f" ({self.origin})"
 
     def get_config(self):
         return dict(kind=self.kind, base_values=self.base_values, scale=self.scale,
@@ -146,4 +186,6 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
                     cosine_steps=self.cosine_steps, warmup_steps=self.warmup_steps,
                     warmup_epochs=self.warmup_epochs, global_batch=self.global_batch,
                     base_batch_size=self.base_batch_size,
-                    steps_per_epoch=self.steps_per_epoch)
+                    steps_per_epoch=self.steps_per_epoch,
+                    warmup_from_zero=self.warmup_from_zero, scale_text=self.scale_text,
+                    epoch_text=self.epoch_text, origin=self.origin, source=self.source)

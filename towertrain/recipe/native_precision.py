@@ -21,7 +21,7 @@ GPU_MINIMUM = {"float16": (7, 0), "bfloat16": (8, 0)}
 
 Support = collections.namedtuple("Support", "native why")
 
-# What emulation costs, as measured (README "Errors a newcomer meets").
+# What emulation costs, as measured (docs/errors.md).
 SLOWDOWN = {
     ("cpu", "float16"): "measured ~100x slower than float32 on CPU (resnet20: 4.7 vs ~500 "
                         "img/s)",

@@ -149,6 +149,13 @@ class EngineState:
 
 def check_matches(path, expected_variables):
     """Raises CheckpointError listing missing/unexpected/mis-shaped model variables."""
+    if not tf.io.gfile.exists(path + ".index"):
+        # A `checkpoint` state file an earlier run left, naming files since deleted.
+        state = os.path.join(os.path.dirname(path), "checkpoint")
+        raise CheckpointError(
+            f"{state} names the checkpoint {path}, but {path}.index does not exist; restore "
+            f"its files to resume from it, or delete {state} to start from the initial "
+            "values")
     try:
         stored = dict(tf.train.list_variables(path))
     except (tf.errors.OpError, ValueError) as err:
@@ -171,9 +178,48 @@ def check_matches(path, expected_variables):
         raise CheckpointError("; ".join(parts))
 
 
+def check_whole(path):
+    """Reads every tensor of checkpoint `path` (TensorFlow checks each one's
+    checksum); raises CheckpointError naming the damage and an earlier
+    checkpoint beside it that reads whole. Before the restore proper, whose
+    failure also leaked TensorFlow's warnings about unrestored values."""
+    reason = _damage(path)
+    if reason is None:
+        return
+    earlier = [p for p in reversed(checkpoints_on_disk(os.path.dirname(path)))
+               if _step_of(p) is not None and _step_of(p) < (_step_of(path) or 0)]
+    whole = next((p for p in earlier if _damage(p) is None), None)
+    offer = (f"resume from the earlier checkpoint {whole}, which reads whole: the same command "
+             f"with --checkpoint={whole}" if whole else
+             "no earlier checkpoint beside it reads whole")
+    raise CheckpointError(f"checkpoint {path} is damaged ({reason}); nothing was changed: "
+                          f"{offer}, or put back a copy of its files")
+
+
+def _step_of(path):
+    found = re.search(r"ckpt-(\d+)$", path)
+    return int(found.group(1)) if found else None
+
+
+def _damage(path):
+    """Why checkpoint `path` cannot be read whole, or None."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError, IndexError) as err:
+        text = re.sub(r"\{\{.*?\}\}\s*", "", first_line(err))
+        text = re.sub(r"\s*\[Op:\w+\]$", "", text)
+        if "Checksum does not match" in text:
+            return "a data file fails its checksum: Checksum does not match"
+        return text.rsplit("): ", 1)[-1]
+    return None
+
+
 def restore(checkpoint, path, expected_variables):
-    """Checks the names, then reads `path` into `checkpoint`; clear errors on damage."""
+    """Checks the names and the bytes, then reads `path` into `checkpoint`."""
     check_matches(path, expected_variables)
+    check_whole(path)
     try:
         # Model variables were checked above; slots or input missing from the
         # checkpoint (another optimizer, synthetic data) keep their fresh values.
@@ -200,11 +246,80 @@ def restore_portable(model, manager, path, engine_variables=None):
     return state.global_step()
 
 
+_CHECKPOINT_INDEX = re.compile(r"^ckpt-(\d+)\.index$")
+STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's list of its checkpoints
+
+
+def checkpoints_on_disk(train_dir):
+    """The complete ckpt-N prefixes (an index and a data file) in train_dir,
+    in step order, whatever its `checkpoint` state file says."""
+    if not train_dir or not tf.io.gfile.isdir(train_dir):
+        return []
+    names = set(tf.io.gfile.listdir(train_dir))
+    steps = sorted(int(m.group(1)) for m in map(_CHECKPOINT_INDEX.match, names) if m)
+    return [os.path.join(train_dir, f"ckpt-{step}") for step in steps
+            if any(name.startswith(f"ckpt-{step}.data-") for name in names)]
+
+
+def rebuild_state_file(train_dir):
+    """A train_dir whose `checkpoint` state file is gone (deleted, or the
+    ckpt-N files copied without it) but whose ckpt-N files remain: without the
+    file a run would start over at step 1 and save over them, so it is
+    written again, listing them in step order (the latest resumes). Returns
+    the names it lists; [] when nothing was missing."""
+    if not train_dir or tf.io.gfile.exists(os.path.join(train_dir, STATE_FILE)):
+        return []
+    found = checkpoints_on_disk(train_dir)
+    if found:
+        # The CheckpointState text proto, relative names (the folder may move);
+        # TensorFlow's writer of it is deprecated and logs so.
+        # Each one's time (its index file's) after last_preserved_timestamp, so
+        # the manager keeps counting them against --max_ckpts_to_keep.
+        names = [os.path.basename(path) for path in found]
+        times = [tf.io.gfile.stat(path + ".index").mtime_nsec / 1e9 for path in found]
+        text = (f'model_checkpoint_path: "{names[-1]}"\n'
+                + "".join(f'all_model_checkpoint_paths: "{name}"\n' for name in names)
+                + "".join(f"all_model_checkpoint_timestamps: {t!r}\n" for t in times)
+                + f"last_preserved_timestamp: {min(times) - 1!r}\n")
+        path = os.path.join(train_dir, STATE_FILE)
+        with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+            f.write(text)
+        tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    return [os.path.basename(path) for path in found]
+
+
+_TEMPORARY = re.compile(r"^ckpt-\d+_temp$")
+
+
+def remove_unfinished_saves(train_dir):
+    """Removes the `ckpt-N_temp/` folders of saves a killed process never
+    finished (TensorFlow writes a checkpoint there, then moves it into
+    place); only the run holding the train_dir's lock may call it. Returns
+    their names."""
+    if not train_dir or not tf.io.gfile.isdir(train_dir):
+        return []
+    found = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(train_dir)
+                   if _TEMPORARY.match(name.rstrip("/")))
+    for name in found:
+        tf.io.gfile.rmtree(os.path.join(train_dir, name))
+    return found
+
+
+def latest(train_dir):
+    """The latest checkpoint of train_dir: its state file's, else (the file
+    lost) the last complete ckpt-N on disk; None when there is none."""
+    found = tf.train.latest_checkpoint(train_dir) if train_dir else None
+    if found:
+        return found
+    on_disk = checkpoints_on_disk(train_dir)
+    return on_disk[-1] if on_disk else None
+
+
 def resolve(train_dir=None, checkpoint_path=None):
     """The checkpoint to read: `checkpoint_path`, else the latest in train_dir."""
     if checkpoint_path:
         if tf.io.gfile.isdir(checkpoint_path):
-            found = tf.train.latest_checkpoint(checkpoint_path)
+            found = latest(checkpoint_path)
             if not found:
                 raise CheckpointError(f"no checkpoint in {checkpoint_path}")
             return found
@@ -214,7 +329,7 @@ def resolve(train_dir=None, checkpoint_path=None):
         return checkpoint_path
     if not train_dir:
         raise CheckpointError("need --train_dir or --checkpoint to find a checkpoint")
-    found = tf.train.latest_checkpoint(train_dir)
+    found = latest(train_dir)
     if not found:
         raise CheckpointError(f"no checkpoint in --train_dir={train_dir}")
     return found

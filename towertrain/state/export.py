@@ -155,6 +155,22 @@ def with_eval_preprocessing(model, data_name, data_format):
     return keras.Model(raw, model(x), name=f"{model.name}_with_preprocessing")
 
 
+def _check_registered(model_name, train_dir, checkpoint):
+    """A model a script registered (towertrain.register_model) exists only in
+    that script's process: `python -m towertrain.export` said 'unknown model'."""
+    from towertrain.models import catalog
+    from towertrain.state import checkpoint as ckpt_lib
+    if model_name in catalog.registered_names():
+        return
+    where = f"--train_dir={train_dir}" if train_dir else f"--checkpoint={checkpoint}"
+    raise ckpt_lib.CheckpointError(
+        f"{where} was trained with --model={model_name}, which is not one of towertrain's "
+        "models (a script registered it with towertrain.register_model, and this process "
+        "has not); export it from that script: after its register_model call, run "
+        "towertrain.commands.export.run() with these flags, or call "
+        "towertrain.state.export.export(train_dir=..., output=...)")
+
+
 def export(train_dir=None, output=None, saved_model=None, data_format=None,
            checkpoint=None, model_name=None, include_preprocessing=False):
     """Writes `output` (.keras) and/or `saved_model` (directory); returns the stock
@@ -181,6 +197,7 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
     if not model_name:
         raise ckpt_lib.CheckpointError(
             f"no {ckpt_lib.RUN_INFO_FILE} next to the checkpoint; pass --model")
+    _check_registered(model_name, train_dir, checkpoint)
     input_shape = info.get("input_shape")
     image_size = input_shape[1] if input_shape else None  # square images: H == W either way
     model = load_model_from_checkpoint(path, model_name, info.get("num_classes"),

@@ -76,7 +76,8 @@ def final_step(record):
 
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
-              changeable=None, data_dir=None, user_model=False, input_record=None):
+              changeable=None, data_dir=None, user_model=False, input_record=None,
+              learning_rate=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
@@ -84,7 +85,9 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
     (changeable: accumulation_steps, total_steps). user_model: the model was
     passed to Trainer(model=...): the record names the Keras model instead of
     the registry's, marked as the user's (no command line can rebuild it).
-    input_record: training_input's record of the training files."""
+    input_record: training_input's record of the training files.
+    learning_rate: which rate the run trains with (towertrain.plan.model_recipe.
+    record_entry); a record without one is older than models' recipes."""
     return {
         "model": keras_model.name if user_model else model,
         USER_MODEL: bool(user_model),
@@ -97,6 +100,7 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
         **(state_settings or {}),
         **(changeable or {}),
         **(input_record or {}),
+        **({"learning_rate": learning_rate} if learning_rate is not None else {}),
     }
 
 

@@ -5,7 +5,7 @@ what changed. Workers x devices may change freely: with the same global
 batch every step trains on the same examples in the same order (the input
 position is that of the global batch sequence), so the run continues exactly.
 A changed global batch is reported in the header: the run goes on from the
-saved step count with the new batch (README, "Restart on another topology").
+saved step count with the new batch (docs/clusters.md, "Restart on another topology").
 """
 import tensorflow as tf
 
@@ -55,5 +55,5 @@ class Topology:
                 ("Global batch", f"CHANGED at resume: {old_batch} in the checkpoint, now "
                                  f"{batch}; the saved step count goes on with the new batch "
                                  "(epoch boundaries, --num_epochs and schedule steps are "
-                                 "counted in new-batch steps; README 'Restart on another "
-                                 "topology')")]
+                                 "counted in new-batch steps; docs/clusters.md, 'Restart "
+                                 "on another topology')")]

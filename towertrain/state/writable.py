@@ -31,8 +31,8 @@ def problem(path, is_file=False):
             return "is a directory"
         if not is_file and not os.path.isdir(path):
             return "is a file, not a directory"
-    probe_in = path if (not is_file and os.path.isdir(path)) else _nearest_existing(
-        os.path.dirname(os.path.abspath(path)) if is_file else path)
+    # An existing directory is its own nearest existing one.
+    probe_in = _nearest_existing(os.path.dirname(os.path.abspath(path)) if is_file else path)
     if not os.path.isdir(probe_in):
         return f"{probe_in} is a file, not a directory"
     try:

@@ -19,6 +19,9 @@ from towertrain.input_pipeline.base import EvalData, NoEvalSplitError
 
 EvalResult = collections.namedtuple(
     "EvalResult", "top1 top5 num_examples images_per_sec description logits")
+# What an evaluation counted (correct top-1 and top-5, examples), before the
+# split's checks: a worker's share of it, or the cluster's sum.
+Tally = collections.namedtuple("Tally", "correct1 correct5 count images_per_sec logits")
 
 
 class Evaluator:
@@ -63,6 +66,11 @@ class Evaluator:
 
     def evaluate(self, eval_data, keep_logits=False):
         """eval_data: EvalData (a finite dataset of (images, labels) batches)."""
+        return result_of(eval_data, self.tally(eval_data, keep_logits))
+
+    def tally(self, eval_data, keep_logits=False):
+        """The counts of eval_data's batches (none is an empty Tally: a worker's
+        share may have no batch); result_of checks them against the split."""
         correct1 = correct5 = count = 0
         kept = []
         timed_examples, timed_seconds = 0, 0.0
@@ -75,6 +83,7 @@ class Evaluator:
             if batch is None:
                 break
             images, labels = batch
+            check_labels(labels, self.model, eval_data)
             logits, top1, top5 = self._batch_fn(images, labels)
             correct1 += int(top1)
             correct5 += int(top5)
@@ -86,17 +95,52 @@ class Evaluator:
                 timed_seconds += time.perf_counter() - started
             if keep_logits:
                 kept.append(logits.numpy())
-        if count == 0:
-            raise InputError(f"the eval set ({eval_data.description}) is empty")
-        if eval_data.num_examples is not None and count != eval_data.num_examples:
-            raise InputError(f"the eval set ({eval_data.description}) gave {count} examples, "
-                             f"expected {eval_data.num_examples}")
         if not timed_examples:  # every batch traced (a small set): time them all
             timed_examples, timed_seconds = count, time.perf_counter() - began
         speed = timed_examples / timed_seconds if timed_seconds > 0 else 0.0
-        return EvalResult(correct1 / count, correct5 / count, count, speed,
-                          eval_data.description,
-                          np.concatenate(kept) if keep_logits else None)
+        return Tally(correct1, correct5, count, speed,
+                     np.concatenate(kept) if keep_logits and kept else None)
+
+
+def check_labels(labels, model, eval_data):
+    """A batch's labels against the model's classes, as training checks them:
+    one outside them scored 'Accuracy @ 1 = 0.0000' without a word."""
+    from towertrain.engine.run import model_checks
+    classes = model.output_shape[-1]
+    values = np.asarray(labels).reshape(-1)
+    if classes is None or not values.size or not np.issubdtype(values.dtype, np.number):
+        return
+    low, high = values.min(), values.max()
+    if low < 0 or high >= classes:
+        raise InputError(model_checks.label_range_message(
+            low, high, classes, f"the eval set ({eval_data.description})"))
+
+
+def check_batched(eval_data):
+    """An EvalData's dataset yields (images, labels) batches: one of single
+    examples failed with TensorFlow's "Can't split scalars"."""
+    spec = getattr(eval_data.dataset, "element_spec", None)
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise InputError(f"EvalData ({eval_data.description}): its dataset must yield "
+                         f"(images, labels) batches, not {spec}")
+    labels = spec[1]
+    if isinstance(labels, tf.TensorSpec) and labels.shape.rank == 0:
+        raise InputError(
+            f"EvalData ({eval_data.description}): its dataset yields single examples (labels "
+            f"of shape (), images of shape {tuple(spec[0].shape)}), not batches; batch it: "
+            "EvalData(dataset.batch(N), num_examples, description, N)")
+
+
+def result_of(eval_data, tally):
+    """The EvalResult of a Tally of the whole of eval_data: an InputError if it
+    counted no example, or another number than the split holds."""
+    if tally.count == 0:
+        raise InputError(f"the eval set ({eval_data.description}) is empty")
+    if eval_data.num_examples is not None and tally.count != eval_data.num_examples:
+        raise InputError(f"the eval set ({eval_data.description}) gave {tally.count} "
+                         f"examples, expected {eval_data.num_examples}")
+    return EvalResult(tally.correct1 / tally.count, tally.correct5 / tally.count,
+                      tally.count, tally.images_per_sec, eval_data.description, tally.logits)
 
 
 def eval_data_for(input_source, batch_size, outputs, eval_data=None):
@@ -110,6 +154,7 @@ def eval_data_for(input_source, batch_size, outputs, eval_data=None):
             eval_data = input_source.eval_data(batch_size)
         except NoEvalSplitError as err:
             raise InputError(f"cannot evaluate: {err}") from err
+    check_batched(eval_data)
     return eval_amount.limit(eval_data, batch_size, outputs.num_eval_batches,
                              outputs.num_eval_epochs)
 
@@ -121,6 +166,10 @@ def describe(eval_data, evaluator=None):
     text += f", batches of {batch})" if batch else ")"
     if evaluator is not None and evaluator.tower0_only:
         text += "; independent mode: scores tower 0's copy"
+    workers = getattr(evaluator, "num_workers", 1)  # a cluster_eval.ClusterEvaluator's
+    if workers > 1:
+        text += (f"; shared by {workers} workers (batches k, k+{workers}, ... on worker k), "
+                 "the counts summed")
     return text
 
 
@@ -132,4 +181,5 @@ def format_result(result, step=None):
             f"[{result.num_examples} examples, {result.description}]")
 
 
-__all__ = ["EvalData", "EvalResult", "Evaluator", "eval_data_for", "format_result"]
+__all__ = ["EvalData", "EvalResult", "Evaluator", "Tally", "eval_data_for", "format_result",
+           "result_of"]

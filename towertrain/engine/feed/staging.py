@@ -8,7 +8,7 @@
 
 Each device owns one area (tf.raw_ops.Stage/Unstage with a fixed shared_name,
 created under that device inside tf.function; the `StagingArea` object cannot
-be used inside tf.function, see DESIGN.md). The step computes on the batch
+be used inside tf.function). The step computes on the batch
 staged by the previous step while the put fetches, slices and copies the next
 one; on a GPU the put is the host-to-device copy, so it overlaps compute.
 

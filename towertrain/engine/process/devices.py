@@ -1,13 +1,23 @@
-"""Compute devices: real GPUs, or N logical CPU devices carved from the host.
+"""Compute devices: real GPUs, N logical GPUs splitting one GPU, or N logical
+CPU devices carved from the host.
 
-Logical CPU devices can only be configured before TensorFlow initializes its
+Logical devices can only be configured before TensorFlow initializes its
 runtime; a process that already configured more than it needs uses a prefix.
 """
 import os
+import subprocess
 
 import tensorflow as tf
+from towertrain.config import gpu_share
 from towertrain.config import machine
+from towertrain.config.exchange_checks import split_spec
 from towertrain.errors import DeviceError  # noqa: F401 - raised here
+
+# The share of a split GPU's memory its logical GPUs divide: the CUDA context,
+# cuDNN and cuBLAS workspaces live outside TensorFlow's pool.
+SPLIT_MEMORY_SHARE = 0.9
+# Each logical GPU's memory when nvidia-smi cannot say the GPU's (MB).
+SPLIT_MEMORY_FALLBACK_MB = 4096
 
 # Device nodes that exist when a GPU driver is loaded, whatever TensorFlow sees.
 GPU_DEVICE_NODES = ("/dev/nvidia0", "/dev/kfd")
@@ -75,6 +85,102 @@ def check_implicit_cpu_towers(device, count: int) -> None:
                           "--num_gpus=1")
 
 
+def gpu_memory_mb():
+    """The memory of the process's first GPU in MB as nvidia-smi reports it,
+    or None without nvidia-smi (TensorFlow says it only once its runtime runs)."""
+    first = (os.environ.get(gpu_share.VISIBLE) or "0").split(",")[0].strip()
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total",
+                              "--format=csv,noheader,nounits", "-i", first],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        return int(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def logical_gpu_memory_mb(count, total_mb):
+    """Each of `count` logical GPUs' memory limit on a GPU of total_mb."""
+    if total_mb is None:
+        return SPLIT_MEMORY_FALLBACK_MB
+    return int(total_mb * SPLIT_MEMORY_SHARE) // count
+
+
+def split_gpu(count: int) -> None:
+    """--num_gpus=count on a machine with one GPU: splits it into `count`
+    logical GPUs with an equal share of its memory
+    (tf.config.set_logical_device_configuration), as --device=cpu splits the
+    host; before TensorFlow's runtime starts, or DeviceError."""
+    gpu = machine.physical_gpus()[0]
+    configured = tf.config.get_logical_device_configuration(gpu)
+    if configured is not None and len(configured) >= count:
+        return
+    limit = logical_gpu_memory_mb(count, gpu_memory_mb())
+    try:
+        tf.config.set_logical_device_configuration(
+            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)] * count)
+    except RuntimeError as err:  # runtime already initialized
+        raise DeviceError(
+            f"--num_gpus={count}: this process already initialized TensorFlow with its "
+            f"one GPU whole; split it into {count} logical GPUs before any op runs (build "
+            "the Trainer first)") from err
+
+
+def logical_gpus_per_gpu() -> int:
+    """How many logical GPUs this process split its first GPU into (1: whole)."""
+    gpus = machine.physical_gpus()
+    configured = tf.config.get_logical_device_configuration(gpus[0]) if gpus else None
+    return len(configured) if configured else 1
+
+
+def describe_split(topology) -> str:
+    """The header's note on towers that are logical GPUs of one GPU, or ''."""
+    split = logical_gpus_per_gpu() if topology.device == "gpu" else 1
+    if split < 2:
+        return ""
+    limit = tf.config.get_logical_device_configuration(machine.physical_gpus()[0])[0]
+    return (f" (logical GPUs: GPU 0 split into {split}, {limit.memory_limit} MB each; "
+            "no NCCL between them)")
+
+
+def check_split_gpu_exchange(topology, exchange) -> None:
+    """An exchange through NCCL across towers that are logical GPUs of one GPU
+    is refused before anything is built: NCCL refuses two ranks on one GPU
+    (TensorFlow's collectives would fail or wait), so psgpu or ring it is."""
+    split = logical_gpus_per_gpu() if topology.device == "gpu" else 1
+    if split < 2 or topology.num_towers < 2:
+        return
+    spec = exchange.all_reduce_spec or ""
+    local, cross = split_spec(spec) if exchange.variable_update == "collective_all_reduce" \
+        else (spec, None)
+    if local in ("nccl", "scatter"):
+        culprit = f"--all_reduce_spec={spec}"
+    elif cross == "collective" and exchange.collective_implementation == "nccl":
+        culprit = (f"--all_reduce_spec={spec} with NCCL collectives "
+                   "(--collective_implementation=auto or nccl)")
+    else:
+        return
+    raise DeviceError(
+        f"{culprit}: the {topology.num_towers} towers are logical GPUs of one GPU (split "
+        f"into {split}), and NCCL refuses two ranks on one GPU; use --all_reduce_spec="
+        "psgpu or ring (replicated), or psgpu/xring or collective with "
+        "--collective_implementation=ring (collective_all_reduce)")
+
+
+def check_own_gpus(cluster, environ=None) -> None:
+    """A worker sharing its machine with other workers of its cluster must see
+    only GPUs of its own: TensorFlow maps every GPU it sees, --gpu_indices
+    only picks towers among them (out of memory; NCCL refuses two ranks on
+    one GPU). towertrain.launch and Slurm set CUDA_VISIBLE_DEVICES per worker."""
+    environ = os.environ if environ is None else environ
+    others = cluster.workers_on_this_host() - 1
+    if others and gpu_share.VISIBLE not in environ:
+        raise DeviceError(
+            f"--device=gpu: {others} other worker(s) of this cluster run on this machine "
+            f"({cluster.address}) and this one sees every GPU ({gpu_share.VISIBLE} is not "
+            "set), so they would share GPUs; start them with python -m towertrain.launch "
+            f"or srun, which give each its own, or set {gpu_share.VISIBLE} per worker")
+
+
 def tower_devices(device: str, count: int, check: bool = True, indices=None) -> list:
     """Device names for `count` towers, e.g. ['/cpu:0', '/cpu:1'].
 
@@ -93,6 +199,9 @@ def tower_devices(device: str, count: int, check: bool = True, indices=None) -> 
         ensure_logical_cpus(count)
     if check and device == "gpu":
         present = num_physical_gpus()
+        if present == 1 and count > 1:
+            split_gpu(count)  # logical GPUs: the towers run as on as many GPUs
+            present = count
         if count > present:
             note = "" if present else no_gpu_note()
             raise DeviceError(f"--num_gpus={count}: only {present} GPU(s) present"
@@ -111,6 +220,8 @@ def prepare(topology, check: bool = True) -> list:
     if check:
         check_implicit_cpu_towers(topology.device if topology.device_given else None,
                                   topology.num_towers)
+        if topology.device == "gpu":
+            check_own_gpus(topology.cluster)
     return tower_devices(topology.device, topology.num_towers, check=check,
                          indices=topology.gpu_indices)
 

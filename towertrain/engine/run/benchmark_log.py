@@ -1,6 +1,8 @@
 """tf_cnn_benchmarks-style output: the header block, step lines, the total."""
 import statistics
 
+from towertrain.plan import describe
+
 
 def header_lines(info):
     """info: ordered (label, value) pairs; a list value continues on indented lines."""
@@ -20,7 +22,7 @@ def resumed_num_batches(start_step, total_steps, warmup):
     remaining = total_steps - start_step
     return [f"{remaining - warmup} timed",
             f"of the {remaining} steps left (steps {start_step + 1}-{total_steps}, resumed "
-            f"after step {start_step}; the first {warmup} are warmup, untimed)"]
+            f"after step {start_step}; {describe.warmup_phrase(warmup)})"]
 
 
 def with_resumed_counts(info, start_step, total_steps, warmup):

@@ -7,6 +7,7 @@ rate schedule, the loss scale, TensorFlow's thread pool and the devices'
 precision support."""
 import tensorflow as tf
 
+from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.process import runtime
 from towertrain.engine.exchange import packing
 from towertrain.engine.feed import input_factory
@@ -36,7 +37,8 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         ("Batch size", static["Batch size"]),
         ("Num batches", static["Num batches"]),
         *([("Epoch", static["Epoch"])] if "Epoch" in static else []),
-        ("Devices", static["Devices"]),
+        # Logical GPUs splitting one GPU say so (devices.split_gpu).
+        ("Devices", static["Devices"] + devices_lib.describe_split(plan.topology)),
         ("Data format", static["Data format"]),
         ("Optimizer", optimizers.describe(recipe.optimizer)),
         ("Learning rate", learning_rate.describe()),
@@ -70,8 +72,8 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
     info.extend(precision.header_info(recipe.precision, loss_scale, native))
     unseeded = randomness_outside_the_step(model, input_origin)
     if unseeded:
-        info.append(("Randomness", f"{unseeded}: exact only on the same topology (README "
-                                   "'Randomness and exactness')"))
+        info.append(("Randomness", f"{unseeded}: exact only on the same topology "
+                                   "(docs/checkpoints.md, 'Randomness and exactness')"))
     return info
 
 

@@ -20,7 +20,8 @@ import re
 import keras
 import tensorflow as tf
 
-from towertrain.input_pipeline.arrays import LABEL_CHECK
+from towertrain.input_pipeline import imagenet
+from towertrain.input_pipeline.arrays import LABEL_CHECK, InputError
 from towertrain.errors import ParamsError
 from towertrain.errors import ModelError  # noqa: F401 - raised here
 
@@ -88,6 +89,22 @@ def check_built(model, input_source=None):
     """input_source: the Trainer's input, whose images give the shape to build for."""
     if not isinstance(model, keras.Model):
         raise ModelError(f"model: {type(model).__name__} is not a keras.Model")
+    if model.built and _inputs(model) and not model.weights:
+        raise ModelError(
+            f"model '{model.name}' has no variables: it is built (from keras.Input), but none "
+            "of its layers holds a weight, so there is nothing to train; add a layer with "
+            "weights (e.g. keras.layers.Dense)")
+    if model.weights and not model.trainable_weights:
+        raise ModelError(
+            f"model '{model.name}' has no trainable variables (model.trainable = False, or "
+            "every layer frozen), so nothing would train; set model.trainable = True, or "
+            "freeze only some layers")
+    if len(_inputs(model)) > 1:
+        names = ", ".join(repr(getattr(i, "name", "?")) for i in _inputs(model))
+        raise ModelError(
+            f"model '{model.name}' takes {len(_inputs(model))} inputs ({names}); towertrain "
+            "feeds one image tensor per example: give the model one input (split or "
+            "concatenate inside it)")
     if not model.built or not model.weights:
         spec = element_spec(input_source)
         shape = (None,) + _shape(spec[0].shape[1:]) if spec is not None else None
@@ -97,6 +114,58 @@ def check_built(model, input_source=None):
             f"model '{model.name}' is not built (it has no variables yet); start it with "
             f"keras.Input(shape), or call {example} (or the model on one batch) before "
             "passing it to the Trainer")
+
+
+def _inputs(model):
+    try:
+        return list(model.inputs or [])
+    except (AttributeError, ValueError):  # a subclassed model: no symbolic inputs
+        return []
+
+
+def check_loss_finite(loss_fn, model):
+    """A loss_fn of the user's, called on finite logits (zeros) and class 0:
+    NaN or Inf there comes from the loss itself, and the first step would
+    stop blaming the learning rate. A loss_fn that cannot take these is
+    left to the step."""
+    try:
+        num_classes = int(model.output_shape[-1])
+    except (AttributeError, ValueError, TypeError, IndexError):
+        return
+    if loss_fn is None or num_classes < 1:
+        return
+    labels = tf.constant([0, min(1, num_classes - 1)], tf.int32)
+    try:
+        with tf.device("/cpu:0"):
+            losses = tf.convert_to_tensor(loss_fn(labels, tf.zeros((2, num_classes))))
+        finite = bool(tf.reduce_all(tf.math.is_finite(tf.cast(losses, tf.float32))))
+    except Exception:  # noqa: BLE001 - other label forms: the step's own checks speak
+        return
+    if not finite:
+        raise ModelError(
+            f"loss_fn '{_name(loss_fn)}' returns {losses.numpy().tolist()} for finite logits "
+            "(zeros) and labels 0 and 1: the NaN or Inf comes from the loss itself, so every "
+            "step would diverge; fix the loss_fn (a log or a division of 0?)")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_RAISED = re.compile(r"^(\w+(?:Error|Exception)): (.*)$")
+
+
+def error_text(err):
+    """The line of an exception that says what went wrong: TensorFlow's traced
+    errors start 'in user code:' and end with the raised one, which Keras may
+    wrap ('Exception encountered when calling X.call().' then the message)."""
+    lines = [line.strip() for line in _ANSI.sub("", str(err)).splitlines() if line.strip()]
+    raised = [i for i, line in enumerate(lines) if _RAISED.match(line)]
+    if raised:
+        kind, message = _RAISED.match(lines[raised[-1]]).groups()
+        wrapped = re.match(r"Exception encountered when calling (\w+)\.call\(\)", message)
+        if wrapped and raised[-1] + 1 < len(lines):
+            return f"{kind} in layer {wrapped.group(1)}: {lines[raised[-1] + 1]}"
+        return f"{kind}: {message}"
+    useful = [line for line in lines if not line.startswith(("File ", "in user code:"))]
+    return (useful or lines or [type(err).__name__])[0]
 
 
 def check_images(model, image_spec, data_format):
@@ -252,10 +321,26 @@ _LOSS_FAILED = re.compile(r"assertion failed: \[" + re.escape(LOSS_CHECK)
                           + r"\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
 
 
+_SHARD_LABEL = re.compile(r"assertion failed: \[" + re.escape(imagenet.LABEL_ASSERT)
+                          + r"\] \[([^\]]*)\] \[label:\] \[(-?\d+)\] \[offset:\] \[(\d+)\] "
+                          r"\[num_classes:\] \[(\d+)\]")
+_SHARD_JPEG = re.compile(r"assertion failed: \[" + re.escape(imagenet.JPEG_ASSERT)
+                         + r"\] \[([^\]]*)\]")
+
+
 def error_from(err):
-    """The ModelError for a step that failed one of the in-graph checks above
-    (labels, per-example losses), or None for any other error."""
+    """The ModelError (InputError for a shard's record) for a step that failed
+    one of the in-graph checks (labels, per-example losses, ImageNet
+    records), or None for any other error."""
     text = getattr(err, "message", None) or str(err)
+    found = _SHARD_LABEL.search(text)
+    if found:
+        path, label, offset, classes = found.groups()
+        return InputError(imagenet.label_message(path, None, int(label), int(offset),
+                                                 int(classes)))
+    found = _SHARD_JPEG.search(text)
+    if found:
+        return InputError(imagenet.jpeg_message(found.group(1), None, "tf.io.is_jpeg: no"))
     found = _LABEL_FAILED.search(text)
     if found:
         door, low, high, classes = found.groups()
@@ -288,7 +373,7 @@ def check_no_variables_on_call(model, image_spec=None):
         if "variable" in str(err).lower() and "creat" in str(err).lower():
             raise ModelError(_variables_on_call_message(model, [], err)) from err
         raise ModelError(f"model '{model.name}' fails when called on images of shape "
-                         f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err
+                         f"{_shape(spec.shape[1:])}: {error_text(err)}") from err
     created = [v.path for v in model.variables if id(v) not in before]
     # A tf.Variable a layer made lazily in call() is used but not tracked by
     # Keras: the engine would neither copy it to the devices nor train it.

@@ -1,0 +1,83 @@
+"""A step that never ends ends the process: past --step_timeout_secs (or 10x
+the slowest step after warm-up, at least 5 minutes) one line names the step
+and its phase, the exit status is 1 (a launcher restarts) and the last
+checkpoint is intact."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from towertrain import Params
+from towertrain.engine.run import watchdog as watchdog_lib
+from towertrain.errors import ParamsError
+
+import helpers.cli
+from helpers.checkpoint_files import committed_steps, saved_tensors
+
+# Step 4's forward pass blocks (as a collective one member never joins would):
+# one TensorFlow call the main thread never returns from.
+_BLOCKED_RUN = """
+import sys, time
+import numpy as np
+import tensorflow as tf
+sys.path.insert(0, {tests!r})
+from towertrain import Params, Trainer
+from helpers import slow_input
+
+class BlockAt(slow_input.SlowCompute):
+    runs = 0
+    def call(self, x):
+        def wait():
+            BlockAt.runs += 1
+            if BlockAt.runs == 4:
+                time.sleep(3600)
+            return np.int32(0)
+        with tf.control_dependencies([tf.py_function(wait, [], tf.int32)]):
+            return tf.identity(x)
+
+import keras
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((slow_input.FEATURES,)), keras.layers.Dense(8, name="h"),
+                          BlockAt(0, name="block"), keras.layers.Dense(10, name="out")])
+params = Params(device="cpu", num_gpus=1, num_batches=8, num_warmup_batches=0,
+                save_model_steps=2, display_every=1, train_dir={train_dir!r},
+                step_timeout_secs=2)
+Trainer(params, model=model, input_source=slow_input.SlowInput(0)).train()
+"""
+
+
+def test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept(
+        tmp_path):
+    train_dir = str(tmp_path / "run")
+    done = subprocess.run([sys.executable, "-c", _BLOCKED_RUN.format(
+        tests=helpers.cli.TESTS_DIR, train_dir=train_dir)], capture_output=True, text=True,
+        timeout=180, env=helpers.cli.unbuffered_env())
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
+    assert re.fullmatch(
+        r"towertrain: error: step 4 has run \d+ s, past --step_timeout_secs=2, last in the "
+        r"step function \(towers, exchange, apply; TensorFlow does not say which op or "
+        r"collective is pending\): a hung collective, peer or kernel; exiting with status 1 "
+        rf"so a launcher restarts the run from {re.escape(train_dir)}/ckpt-2, the last "
+        r"checkpoint", done.stderr.strip().splitlines()[-1]), done.stderr[-3000:]
+    assert re.search(r"^3\t", done.stdout, re.M) and not re.search(r"^4\t", done.stdout, re.M)
+    assert committed_steps(train_dir) == [2]
+    assert saved_tensors(train_dir)["step/.ATTRIBUTES/VARIABLE_VALUE"] == 2  # readable, whole
+
+
+def test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300():
+    watch = watchdog_lib.Watchdog(exit=lambda status: None)
+    watch.finished(0.5, after_warmup=False)  # warm-up and tracing: not the measure
+    assert watch.limit() is None
+    watch.finished(2.0, after_warmup=True)
+    assert watch.limit() == 300
+    watch.finished(45.0, after_warmup=True)
+    watch.finished(1.0, after_warmup=True)
+    assert watch.limit() == 450
+    watch.close()
+    assert watchdog_lib.Watchdog(timeout=0).limit() is None  # 0: no watch
+
+
+def test_a_negative_step_timeout_is_refused():
+    with pytest.raises(ParamsError, match=r"^--step_timeout_secs=-1: must be >= 0 seconds"):
+        Params(step_timeout_secs=-1)

@@ -1,0 +1,90 @@
+"""--num_gpus=N on a machine with one GPU: the GPU is split into N logical
+GPUs (tf.config.set_logical_device_configuration, an equal share of its
+memory each), as --device=cpu splits the host, and the header says so. An
+exchange through NCCL across them is refused before anything is built: NCCL
+refuses two ranks on one GPU. The one GPU is a stand-in (no GPU needed):
+TensorFlow's device configuration calls are recorded."""
+import pytest
+import tensorflow as tf
+
+from towertrain import Params, plan
+from towertrain.config import machine
+from towertrain.engine.process import devices
+from towertrain.trainer import Trainer
+
+GPU = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
+
+
+@pytest.fixture
+def one_gpu(monkeypatch):
+    """One physical GPU of 81559 MB (an H100's); returns the configurations set."""
+    configured = {}
+    monkeypatch.setattr(machine, "physical_gpus", lambda: (GPU,))
+    monkeypatch.setattr(devices, "gpu_memory_mb", lambda: 81559)
+    monkeypatch.setattr(tf.config, "get_logical_device_configuration",
+                        lambda device: configured.get(device.name))
+    monkeypatch.setattr(tf.config, "set_logical_device_configuration",
+                        lambda device, logical: configured.__setitem__(device.name, logical))
+    return configured
+
+
+def test_four_towers_on_one_gpu_are_four_logical_gpus(one_gpu):
+    assert devices.tower_devices("gpu", 4) == ["/gpu:0", "/gpu:1", "/gpu:2", "/gpu:3"]
+    limits = [c.memory_limit for c in one_gpu[GPU.name]]
+    assert limits == [18350] * 4  # 0.9 x 81559 MB / 4
+    assert devices.logical_gpus_per_gpu() == 4
+    topology = plan.lay_out(Params(model="trivial", device="gpu", num_gpus=4,
+                                   all_reduce_spec="psgpu", variable_update="replicated"),
+                            machine=machine.Machine(gpus=1)).topology
+    assert devices.describe_split(topology) == (
+        " (logical GPUs: GPU 0 split into 4, 18350 MB each; no NCCL between them)")
+    # Already split (the proof splits it first): kept; one tower: the GPU whole.
+    assert devices.tower_devices("gpu", 2) == ["/gpu:0", "/gpu:1"]
+    assert limits == [c.memory_limit for c in one_gpu[GPU.name]]
+
+
+def test_one_tower_leaves_the_gpu_whole(one_gpu):
+    assert devices.tower_devices("gpu", 1) == ["/gpu:0"] and not one_gpu
+    assert devices.logical_gpus_per_gpu() == 1
+
+
+def _layout(**flags):
+    return plan.lay_out(Params(model="trivial", device="gpu", num_gpus=4, **flags),
+                        machine=machine.Machine(gpus=1))
+
+
+NCCL_REFUSED = ("the 4 towers are logical GPUs of one GPU (split into 4), and NCCL refuses "
+                "two ranks on one GPU; use --all_reduce_spec=psgpu or ring (replicated), or "
+                "psgpu/xring or collective with --collective_implementation=ring "
+                "(collective_all_reduce)")
+
+
+@pytest.mark.parametrize("flags,culprit", [
+    (dict(variable_update="replicated"), "--all_reduce_spec=nccl"),  # the GPU default
+    (dict(variable_update="collective_all_reduce", all_reduce_spec="nccl/xring"),
+     "--all_reduce_spec=nccl/xring"),
+    (dict(variable_update="collective_all_reduce", all_reduce_spec="scatter/xring"),
+     "--all_reduce_spec=scatter/xring"),
+    (dict(variable_update="collective_all_reduce", all_reduce_spec="collective"),
+     "--all_reduce_spec=collective with NCCL collectives (--collective_implementation=auto "
+     "or nccl)"),
+])
+def test_nccl_across_logical_gpus_is_refused_before_anything_is_built(one_gpu, flags, culprit):
+    devices.split_gpu(4)
+    with pytest.raises(devices.DeviceError) as raised:
+        Trainer._check_devices(_layout(**flags))
+    assert str(raised.value) == f"{culprit}: {NCCL_REFUSED}"
+
+
+@pytest.mark.parametrize("flags", [
+    dict(variable_update="replicated", all_reduce_spec="psgpu"),
+    dict(variable_update="replicated", all_reduce_spec="ring"),
+    dict(variable_update="parameter_server", local_parameter_device="gpu"),
+    dict(variable_update="collective_all_reduce", all_reduce_spec="collective",
+         collective_implementation="ring"),
+    dict(variable_update="collective_all_reduce", all_reduce_spec="psgpu/xring",
+         collective_implementation="ring"),
+])
+def test_exchanges_without_nccl_run_on_logical_gpus(one_gpu, flags):
+    devices.split_gpu(4)
+    devices.check_split_gpu_exchange(_layout(**flags).topology, _layout(**flags).exchange)
