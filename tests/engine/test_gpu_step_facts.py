@@ -5,6 +5,7 @@ on an update's path, every group opened before step 1 in one order on every
 worker, one local group per GPU."""
 import pytest
 
+import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
 from helpers import bench_scripts
 
 GPUS = 8
@@ -37,7 +38,7 @@ def test_the_statistics_reach_each_device_in_one_transfer(replicated):
 
 @pytest.mark.parametrize("spec", ["collective", "nccl/xring", "psgpu/xring", "scatter/xring"])
 def test_cluster_step_on_gpus(facts, spec):
-    both = [facts.cluster_facts(spec, task) for task in (0, 1)]
+    both = [facts.cluster_facts(spec, task, model="ckpt_tiny") for task in (0, 1)]
     for found in both:
         assert found["cpu_collectives_before_updates"] == []
         assert found["step_groups_not_opened"] == []
