@@ -992,13 +992,13 @@ MUTATIONS = [
         [T + "engine/test_exchange_graph.py::"
          "test_each_pack_reduction_reads_only_its_own_gradients"]),
     # The exchange waits for every gradient (as it did inside the finite
-    # check's branch): no pack starts during the backward pass.
+    # check's branch): each tower's gradients pass one op before any pack
+    # starts, so no pack overlaps the backward pass.
     Mutation(
         "exchange_inside_the_finite_branch", "towertrain/engine/step/train_step.py",
         "        exchanged = self.variables.exchange([r.grads if r else None for r in update.results],\n",
-        "        with tf.control_dependencies(\n"
-        "                [g for r in update.results if r for g in r.grads if g is not None]):\n"
-        "          exchanged = self.variables.exchange([r.grads if r else None for r in update.results],\n",
+        "        exchanged = self.variables.exchange([tf.identity_n(r.grads) if r else None\n"
+        "                                             for r in update.results],\n",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     # Pieces of a variable split over two packs put back in the wrong order.
