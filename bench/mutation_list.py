@@ -1259,6 +1259,16 @@ MUTATIONS = [
     Mutation(
         "imagenet_step_label_dump", "towertrain/engine/run/model_checks.py",
         "    found = _SHARD_LABEL.search(text)\n", "    found = None\n", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    # A step's input-pipeline error: TensorFlow's page instead of one line.
+    Mutation(
+        "generator_error_page", "towertrain/trainer.py",
+        "            if not step_lib.from_input_pipeline(err):\n                raise\n",
+        "            raise\n",
+        [CHECKS + "test_a_bad_element_mid_run_is_one_line_naming_the_input"]),
+    Mutation(
+        "reader_error_page", "towertrain/trainer.py",
+        '            if "\\n" not in rest:\n', "            if True:\n",
+        [T + "engine/test_step_error_blame.py::test_an_input_pipeline_error_in_a_step_names_the_data"]),
     # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
     Mutation(
         "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
