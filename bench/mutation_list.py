@@ -1982,6 +1982,20 @@ MUTATIONS = [
         "                line = lines.get()",
         [T + "package/test_gpu_proof.py::"
          "test_a_group_whose_process_hangs_fails_its_rows_at_its_time"]),
+    # One-tower rows on the GPU default, nccl: an NcclAllReduce of one member,
+    # which an install without NCCL cannot run; the CPU reference asking psgpu.
+    Mutation(
+        "gpu_proof_one_tower_on_nccl", "bench/gpu_proof_rows.py",
+        'REPLICATED = dict(variable_update="replicated", all_reduce_spec="psgpu")',
+        'REPLICATED = dict(variable_update="replicated")',
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl"]),
+    Mutation(
+        "gpu_proof_cpu_reference_keeps_gpu_sums", "bench/gpu_proof_rows.py",
+        '    if device == "cpu":  # a stand-in, or the CPU reference on a GPU machine',
+        '    if args.stand_in:',
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl"]),
     # Staging's example count not checked against 1.5 epochs in order.
     Mutation(
         "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",
