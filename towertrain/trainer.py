@@ -109,7 +109,6 @@ class Trainer:
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self.model, self.input, self.data_format, user_model=model is not None,
                            default_loss=loss_fn is None)
-        model_checks.check_loss_finite(loss_fn, self.model)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
@@ -136,6 +135,7 @@ class Trainer:
         """The model's precision, loss, decay mask and synchronized batch norms."""
         precision.check_model(self.model, layout.precision)
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
+        self.user_loss_fn = loss_fn  # None: the default loss
         # Which variables get L2 decay: the registered model's rule, or the
         # default rule (kernels only) for a model passed in.
         self.decay_mask = models.weight_decay_mask(self.model,
@@ -395,7 +395,9 @@ class Trainer:
             model=self.model, variables=self.variables, input=self.input,
             engine_variables=self.engine_variables, user_model=self.user_model,
             stop_request=self.stop_request,
-            trace_step=self.trace_step, settings=dataclasses.asdict(self.params))
+            trace_step=self.trace_step, settings=dataclasses.asdict(self.params),
+            loss_probe=self.user_loss_fn and (
+                lambda: model_checks.loss_fn_problem(self.user_loss_fn, self.model)))
 
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the
