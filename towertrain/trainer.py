@@ -47,6 +47,7 @@ from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.errors import ParamsError
+from towertrain.input_pipeline.arrays import InputError
 
 
 def join_cluster(params):
@@ -225,6 +226,25 @@ class Trainer:
 
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
+        try:
+            return self._step(outputs)
+        except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
+            # Raised by the input pipeline (a generator's element, a decode):
+            # one line naming the input, not TensorFlow's page of stack.
+            if not step_lib.from_input_pipeline(err):
+                raise
+            raise InputError(f"bad input data in {self._input_name()}: "
+                             f"{model_checks.error_text(err)}") from err
+        except InputError as err:
+            head, _, rest = str(err).partition(": ")
+            if "\n" not in rest:
+                raise
+            raise InputError(f"{head}: {model_checks.error_text(rest)}") from err
+
+    def _input_name(self):
+        return getattr(self.input, "description", None) or self.input_origin or "the input"
+
+    def _step(self, outputs):
         self.feed.start(self.global_step())  # stepping without train() / begin()
         with step_lib.input_errors(self.input, self.feed.staging,
                                    lambda: self.feed.position(self.global_step())):

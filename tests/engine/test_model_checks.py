@@ -311,3 +311,23 @@ def test_eval_data_is_checked_as_training_input_is():
             "num_examples, description, N)")
     finally:
         trainer.close()
+
+
+def test_a_bad_element_mid_run_is_one_line_naming_the_input():
+    """A generator's element of the wrong shape at step 3 raised TensorFlow's
+    InvalidArgumentError: a page of stack ending in [[IteratorGetNext]]."""
+    def examples():
+        for i in range(100):
+            yield np.zeros((6, 8, 3) if i == 9 else (8, 8, 3), np.float32), np.int32(i % 5)
+    spec = (tf.TensorSpec((8, 8, 3), tf.float32), tf.TensorSpec((), tf.int32))
+    trainer = towertrain.Trainer(
+        towertrain.Params(device="cpu", num_gpus=2, num_batches=5, num_warmup_batches=0),
+        model=conv_net(), input_source=towertrain.from_generator(examples, spec, 4))
+    try:
+        with pytest.raises(towertrain.errors.InputError) as failed:
+            trainer.train(write=lambda line: None)
+    finally:
+        trainer.close()
+    assert str(failed.value) == (
+        "bad input data in from_generator: TypeError: `generator` yielded an element of shape "
+        "(6, 8, 3) where an element of shape (8, 8, 3) was expected.")

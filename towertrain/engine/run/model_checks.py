@@ -164,8 +164,14 @@ def error_text(err):
         if wrapped and raised[-1] + 1 < len(lines):
             return f"{kind} in layer {wrapped.group(1)}: {lines[raised[-1] + 1]}"
         return f"{kind}: {message}"
-    useful = [line for line in lines if not line.startswith(("File ", "in user code:"))]
-    return (useful or lines or [type(err).__name__])[0]
+    useful = [line for line in lines if not line.startswith((
+        "File ", "in user code:", "Graph execution error", "Detected at node", "[[",
+        "<stack traces", "Traceback", "^"))]
+    line = re.sub(r"\s*\[Op:[^\]]*\]$", "", (useful or lines or [type(err).__name__])[0])
+    # A tf.data function's error: 'Error in user-defined function passed to
+    # MapDataset:1 transformation with iterator: Iterator::Root::...: <what>'.
+    found = re.search(r"with iterator: \S+: (.*)$", line)
+    return found.group(1) if found else line
 
 
 def check_images(model, image_spec, data_format):
