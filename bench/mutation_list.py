@@ -61,19 +61,19 @@ MUTATIONS = [
         [T + "engine/test_placement_graph.py::test_parameter_server_cpu_variables_and_slots_live_on_cpu0"]),
     # 5a. Ring reduce-scatter: each hop's add on the chunk's first device.
     Mutation(
-        "ring_adds_on_wrong_device", "towertrain/engine/allreduce/ring.py",
+        "ring_adds_on_wrong_device", "towertrain/engine/exchange/ring.py",
         "                with tf.device(devices[holder]):\n                    partial[c] = partial[c] + chunks[holder][c]",
         "                with tf.device(devices[c]):\n                    partial[c] = partial[c] + chunks[holder][c]",
         [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
     # 5b. Ring all-gather: the copies made on the owner instead of the receiver.
     Mutation(
-        "ring_gather_on_wrong_device", "towertrain/engine/allreduce/ring.py",
+        "ring_gather_on_wrong_device", "towertrain/engine/exchange/ring.py",
         "                with tf.device(devices[holder]):\n                    gathered[holder][c] = tf.identity(",
         "                with tf.device(devices[owner]):\n                    gathered[holder][c] = tf.identity(",
         [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
     # 5c. Ring: a hop adds the previous holder's piece instead of its own.
     Mutation(
-        "ring_adds_wrong_piece", "towertrain/engine/allreduce/ring.py",
+        "ring_adds_wrong_piece", "towertrain/engine/exchange/ring.py",
         "partial[c] = partial[c] + chunks[holder][c]",
         "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
         [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
@@ -578,7 +578,7 @@ MUTATIONS = [
     # --use_fp16 --compact_gradient_transfer: the central sum done in float32
     # and rounded to float16 after (the data still crosses in float16).
     Mutation(
-        "compact_sum_in_float32", "towertrain/engine/allreduce/central.py",
+        "compact_sum_in_float32", "towertrain/engine/exchange/central.py",
         "            total = tf.add_n(packed)\n",
         "            total = tf.cast(tf.add_n([tf.cast(p, tf.float32) for p in packed]),\n"
         "                            packed[0].dtype)\n",
@@ -968,7 +968,7 @@ MUTATIONS = [
     # The gradient exchange. Packs cut in variable order, not reverse
     # layer order: the first pack waits for the first layer's backward.
     Mutation(
-        "packs_in_forward_order", "towertrain/engine/allreduce/packing.py",
+        "packs_in_forward_order", "towertrain/engine/exchange/packing.py",
         "        order = [i for i in reversed(indices) if sizes[i]]\n",
         "        order = [i for i in indices if sizes[i]]\n",
         [T + "engine/test_repacking.py::"
@@ -977,7 +977,7 @@ MUTATIONS = [
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     # A pack's reduction reads a gradient outside the pack (no overlap possible).
     Mutation(
-        "pack_reads_other_gradients", "towertrain/engine/allreduce/repacked.py",
+        "pack_reads_other_gradients", "towertrain/engine/exchange/repacked.py",
         "                        flats.append([packing.gather(grads, p)])\n",
         "                        flats.append([packing.gather(grads, p)\n"
         "                                      + 0 * tf.reduce_sum(grads[0])])\n",
@@ -992,7 +992,7 @@ MUTATIONS = [
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     # Pieces of a variable split over two packs put back in the wrong order.
     Mutation(
-        "straddling_pieces_misordered", "towertrain/engine/allreduce/packing.py",
+        "straddling_pieces_misordered", "towertrain/engine/exchange/packing.py",
         "sorted(pieces[index], key=lambda s: s[0])",
         "sorted(pieces[index], key=lambda s: -s[0])",
         [T + "engine/test_repacking.py::"
@@ -1028,7 +1028,7 @@ MUTATIONS = [
         [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned"]),
     # No ordering chain on a GPU: NCCL launches in any order.
     Mutation(
-        "gpu_collectives_unchained", "towertrain/engine/variable_mgr/ordering.py",
+        "gpu_collectives_unchained", "towertrain/engine/exchange/ordering.py",
         "        with tf.control_dependencies([ends[k] for k in keys if k in ends]):",
         "        with tf.control_dependencies([]):",
         [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
@@ -1879,7 +1879,7 @@ MUTATIONS = [
     # Compact transfer sends the full-precision sum (no cast): with
     # accumulation the update would be float32-exact, not half precision.
     Mutation(
-        "compact_transfer_not_cast", "towertrain/engine/allreduce/compact.py",
+        "compact_transfer_not_cast", "towertrain/engine/exchange/compact.py",
         "                compact.append([tf.cast(flat, self.dtype)])",
         "                compact.append([flat])",
         [T + "recipe/test_accumulation_combined.py::"
@@ -1887,12 +1887,12 @@ MUTATIONS = [
     # Every model's collectives in one key space: a second Trainer of another
     # model in the same worker processes meets keys TensorFlow fixed for the first.
     Mutation(
-        "collective_keys_one_space", "towertrain/engine/variable_mgr/collective_keys.py",
+        "collective_keys_one_space", "towertrain/engine/exchange/keys.py",
         "            return space * KEY_SPACE_SIZE",
         "            return 0",
         [T + "engine/test_multiworker.py::"
          "test_a_second_model_in_the_same_worker_processes_trains_like_one_process",
-         T + "engine/test_collective_keys.py::test_one_layout_keeps_its_space"]),
+         T + "engine/test_exchange_keys.py::test_one_layout_keeps_its_space"]),
     # The records cached whatever --datasets_use_caching says (the default
     # must read the files every epoch, as tf_cnn_benchmarks).
     Mutation(
@@ -2012,10 +2012,10 @@ MUTATIONS = [
     # Two model layouts whose hashes meet share a key space (1 in 1000): the
     # second trainer in the process meets keys TensorFlow fixed for the first.
     Mutation(
-        "key_spaces_collide", "towertrain/engine/variable_mgr/collective_keys.py",
+        "key_spaces_collide", "towertrain/engine/exchange/keys.py",
         "        space = (space + 1) % KEY_SPACES\n",
         "        return space * KEY_SPACE_SIZE\n",
-        [T + "engine/test_collective_keys.py::"
+        [T + "engine/test_exchange_keys.py::"
          "test_two_layouts_whose_hashes_meet_get_different_spaces"]),
     # A run refused in setup (here: --use_fp16 on a CPU) creates --train_dir first.
     Mutation(
@@ -2777,22 +2777,22 @@ MUTATIONS = [
         [T + "plan/test_synthetic_epochs.py"]),
     # Packs sized in bytes (--gradient_pack_mb), a 25 MB default on GPUs.
     Mutation(
-        "byte_packs_ignored", "towertrain/engine/allreduce/packing.py",
+        "byte_packs_ignored", "towertrain/engine/exchange/packing.py",
         "                  if pack_bytes else num_packs)\n",
         "                  if False else num_packs)\n",
         [T + "engine/test_repacking.py::test_packs_sized_in_bytes_are_the_fewest_that_fit",
          T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers",
          T + "config/test_exchange_checks.py::test_header_prints_packs_sized_in_bytes"]),
     Mutation(
-        "byte_packs_one_too_few", "towertrain/engine/allreduce/packing.py",
+        "byte_packs_one_too_few", "towertrain/engine/exchange/packing.py",
         "math.ceil(total_bytes / pack_bytes)", "int(total_bytes / pack_bytes)",
         [T + "engine/test_repacking.py::test_packs_sized_in_bytes_are_the_fewest_that_fit"]),
     Mutation(
-        "byte_packs_uncapped", "towertrain/engine/allreduce/packing.py",
+        "byte_packs_uncapped", "towertrain/engine/exchange/packing.py",
         "min(MAX_PACKS, math.ceil(", "min(10**9, math.ceil(",
         [T + "engine/test_repacking.py::test_packs_sized_in_bytes_stop_at_the_pack_limit"]),
     Mutation(
-        "collective_ignores_pack_bytes", "towertrain/engine/allreduce/packing.py",
+        "collective_ignores_pack_bytes", "towertrain/engine/exchange/packing.py",
         "    return plan(tensors, exchange.gradient_repacking, exchange.gradient_pack_bytes)\n",
         "    return plan(tensors, exchange.gradient_repacking)\n",
         [T + "engine/test_exchange_graph.py::test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
@@ -2943,7 +2943,7 @@ MUTATIONS = [
         [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices"]),
     # One cross-worker group for every local index.
     Mutation(
-        "scatter_one_group_for_all_local_indices", "towertrain/engine/variable_mgr/collective_keys.py",
+        "scatter_one_group_for_all_local_indices", "towertrain/engine/exchange/keys.py",
         "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2\n"
         "            + index)",
         "    return (SHARD_GROUP_BASE[device_type(device)] + num_devices * (num_devices - 1) // 2)",

@@ -116,7 +116,8 @@ class Trainer:
         self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)
         self._make_feed()
         self.variables = variable_mgr.create(self.plan.exchange, self.devices,
-                                             self.plan.recipe.clipping)
+                                             self.plan.recipe.clipping,
+                                             self.plan.topology.cluster)
         self.variables.create(self.model, optimizers.make_optimizer_factory(
             self.plan.recipe.optimizer, self.learning_rate))
         self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
