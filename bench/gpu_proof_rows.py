@@ -27,7 +27,10 @@ TOWERS = 4  # logical GPUs of the multi-tower rows
 # (--towers_model: no batch norm, so N towers equal one tower of N times the
 # batch), "ids" (towers model over examples that carry their ids).
 Row = collections.namedtuple("Row", "what model towers batch overrides reference tolerance")
-REPLICATED = dict(variable_update="replicated")
+# One tower: psgpu, whose sum over one device is the identity (the GPU default,
+# nccl, would still run an NcclAllReduce of one member, and an install without
+# NCCL has none).
+REPLICATED = dict(variable_update="replicated", all_reduce_spec="psgpu")
 ROWS = {
     "kernels": Row("V2 collectives (all-reduce, reduce-scatter, gather), group size 1, "
                    "ordering token; NcclAllReduce", None, 1, 1, {}, None, None),
@@ -132,9 +135,10 @@ def data_format(args, device):
 def make_params(args, row, workers=None):
     from towertrain import Params
     overrides = dict(row.overrides)
-    device = overrides.pop("device", "gpu")
-    if args.stand_in:
-        overrides, device = stand_in_overrides(overrides), "cpu"
+    device = "cpu" if args.stand_in else overrides.pop("device", "gpu")
+    if device == "cpu":  # a stand-in, or the CPU reference on a GPU machine
+        overrides = stand_in_overrides(overrides)
+        overrides.pop("device", None)
     if workers:
         overrides.update(worker_hosts=workers[0], task_index=workers[1])
     model = {"bn": args.model, "towers": args.towers_model, "ids": None}[row.model]
@@ -179,6 +183,7 @@ def configure(args, towers, share=1):
 
 def train(args, name, row, workers=None):
     """Trains the row's steps; returns (result, weights, losses)."""
+    import tensorflow as tf
     from towertrain import Trainer
     from towertrain.input_pipeline import from_arrays
     params = make_params(args, row, workers)
@@ -190,6 +195,8 @@ def train(args, name, row, workers=None):
         size = models.get_spec(params.model).default_image_size
         source = from_arrays(*fixed_arrays(global_batch, params.data_format, size), global_batch)
     trainer = Trainer(params, model=model, input_source=source, loss_fn=loss_fn)
+    if seen is not None:  # the Trainer's own checks may call the loss: steps only
+        seen.assign(tf.zeros_like(seen))
     try:
         losses = [float(trainer.step()) for _ in range(steps_of(args, row))]
         copies = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
@@ -198,7 +205,10 @@ def train(args, name, row, workers=None):
                                        if len(copies) > 1 else None)
         if seen is not None:
             half = global_batch  # 1.5 epochs of 2 x global_batch examples, in order
-            extra["ids_seen_ok"] = seen.numpy().tolist() == [2] * half + [1] * half
+            counts = seen.numpy().tolist()
+            extra["ids_seen_ok"] = counts == [2] * half + [1] * half
+            if not extra["ids_seen_ok"]:
+                extra["note"] = f"times each id was trained on: {counts}"
         extra["devices"] = [str(d) for d in trainer.devices]
     finally:
         trainer.close()

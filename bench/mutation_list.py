@@ -1309,6 +1309,16 @@ MUTATIONS = [
     Mutation(
         "imagenet_step_label_dump", "towertrain/engine/run/model_checks.py",
         "    found = _SHARD_LABEL.search(text)\n", "    found = None\n", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+    # A step's input-pipeline error: TensorFlow's page instead of one line.
+    Mutation(
+        "generator_error_page", "towertrain/trainer.py",
+        "            if not step_lib.from_input_pipeline(err):\n                raise\n",
+        "            raise\n",
+        [CHECKS + "test_a_bad_element_mid_run_is_one_line_naming_the_input"]),
+    Mutation(
+        "reader_error_page", "towertrain/trainer.py",
+        '            if "\\n" not in rest:\n', "            if True:\n",
+        [T + "engine/test_step_error_blame.py::test_an_input_pipeline_error_in_a_step_names_the_data"]),
     # EvalData: labels outside the classes scored 0.0 / single examples' traceback.
     Mutation(
         "eval_labels_unchecked", "towertrain/engine/evaluation/evaluator.py",
@@ -1322,7 +1332,7 @@ MUTATIONS = [
         "    array_checks.check_finite(images, labels)\n", "", [CHECKS + "test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate"]),
     Mutation(
         "nan_loss_fn_accepted", "towertrain/engine/run/model_checks.py",
-        "    if not finite:\n        raise ModelError(", "    if False:\n        raise ModelError(",
+        "    if finite:\n        return None\n", "    if True:\n        return None\n",
         [CHECKS + "test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate"]),
     Mutation(
         "first_step_nan_blames_the_learning_rate", "towertrain/callbacks/divergence.py",
@@ -1962,6 +1972,12 @@ MUTATIONS = [
         "        if present == 1 and count > 1:",
         "        if False:",
         [T + "engine/test_logical_gpus.py::test_four_towers_on_one_gpu_are_four_logical_gpus"]),
+    # The header's Devices line silent about logical GPUs splitting one GPU.
+    Mutation(
+        "header_hides_split_gpu", "towertrain/engine/run/header.py",
+        '        ("Devices", static["Devices"] + devices_lib.describe_split(plan.topology)),',
+        '        ("Devices", static["Devices"]),',
+        [T + "engine/test_logical_gpus.py::test_the_header_says_the_towers_are_logical_gpus"]),
     # NCCL across logical GPUs of one GPU left to fail (or hang) in the step.
     Mutation(
         "nccl_on_logical_gpus_not_refused", "towertrain/trainer.py",
@@ -1998,6 +2014,35 @@ MUTATIONS = [
         "    tf.config.set_soft_device_placement(True)\n    context",
         [T + "package/test_gpu_proof.py::"
          "test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check"]),
+    # The 2 worker processes on one GPU each take 0.9 of it (out of memory).
+    Mutation(
+        "gpu_proof_workers_take_the_whole_gpu", "bench/gpu_proof_rows.py",
+        "logical_gpu_memory_mb(towers * share, ",
+        "logical_gpu_memory_mb(towers, ",
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_each_process_splits_its_share_of_the_gpu_memory"]),
+    # The proof waits on a group's process with no deadline: a hung
+    # collective holds it (and its table) forever.
+    Mutation(
+        "gpu_proof_waits_forever", "bench/gpu_proof.py",
+        "                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))",
+        "                line = lines.get()",
+        [T + "package/test_gpu_proof.py::"
+         "test_a_group_whose_process_hangs_fails_its_rows_at_its_time"]),
+    # One-tower rows on the GPU default, nccl: an NcclAllReduce of one member,
+    # which an install without NCCL cannot run; the CPU reference asking psgpu.
+    Mutation(
+        "gpu_proof_one_tower_on_nccl", "bench/gpu_proof_rows.py",
+        'REPLICATED = dict(variable_update="replicated", all_reduce_spec="psgpu")',
+        'REPLICATED = dict(variable_update="replicated")',
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl"]),
+    Mutation(
+        "gpu_proof_cpu_reference_keeps_gpu_sums", "bench/gpu_proof_rows.py",
+        '    if device == "cpu":  # a stand-in, or the CPU reference on a GPU machine',
+        '    if args.stand_in:',
+        [T + "package/test_gpu_proof.py::"
+         "test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl"]),
     # Staging's example count not checked against 1.5 epochs in order.
     Mutation(
         "gpu_proof_ids_expect_one_epoch", "bench/gpu_proof_rows.py",

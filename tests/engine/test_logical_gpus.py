@@ -88,3 +88,18 @@ def test_nccl_across_logical_gpus_is_refused_before_anything_is_built(one_gpu, f
 def test_exchanges_without_nccl_run_on_logical_gpus(one_gpu, flags):
     devices.split_gpu(4)
     devices.check_split_gpu_exchange(_layout(**flags).topology, _layout(**flags).exchange)
+
+
+def test_the_header_says_the_towers_are_logical_gpus(one_gpu):
+    # The graph for the 4 logical GPUs, traced here (no GPU): the header's
+    # Devices line as the run on one GPU prints it.
+    devices.split_gpu(4)
+    trainer = Trainer(Params(model="trivial", device="gpu", num_gpus=4, batch_size=2,
+                             variable_update="replicated", all_reduce_spec="psgpu"),
+                      check_devices=False)
+    try:
+        info = dict(trainer.header_info())
+    finally:
+        trainer.close()
+    assert info["Devices"] == ("['/gpu:0', '/gpu:1', '/gpu:2', '/gpu:3'] (logical GPUs: GPU 0 "
+                               "split into 4, 18350 MB each; no NCCL between them)")

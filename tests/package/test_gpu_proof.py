@@ -5,6 +5,8 @@ GPUs, keep every collective, order each GPU's and cross workers with NCCL."""
 import contextlib
 import io
 import re
+import sys
+import types
 
 import pytest
 import tensorflow as tf
@@ -50,8 +52,8 @@ def stand_in():
         status = proof.main(STAND_IN)
     text = out.getvalue()
     table = text[text.index(f"\n{proof.TABLE_HEAD}\n"):].strip().splitlines()[1:]
-    rows = {line.split()[0]: line for line in table if not line.startswith(
-        ("ResNet-50", "25 rows"))}
+    names = [name for _, _, group in proof.STAGES for name in group]
+    rows = {line.split()[0]: line for line in table if line.split()[0] in names}
     return proof, status, rows, text
 
 
@@ -134,3 +136,55 @@ def test_an_op_that_falls_back_to_the_cpu_fails_the_placement_check():
         rows_lib.step_placement(step, ["/gpu:0"])
     assert tf.config.get_soft_device_placement()  # as it was
     assert float(step()) == 2.0  # what soft placement does: runs it on the CPU, silently
+
+
+def test_on_a_gpu_each_process_splits_its_share_of_the_gpu_memory(monkeypatch):
+    """The GPU side of the stand-in's configure (no GPU here: TensorFlow's
+    calls recorded): 4 logical GPUs take 0.9 of an 81559 MB GPU, and each of
+    the 2 worker processes sharing it splits a quarter of that into 2; TF32 off."""
+    bench_scripts.load("gpu_proof")
+    import gpu_proof_rows as rows_lib
+    from towertrain.engine.process import devices
+    gpu = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
+    calls = []
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [gpu])
+    monkeypatch.setattr(devices, "gpu_memory_mb", lambda: 81559)
+    monkeypatch.setattr(tf.config, "set_logical_device_configuration",
+                        lambda device, logical: calls.append(
+                            [c.memory_limit for c in logical]))
+    monkeypatch.setattr(tf.config.experimental, "enable_tensor_float_32_execution",
+                        lambda on: calls.append(("tf32", on)))
+    args = types.SimpleNamespace(stand_in=False)
+    rows_lib.configure(args, 4)
+    rows_lib.configure(args, 2, share=2)
+    rows_lib.configure(args, 1)  # one tower: the GPU whole
+    assert calls == [("tf32", False), [18350] * 4, ("tf32", False), [18350] * 2,
+                     ("tf32", False)]
+
+
+def test_a_group_whose_process_hangs_fails_its_rows_at_its_time(tmp_path):
+    """A collective that never completes holds no proof: past the group's
+    time its process is killed, the rows it printed stand and the others fail."""
+    proof = bench_scripts.load("gpu_proof")
+    hangs = [sys.executable, "-c", "import json, time; print(json.dumps({'row': 'kernels', "
+             "'ok': True}), flush=True); time.sleep(30)"]
+    args = types.SimpleNamespace(scratch=str(tmp_path))
+    results = list(proof.run_rows(args, "first", ("kernels", "f32"), timeout=3, base=hangs))
+    assert results == [{"row": "kernels", "ok": True},
+                       {"row": "f32", "ok": False,
+                        "note": "its process ended: killed after 3s"}]
+
+
+def test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl():
+    """The GPU run's rows as Params (nothing runs): the CPU reference asks
+    nothing of a GPU; one tower sums with psgpu (identity), never NCCL, which
+    an install without NCCL lacks."""
+    bench_scripts.load("gpu_proof")
+    import gpu_proof_rows as rows_lib
+    args = types.SimpleNamespace(stand_in=False, model="resnet20", towers_model="alexnet_cifar",
+                                 batch_size=16, steps=3)
+    cpu = rows_lib.make_params(args, rows_lib.ROWS["cpu_f32"])
+    assert (cpu.device, cpu.all_reduce_spec, cpu.data_format) == ("cpu", "pscpu", "NCHW")
+    for name in ("f32", "fp16", "bf16", "xla", "one_x4", "ids_x4", "staging"):
+        params = rows_lib.make_params(args, rows_lib.ROWS[name])
+        assert (params.device, params.all_reduce_spec) == ("gpu", "psgpu"), name

@@ -20,12 +20,12 @@ GLOBAL = B * D * W  # what the workers' input says (each worker's B x D, times W
 CLUSTER = Cluster(workers=("127.0.0.1:1111", "127.0.0.1:2222"), task_index=0)
 
 
-def _plan(examples, steps_per_epoch, **kw):
-    params = Params(model="trivial", device="cpu", num_gpus=D, batch_size=B,
+def _plan(examples, steps_per_epoch, devices=D, **kw):
+    params = Params(model="trivial", device="cpu", num_gpus=devices, batch_size=B,
                     variable_update="collective_all_reduce", **kw)
     layout = plan.lay_out(params, machine=Machine(gpus=0, cores=CORES), cluster=CLUSTER)
     return plan.build(params, layout, plan.InputFacts(steps_per_epoch=steps_per_epoch,
-                                                      global_batch=GLOBAL,
+                                                      global_batch=B * devices * W,
                                                       num_examples=examples))
 
 
@@ -82,3 +82,11 @@ def test_the_out_of_memory_message_of_two_workers_adds_up_to_the_global_batch():
     assert str(error) == (f"out of memory in step 1: --batch_size={B} per device on cpu "
                           f"({D} devices x {W} workers, global batch {GLOBAL}); lower "
                           "--batch_size")
+
+
+@pytest.mark.parametrize("devices,line", [(1, f"{W} workers x 1 device"),
+                                          (D, f"{W} workers x {D} devices")])
+def test_the_cluster_line_names_each_workers_devices(devices, line):
+    run = _plan(None, None, devices=devices)
+    assert (run.describe()["Cluster"], run.describe()["Batch size"]) == (
+        line, [f"{B * devices * W} global", f"{B} per device"])

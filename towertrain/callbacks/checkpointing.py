@@ -181,6 +181,7 @@ class CheckpointSaver(Callback):
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
             info.extend(self.checkpointer.topology.header_info())
+            info.extend(self.resume_changes)
         if self.removed:
             info.append(("Removed", f"{', '.join(n + '/' for n in self.removed)}: unfinished "
                                     "saves of a run that was killed (the checkpoints are whole)"))
@@ -189,7 +190,6 @@ class CheckpointSaver(Callback):
             info.append(("Recovered", f"the train_dir's `checkpoint` state file was missing; "
                                       f"rewritten from its files ({', '.join(names)}), so the "
                                       f"run resumes from {names[-1]} instead of starting over"))
-            info.extend(self.resume_changes)
         return info
 
     def _fence_after(self, step):
