@@ -150,6 +150,8 @@ def images_per_sec(args, name, timeout):
              f"--batch_size={args.resnet_batch_size}", f"--data_format={fmt}",
              f"--num_batches={args.timing_steps}", f"--num_warmup_batches={args.warmup_steps}",
              f"--display_every={max(args.timing_steps, 1)}", "--variable_update=replicated"]
+    if program == "rn50":  # one GPU: no NcclAllReduce of one member (NCCL may be absent)
+        flags.append(f"--all_reduce_spec={'pscpu' if args.stand_in else 'psgpu'}")
     if precision == "fp16":
         flags += ["--use_fp16"] + (["--allow_emulated_precision"]
                                    if args.stand_in and program == "rn50" else [])

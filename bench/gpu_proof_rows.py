@@ -27,7 +27,10 @@ TOWERS = 4  # logical GPUs of the multi-tower rows
 # (--towers_model: no batch norm, so N towers equal one tower of N times the
 # batch), "ids" (towers model over examples that carry their ids).
 Row = collections.namedtuple("Row", "what model towers batch overrides reference tolerance")
-REPLICATED = dict(variable_update="replicated")
+# One tower: psgpu, whose sum over one device is the identity (the GPU default,
+# nccl, would still run an NcclAllReduce of one member, and an install without
+# NCCL has none).
+REPLICATED = dict(variable_update="replicated", all_reduce_spec="psgpu")
 ROWS = {
     "kernels": Row("V2 collectives (all-reduce, reduce-scatter, gather), group size 1, "
                    "ordering token; NcclAllReduce", None, 1, 1, {}, None, None),
@@ -132,9 +135,10 @@ def data_format(args, device):
 def make_params(args, row, workers=None):
     from towertrain import Params
     overrides = dict(row.overrides)
-    device = overrides.pop("device", "gpu")
-    if args.stand_in:
-        overrides, device = stand_in_overrides(overrides), "cpu"
+    device = "cpu" if args.stand_in else overrides.pop("device", "gpu")
+    if device == "cpu":  # a stand-in, or the CPU reference on a GPU machine
+        overrides = stand_in_overrides(overrides)
+        overrides.pop("device", None)
     if workers:
         overrides.update(worker_hosts=workers[0], task_index=workers[1])
     model = {"bn": args.model, "towers": args.towers_model, "ids": None}[row.model]

@@ -114,8 +114,8 @@ def trace_only(args):
 
 def trace_collective(args, path, what, overrides):
     """Traces worker 0 of 2 workers x 2 GPUs and checks the step's collectives
-    (towertrain.engine.variable_mgr.collective_graph); True if they hold."""
-    from towertrain.engine.variable_mgr import collective_graph
+    (towertrain.engine.exchange.graph_facts); True if they hold."""
+    from towertrain.engine.exchange import graph_facts as collective_graph
     args.worker_hosts, args.task_index = "127.0.0.1:1,127.0.0.1:2", 0
     params = make_params(args, overrides, "gpu", 2, workers=2)
     from towertrain import Trainer

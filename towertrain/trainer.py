@@ -47,6 +47,7 @@ from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.errors import ParamsError
+from towertrain.input_pipeline.arrays import InputError
 
 
 def join_cluster(params):
@@ -108,7 +109,6 @@ class Trainer:
         # The model and the input fit each other, or an error in the user's terms.
         model_checks.check(self.model, self.input, self.data_format, user_model=model is not None,
                            default_loss=loss_fn is None)
-        model_checks.check_loss_finite(loss_fn, self.model)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
@@ -116,7 +116,8 @@ class Trainer:
         self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)
         self._make_feed()
         self.variables = variable_mgr.create(self.plan.exchange, self.devices,
-                                             self.plan.recipe.clipping)
+                                             self.plan.recipe.clipping,
+                                             self.plan.topology.cluster)
         self.variables.create(self.model, optimizers.make_optimizer_factory(
             self.plan.recipe.optimizer, self.learning_rate))
         self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
@@ -135,6 +136,7 @@ class Trainer:
         """The model's precision, loss, decay mask and synchronized batch norms."""
         precision.check_model(self.model, layout.precision)
         self.loss_fn = loss_fn or tower.sparse_softmax_cross_entropy
+        self.user_loss_fn = loss_fn  # None: the default loss
         # Which variables get L2 decay: the registered model's rule, or the
         # default rule (kernels only) for a model passed in.
         self.decay_mask = models.weight_decay_mask(self.model,
@@ -224,6 +226,25 @@ class Trainer:
 
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
+        try:
+            return self._step(outputs)
+        except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
+            # Raised by the input pipeline (a generator's element, a decode):
+            # one line naming the input, not TensorFlow's page of stack.
+            if not step_lib.from_input_pipeline(err):
+                raise
+            raise InputError(f"bad input data in {self._input_name()}: "
+                             f"{model_checks.error_text(err)}") from err
+        except InputError as err:
+            head, _, rest = str(err).partition(": ")
+            if "\n" not in rest:
+                raise
+            raise InputError(f"{head}: {model_checks.error_text(rest)}") from err
+
+    def _input_name(self):
+        return getattr(self.input, "description", None) or self.input_origin or "the input"
+
+    def _step(self, outputs):
         self.feed.start(self.global_step())  # stepping without train() / begin()
         with step_lib.input_errors(self.input, self.feed.staging,
                                    lambda: self.feed.position(self.global_step())):
@@ -375,7 +396,9 @@ class Trainer:
             model=self.model, variables=self.variables, input=self.input,
             engine_variables=self.engine_variables, user_model=self.user_model,
             stop_request=self.stop_request,
-            trace_step=self.trace_step, settings=dataclasses.asdict(self.params))
+            trace_step=self.trace_step, settings=dataclasses.asdict(self.params),
+            loss_probe=self.user_loss_fn and (
+                lambda: model_checks.loss_fn_problem(self.user_loss_fn, self.model)))
 
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the

@@ -382,6 +382,11 @@ CASES = [
      "is not supported across workers yet (this run's cluster has 2 workers, from Slurm)",
      TWO_SLURM_TASKS),
     # --- towertrain/plan/cluster.py (TF_CONFIG and Slurm, read when the run is laid out)
+    # Slurm tasks sharing a node's GPUs: each its own, or refused.
+    ([COLLECTIVE, "--cluster_source=slurm", "--device=gpu", "--num_gpus=2"],
+     "--cluster_source=slurm: ", "--num_gpus=2: 2 workers on node 127.0.0.1 need 4 GPUs of "
+     "their own, and it has 3 (CUDA_VISIBLE_DEVICES=0,1,2)",
+     {**TWO_SLURM_TASKS, "CUDA_VISIBLE_DEVICES": "0,1,2"}),
     ([COLLECTIVE], "--cluster_source=auto: ", "the cluster is given more than once "
      "(TF_CONFIG, Slurm)", {**TWO_WORKERS_TF_CONFIG, **TWO_SLURM_TASKS}),
     ([COLLECTIVE, "--cluster_source=tf_config"], "--cluster_source=tf_config: ",

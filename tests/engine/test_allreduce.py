@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain.engine import allreduce
-from towertrain.engine.allreduce.packing import pack, unpack
+from towertrain.engine import exchange
+from towertrain.engine.exchange.packing import pack, unpack
 from towertrain.engine.variable_mgr.parameter_server import spread_greedy
 
 SHAPES = [(3, 4), (5,), (), (2, 1, 3), (7,)]
@@ -21,7 +21,7 @@ def _inputs(num_devices, seed=0):
 def test_sum_is_exact_and_identical_across_devices(name, num_devices):
     devices = [f"/cpu:{i}" for i in range(num_devices)]
     values = _inputs(num_devices)
-    algorithm = allreduce.create(name)
+    algorithm = exchange.local_algorithm(name)
 
     @tf.function
     def run():
@@ -43,7 +43,7 @@ def test_sum_is_exact_and_identical_across_devices(name, num_devices):
 
 def test_ring_places_each_hop_on_the_ring_devices():
     devices = [f"/cpu:{i}" for i in range(3)]
-    algorithm = allreduce.create("ring")
+    algorithm = exchange.local_algorithm("ring")
 
     @tf.function
     def run():
@@ -72,7 +72,7 @@ def test_pack_roundtrip_and_mixed_dtypes_refused():
 
 def test_unknown_algorithm_lists_known_ones():
     with pytest.raises(ValueError, match="known: nccl, pscpu, psgpu, ring"):
-        allreduce.create("xring")
+        exchange.local_algorithm("xring")
 
 
 def test_spread_greedy_puts_largest_first_onto_least_loaded():

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny (conv + batch norm)
 from helpers.gpu_graph import NUM_GPUS, cluster_step
-from towertrain.engine.variable_mgr import collective_graph
+from towertrain.engine.exchange import graph_facts as collective_graph
 
 GPU_SPECS = ("nccl/xring", "psgpu/xring", "collective", "pscpu/xring", "scatter/xring")
 
@@ -64,12 +64,13 @@ def test_each_gpu_has_one_ordering_chain(spec):
 
 @pytest.mark.parametrize("spec", ["nccl/xring", "psgpu/xring", "collective", "scatter/xring"])
 def test_cross_worker_collectives_use_nccl_on_gpus_by_default(spec):
-    assert collective_graph.hints(_step_graph(spec)) == {("GPU", "nccl"), ("CPU", "ring")}
+    # No CPU collective: the step's scalars ride the last pack.
+    assert collective_graph.hints(_step_graph(spec)) == {("GPU", "nccl")}
 
 
 def test_ring_is_selectable_and_a_cpu_member_crosses_by_ring():
     assert collective_graph.hints(_step_graph("nccl/xring", collective_implementation="ring")) \
-        == {("GPU", "ring"), ("CPU", "ring")}
+        == {("GPU", "ring")}
     # pscpu/xring's packs (the batch-norm statistics in the first) cross from /cpu:0.
     assert collective_graph.hints(_step_graph("pscpu/xring")) == {("CPU", "ring")}
 
@@ -121,10 +122,11 @@ def test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index(impleme
         if graph is graphs[0]:
             first_keys = keys_by_gpu
     assert keys_by_gpu == first_keys  # the same groups on both workers
-    # The local groups: one key each for the reduce-scatter and the gather,
-    # another on each worker (group keys are global to the cluster).
+    # One local group per worker for the reduce-scatter and the gather (one
+    # NCCL communicator), another on each worker (group keys are global).
     assert all(len(keys) == 1 for keys in local_keys)
-    assert len(set.union(*local_keys)) == 4
+    assert local_keys[0] == local_keys[1] and local_keys[2] == local_keys[3]
+    assert len(set.union(*local_keys)) == 2
 
 
 def test_scatter_xring_first_byte_sized_pack_waits_for_no_conv_backward():
@@ -149,48 +151,41 @@ def test_the_header_says_how_collectives_cross():
     from towertrain.plan import describe
     trainer = cluster_step(model="ckpt_tiny")[0]
     assert describe.static_lines(trainer.plan)["Collectives"] == (
-        "nccl (NCCL between the workers' GPUs; the step's scalars: ring)")
+        "nccl (NCCL between the workers' GPUs; the step's scalars ride the last pack)")
     trainer = cluster_step(model="ckpt_tiny", collective_implementation="ring")[0]
     assert describe.static_lines(trainer.plan)["Collectives"].startswith("ring (TensorFlow's")
 
 
-@pytest.mark.parametrize("spec", ["nccl/xring", "collective"])
-def test_the_step_tail_is_one_scalar_collective_beside_the_packs(spec):
-    """Multi-worker step of a batch-norm model: besides the gradient packs,
-    one scalar collective (loss, finite flag, example count, stop requests)
-    after them (its finite flag checks the exchanged sum), and none that the
-    towers wait for: the count is folded into the tail (the towers divide by
-    the nominal global batch); the batch-norm statistics ride in pack 0, so
-    the update's branch holds no collective."""
+@pytest.mark.parametrize("spec", ["nccl/xring", "collective", "scatter/xring"])
+def test_the_step_tail_rides_the_last_pack(spec):
+    """Multi-worker step of a batch-norm model: no collective besides the
+    gradient packs. The loss, example count and stop requests ride the last
+    pack, the batch-norm statistics the first; the towers wait for no
+    collective (the count is folded into the tail); the update's branches
+    hold none; and no collective on a CPU device is an ancestor of any
+    variable update (each device decides from its own copy of the sums)."""
     graph = _step_graph(spec)
     found = collective_graph.collectives(graph)
-    packs = [op for _, op in found if "/pack" in op.name]
     others = [(g, op) for g, op in found if "/pack" not in op.name]
-    assert all(g is graph for g, _ in others), "a collective inside the update's branch"
-    assert len(others) == 1, [op.name for _, op in others]
-    tail = others[0][1]
-    assert tail.inputs[0].shape.num_elements() == 4  # [loss, non-finite, count, stops]
-    def pack_of(op):
-        return op.name.split("/pack")[1].split("/")[0]
-    waited = {pack_of(op) for op in set(packs) & collective_graph.ancestors(tail)}
-    assert waited == {pack_of(op) for op in packs}, "the tail runs before a pack"
+    assert not others, [op.name for _, op in others]
+    assert all(g is graph for g, _ in found), "a collective inside the update's branch"
     towers = [op for op in graph.get_operations() if op.name.startswith("tower_")]
     assert towers
     before = {op.name for _, op in found} & {op.name for op in collective_graph.ancestors(*towers)}
     assert not before, f"the towers wait for collectives {sorted(before)}"
+    assert collective_graph.cpu_collectives_before_updates(graph) == []
 
 
 def test_in_half_precision_the_count_goes_before_the_towers():
     """--use_fp16: a loss divided by the nominal batch would round otherwise
     in float16 (engine/step/train_step.py), so the count and stop requests
-    are summed before the towers and the tail carries loss and finite flag
-    (its count slots zero): two scalar collectives besides the packs."""
+    are summed before the towers: one scalar collective besides the packs."""
     graph = _step_graph("nccl/xring", use_fp16=True)
     found = collective_graph.collectives(graph)
     others = [op for _, op in found if "/pack" not in op.name]
     towers = [op for op in graph.get_operations() if op.name.startswith("tower_")]
     ahead = collective_graph.ancestors(*towers)
-    assert sorted(op.inputs[0].shape.num_elements() for op in others) == [2, 4]
+    assert [op.inputs[0].shape.num_elements() for op in others] == [2]
     assert [op.inputs[0].shape.num_elements() for op in others if op in ahead] == [2]
 
 
@@ -219,12 +214,14 @@ def _hierarchical_sum_on_cpus(monkeypatch, timeout):
     with the V1 collective standing in for NCCL."""
     from towertrain import private_api
     from towertrain.engine.process import devices as devices_lib
-    from towertrain.engine.variable_mgr.collective import CollectiveManager
+    from towertrain.config.cluster_spec import SINGLE
+    from towertrain.engine.exchange import cross_worker
     from towertrain.plan.sections import Exchange
     devices_lib.ensure_logical_cpus(2)
     monkeypatch.setattr(private_api, "nccl_all_sum", lambda t: _v1_all_sum(t, timeout))
-    manager = CollectiveManager(["/cpu:0", "/cpu:1"], Exchange(
-        variable_update="collective_all_reduce", all_reduce_spec="nccl/xring"))
+    manager = cross_worker.ClusterExchange(Exchange(
+        variable_update="collective_all_reduce", all_reduce_spec="nccl/xring"),
+        ["/cpu:0", "/cpu:1"], SINGLE, timeout=0)
 
     @tf.function
     def step():

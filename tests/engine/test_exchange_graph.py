@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.engine import allreduce
-from towertrain.engine.allreduce import packing
+from towertrain.engine import exchange
+from towertrain.engine.exchange import packing
 from towertrain.input_pipeline import from_arrays
 
 from helpers.gpu_graph import gpu_trainer
@@ -56,7 +56,7 @@ def _variables_read(op):
 def test_each_pack_reduction_reads_only_its_own_gradients(name, device, compact):
     devices = [f"/{device}:{i}" for i in range(4)]
     num_packs = 5
-    graph = _traced_reduce(allreduce.create(name, compact, num_packs=num_packs), devices)
+    graph = _traced_reduce(exchange.local_algorithm(name, compact, num_packs=num_packs), devices)
     packs = packing.plan([tf.zeros(s) for s in SHAPES], num_packs)
     assert len(packs) == num_packs
     for k, pack in enumerate(packs):

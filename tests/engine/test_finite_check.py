@@ -1,7 +1,8 @@
 """Where the exchange sums the gradients (replicated, collective_all_reduce),
-the step checks the one sum for NaN or infinity instead of every tower's
-gradients: one check per variable, not one per variable per tower. A NaN on
-any tower still stops the update on every copy."""
+each device checks its own copy of each summed pack (the step's loss riding
+the last one) for NaN or infinity instead of every tower's gradients: one
+check per pack per device, none per variable, and no verdict gathered to one
+device. A NaN on any tower still stops the update on every copy."""
 import keras
 import numpy as np
 import pytest
@@ -77,9 +78,9 @@ def test_the_summed_gradient_is_checked_once_not_per_tower(mode, sums):
     losses = [op for op in checks if op.inputs[0].shape.rank == 0]
     gradients = [op for op in checks if op.inputs[0].shape.rank != 0]
     assert len(losses) == towers  # every tower's loss
-    if sums:  # the one sum, on one device
-        assert len(gradients) == len(floating)
-        assert len({op.device for op in gradients}) == 1
+    if sums:  # each device's copy of the one pack, on that device
+        assert len(gradients) == towers
+        assert len({op.device for op in gradients}) == towers
     else:  # each tower's own, on its device
         assert len(gradients) == towers * len(floating)
         assert len({op.device for op in gradients}) == towers

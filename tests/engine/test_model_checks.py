@@ -266,13 +266,19 @@ def test_nan_says_where_it_came_from_the_input_or_the_loss_not_the_learning_rate
         "from_arrays: images hold 1 NaN or Inf value(s), in 1 example(s) (the first: example "
         "3); every step that trains on one would diverge: drop or repair those examples "
         "(numpy: keep = np.isfinite(images).reshape(len(images), -1).all(axis=1))")
-    with pytest.raises(ModelError) as failed:
-        towertrain.Trainer(towertrain.Params(device="cpu", num_gpus=2), model=conv_net(),
-                           input_source=towertrain.from_arrays(*arrays(), 4), loss_fn=nan_loss)
+    trainer = towertrain.Trainer(
+        towertrain.Params(device="cpu", num_gpus=2, num_batches=2, num_warmup_batches=0),
+        model=conv_net(), input_source=towertrain.from_arrays(*arrays(), 4), loss_fn=nan_loss)
+    try:
+        with pytest.raises(towertrain.TrainingDivergedError) as failed:
+            trainer.train(write=lambda line: None)
+    finally:
+        trainer.close()
     assert str(failed.value) == (
-        "loss_fn 'nan_loss' returns [nan, nan] for finite logits (zeros) and labels 0 and 1: "
-        "the NaN or Inf comes from the loss itself, so every step would diverge; fix the "
-        "loss_fn (a log or a division of 0?)")
+        "loss is nan at step 1, from the initial weights before any update, so not from the "
+        "learning rate: loss_fn 'nan_loss' returns [nan, nan] for finite logits (zeros) and "
+        "labels 0 and 1, so the NaN or Inf comes from the loss itself; fix the loss_fn (a log "
+        "or a division of 0?); nothing was applied or saved")
     # Data the input cannot check up front: the first step names the input or the loss.
     trainer = towertrain.Trainer(
         towertrain.Params(device="cpu", num_gpus=2, num_batches=2, num_warmup_batches=0),
@@ -311,3 +317,23 @@ def test_eval_data_is_checked_as_training_input_is():
             "num_examples, description, N)")
     finally:
         trainer.close()
+
+
+def test_a_bad_element_mid_run_is_one_line_naming_the_input():
+    """A generator's element of the wrong shape at step 3 raised TensorFlow's
+    InvalidArgumentError: a page of stack ending in [[IteratorGetNext]]."""
+    def examples():
+        for i in range(100):
+            yield np.zeros((6, 8, 3) if i == 9 else (8, 8, 3), np.float32), np.int32(i % 5)
+    spec = (tf.TensorSpec((8, 8, 3), tf.float32), tf.TensorSpec((), tf.int32))
+    trainer = towertrain.Trainer(
+        towertrain.Params(device="cpu", num_gpus=2, num_batches=5, num_warmup_batches=0),
+        model=conv_net(), input_source=towertrain.from_generator(examples, spec, 4))
+    try:
+        with pytest.raises(towertrain.errors.InputError) as failed:
+            trainer.train(write=lambda line: None)
+    finally:
+        trainer.close()
+    assert str(failed.value) == (
+        "bad input data in from_generator: TypeError: `generator` yielded an element of shape "
+        "(6, 8, 3) where an element of shape (8, 8, 3) was expected.")

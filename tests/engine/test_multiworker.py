@@ -178,6 +178,10 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
             arrays, marked = images.copy(), labels.copy()
             if loss_fn is None:
                 arrays[12] = np.nan
+                # from_arrays refuses NaN up front; this is the engine's test
+                # of a NaN that reaches a step (as from_dataset's data can).
+                from towertrain.input_pipeline import array_checks
+                array_checks.check_finite = lambda images, labels: None
             else:
                 marked[12] = -1
         trainer = trainer_lib.Trainer(params, input_source=None if files else from_arrays(
@@ -271,8 +275,8 @@ FILES = [("pscpu/xring", 0, 1, 1, "trivial:cifar10", ""),
 # Last, one step with a NaN image in worker 1's share only.
 POISONED = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:nan", "")
 # And one with an infinite loss but finite gradients in worker 1's share: the
-# exchanged gradient sum is finite everywhere, so only the finite flag in
-# the step's tail keeps worker 0 from applying.
+# exchanged gradient sum is finite everywhere, so only the loss riding the
+# last pack keeps worker 0 from applying.
 INFINITE_LOSS = ("pscpu/xring", 2, 1, 1, "ckpt_tiny:infloss", "")
 # The step's count travels in its tail and the update divides by count /
 # nominal (engine/step/train_step.py): with weight decay (its term inside the
@@ -334,29 +338,32 @@ def test_two_workers_equal_one_process_with_four_devices(spec, packs, exchange_o
     # over all 4 devices; hierarchical, one per pack over the 2 workers, so
     # half the elements cross the network.
     num_values = sum(v.size for v in expected[:num_trainable])  # gradients
-    # The batch norm's moving statistics ride in the first pack (no collective
-    # of their own after the packs).
+    # The batch norm's moving statistics ride in the first pack, the step's
+    # loss, example count and stop requests in the last (no collective of
+    # their own).
     num_stats = sum(v.size for v in expected[num_trainable:])
+    num_tail = 3
     num_packs = _pack_count(packs, num_values)
     for out in outs:
         collectives = np.load(out)["collectives"]
         if spec == "collective":
             assert collectives.shape == (2, 2) and set(collectives[:, 0]) == {4}
-            assert collectives[:, 1].sum() == 2 * (num_values + num_stats)
+            assert collectives[:, 1].sum() == 2 * (num_values + num_stats + num_tail)
         elif spec == "scatter/xring":
             # Per pack one collective per local device (its shard, about half
             # the pack) over the 2 workers: the pack's elements cross once,
             # split between both devices' links.
             assert num_packs > 1
             assert collectives.shape == (2 * num_packs, 2) and set(collectives[:, 0]) == {2}
-            assert collectives[:, 1].sum() == num_values + num_stats
+            assert collectives[:, 1].sum() == num_values + num_stats + num_tail
             shards = collectives[:, 1].reshape(num_packs, 2)
             assert (np.abs(shards[:, 0] - shards[:, 1]) <= 1).all(), shards
             assert (shards[:, 0] >= shards[:, 1]).all(), shards  # the first one longer
         else:
             assert collectives.shape == (packs, 2) and set(collectives[:, 0]) == {2}
-            assert collectives[:, 1].sum() == num_values + num_stats
-            gradients = collectives[:, 1] - np.array([num_stats] + [0] * (packs - 1))
+            assert collectives[:, 1].sum() == num_values + num_stats + num_tail
+            gradients = collectives[:, 1] - np.array([num_stats] + [0] * (packs - 2)
+                                                     + [num_tail])
             assert gradients.max() - gradients.min() <= 1
     # Both workers on this host: cluster.setup gave each its share of the
     # cores for TensorFlow's intra-op pool before the runtime started.
@@ -472,9 +479,10 @@ def test_two_workers_on_files_decode_only_their_share_and_equal_one_process(
 @pytest.mark.parametrize("config", [POISONED, INFINITE_LOSS], ids=["nan-image", "inf-loss"])
 def test_a_non_finite_step_on_one_worker_applies_nothing_on_any(config, exchange_outputs):
     """Worker 1's towers see a NaN image (or an infinite loss with finite
-    gradients), worker 0's do not: the finite flag travels with the loss in
-    the step's one scalar collective, so both skip the update (worker 0
-    alone would apply it and the copies would part)."""
+    gradients), worker 0's do not: the losses ride the last
+    pack, so every device of both workers finds the summed pack non-finite
+    and skips the update (worker 0 alone would apply it and the copies would
+    part)."""
     first, second = (np.load(out) for out in exchange_outputs[config])
     assert list(first["applied"]) == [False] and list(second["applied"]) == [False]
     assert not np.isfinite(first["losses"][0]) and not np.isfinite(second["losses"][0])

@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.engine.allreduce import packing
+from towertrain.engine.exchange import packing
 from towertrain.input_pipeline import from_arrays
 
 from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, tiny_model
@@ -185,17 +185,18 @@ def test_scatter_shards_a_pack_not_divisible_by_the_devices():
     holds the local sum of its shard (3, 2, 2 values: the first 7 % 3 one
     longer), computed on device i; after the gather every device holds the
     whole sum. Independent computation: numpy over the same inputs."""
+    from towertrain.config.cluster_spec import SINGLE
+    from towertrain.engine.exchange import cross_worker
     from towertrain.engine.process import devices as devices_lib
-    from towertrain.engine.variable_mgr import collective
-    from towertrain.engine.variable_mgr.collective import CollectiveManager
     from towertrain.plan.sections import Exchange
-    assert collective.shard_sizes(7, 3) == [3, 2, 2]
-    assert collective.shard_sizes(2, 3) == [1, 1, 0]
-    assert collective.shard_sizes(8, 2) == [4, 4]
+    assert cross_worker.shard_sizes(7, 3) == [3, 2, 2]
+    assert cross_worker.shard_sizes(2, 3) == [1, 1, 0]
+    assert cross_worker.shard_sizes(8, 2) == [4, 4]
     devices_lib.ensure_logical_cpus(4)
     devices = ["/cpu:0", "/cpu:1", "/cpu:2"]
-    manager = CollectiveManager(devices, Exchange(variable_update="collective_all_reduce",
-                                                  all_reduce_spec="scatter/xring"))
+    manager = cross_worker.ClusterExchange(
+        Exchange(variable_update="collective_all_reduce", all_reduce_spec="scatter/xring"),
+        devices, SINGLE, timeout=0)
     values = np.arange(21, dtype=np.float32).reshape(3, 7) ** 1.5
 
     @tf.function

@@ -48,7 +48,7 @@ def all_uses():
 def test_the_reader_sees_the_trainers_uses():
     uses = all_uses()
     for expected in ("synchronous", "apply", "tower_inputs", "primary_variables",
-                     "iterations", "cluster_count", "cluster_tail",
+                     "iterations", "cluster_count",
                      "optimizers", "trainable_copies", "non_trainable_copies"):
         assert expected in uses, f"{expected} not found: the reader misses uses"
 

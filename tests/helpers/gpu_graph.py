@@ -38,8 +38,8 @@ def ps_input():
 def cluster_step(workers=2, task_index=0, **overrides):
     """(trainer, step graph) of worker `task_index` of a collective_all_reduce
     cluster of `workers` x NUM_GPUS absent GPUs, traced in this process
-    (towertrain.engine.variable_mgr.collective_graph.stand_in_cluster)."""
-    from towertrain.engine.variable_mgr import collective_graph
+    (towertrain.engine.exchange.graph_facts.stand_in_cluster)."""
+    from towertrain.engine.exchange import graph_facts as collective_graph
     hosts = ",".join(f"127.0.0.1:{port}" for port in range(1, workers + 1))
     overrides.setdefault("variable_update", "collective_all_reduce")
     overrides.setdefault("model", "trivial")

@@ -4,7 +4,7 @@ import collections
 
 import tensorflow as tf
 
-from towertrain.engine.variable_mgr.collective_graph import (  # noqa: F401 - re-exported
+from towertrain.engine.exchange.graph_facts import (  # noqa: F401 - re-exported
     ancestors, function_graphs, kept_ops)
 
 

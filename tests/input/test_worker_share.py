@@ -138,7 +138,7 @@ def test_resume_after_sets_where_the_iterator_starts(tmp_path):
 def test_the_queue_input_is_refused_with_several_workers(tmp_path):
     from towertrain import Params, Trainer
     from towertrain.errors import InputError
-    from towertrain.engine.variable_mgr import collective_graph
+    from towertrain.engine.exchange import graph_facts as collective_graph
     from towertrain.plan import cluster as plan_cluster
     data_dir = str(tmp_path / "cifar")
     cifar_files.write_dataset(data_dir, 20, 2)

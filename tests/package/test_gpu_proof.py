@@ -173,3 +173,18 @@ def test_a_group_whose_process_hangs_fails_its_rows_at_its_time(tmp_path):
     assert results == [{"row": "kernels", "ok": True},
                        {"row": "f32", "ok": False,
                         "note": "its process ended: killed after 3s"}]
+
+
+def test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl():
+    """The GPU run's rows as Params (nothing runs): the CPU reference asks
+    nothing of a GPU; one tower sums with psgpu (identity), never NCCL, which
+    an install without NCCL lacks."""
+    bench_scripts.load("gpu_proof")
+    import gpu_proof_rows as rows_lib
+    args = types.SimpleNamespace(stand_in=False, model="resnet20", towers_model="alexnet_cifar",
+                                 batch_size=16, steps=3)
+    cpu = rows_lib.make_params(args, rows_lib.ROWS["cpu_f32"])
+    assert (cpu.device, cpu.all_reduce_spec, cpu.data_format) == ("cpu", "pscpu", "NCHW")
+    for name in ("f32", "fp16", "bf16", "xla", "one_x4", "ids_x4", "staging"):
+        params = rows_lib.make_params(args, rows_lib.ROWS[name])
+        assert (params.device, params.all_reduce_spec) == ("gpu", "psgpu"), name

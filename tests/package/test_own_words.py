@@ -29,9 +29,6 @@ PHRASES = [
 ]
 # Binary files, and this file (it names the phrases).
 SKIPPED = {os.path.join("tests", "package", "test_own_words.py")}
-# The one line left, until the engine's exchange files finish moving (the
-# move carries it; mended after): (file name, the line's text).
-PENDING = {("collective.py", "What makes this work (measured, see ../shared/DESIGN.md):")}
 
 
 def repository_files():
@@ -78,8 +75,7 @@ def test_no_text_file_tells_how_the_project_was_made():
         if text is None:
             continue
         problems += [f"{name}:{number}: {what}: {line}"
-                     for number, what, line in findings(name, text)
-                     if (os.path.basename(name), line) not in PENDING]
+                     for number, what, line in findings(name, text)]
     assert not problems, "\n".join(problems)
 
 

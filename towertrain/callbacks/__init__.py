@@ -35,7 +35,8 @@ def default_callbacks(plan, handles, write=print):
     precision = plan.recipe.precision  # a dynamic loss scale: recipe.precision.LossScale
     dynamic = bool(precision.use_fp16 and precision.fp16_enable_auto_loss_scale)
     callbacks = [_watchdog(plan),  # first: off before the others' work after a step
-                 DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic),
+                 DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic,
+                                 loss_probe=handles.loss_probe),
                  StepPrinter(out.display_every, warmup, write,
                              print_training_accuracy=out.print_training_accuracy,
                              ewma=out.display_perf_ewma, loss_name=out.loss_type_to_report)]

@@ -11,7 +11,7 @@ class DivergenceGuard(Callback):
     """The step itself applied nothing (its in-graph check); this stops the run
     before any callback could save, with the step and a hint."""
 
-    def __init__(self, learning_rate, dynamic_loss_scale=False):
+    def __init__(self, learning_rate, dynamic_loss_scale=False, loss_probe=None):
         # A float, or a towertrain.recipe.lr_schedule.Schedule: the hint quotes its first rate.
         self.learning_rate = getattr(learning_rate, "initial_value", learning_rate)
         # With a dynamic fp16 loss scale an overflowing step is routine: the
@@ -19,6 +19,8 @@ class DivergenceGuard(Callback):
         # an overflow at the smallest scale, is a divergence.
         self.dynamic_loss_scale = dynamic_loss_scale
         self.skipped_steps = 0
+        # RunHandles.loss_probe: a user's loss_fn that is not finite on finite logits.
+        self.loss_probe = loss_probe
 
     def after_step(self, step, result, seconds):
         if result.finite:
@@ -31,6 +33,11 @@ class DivergenceGuard(Callback):
                 if math.isfinite(result.loss) else f"loss is {result.loss}")
         if step == 1 and self.loop is not None and self.loop.start_step == 0:
             # The initial weights, no update yet: the learning rate played no part.
+            problem = self.loss_probe() if self.loss_probe is not None else None
+            if problem:
+                raise TrainingDivergedError(
+                    f"{what} at step 1, from the initial weights before any update, so not "
+                    f"from the learning rate: {problem}; nothing was applied or saved")
             source = ("the gradients (a layer or loss whose derivative is not finite at "
                       "these values)" if math.isfinite(result.loss) else
                       "the input batch (NaN or Inf in the images or labels) or the loss")

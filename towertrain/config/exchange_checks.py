@@ -32,17 +32,17 @@ def gradient_pack_bytes(p, device):
 
 def default_spec(variable_update, device):
     """The exchange a mode uses when --all_reduce_spec is not given. For
-    collective_all_reduce a hierarchical one: on CPU devices pscpu/xring
-    (bench/bench_exchange.py (b) measured it faster than the flat one at 2
-    workers x 2 devices); on GPUs scatter/xring
-    by the cost model (docs/exchange.md): no term of it exceeds
-    nccl/xring's (the same NVLink bytes, no serial copy-back), and every
-    GPU's link carries 1/L of the crossing instead of one GPU's carrying
-    all. No GPU was at hand to measure it."""
+    collective_all_reduce on CPU devices pscpu/xring (bench/bench_exchange.py
+    (b) measured it faster than the flat one at 2 workers x 2 devices); on
+    GPUs the flat collective, as MultiWorkerMirroredStrategy: NCCL's own
+    all-reduce already crosses machines over several channels (one NIC each)
+    and uses trees for small packs, it needs one NCCL communicator per GPU
+    where scatter/xring needs two, and it meets none of the hierarchy's
+    first-step ordering hazards (docs/exchange.md's cost model)."""
     if variable_update == "replicated":
         return "nccl" if device == "gpu" else "pscpu"
     if variable_update == "collective_all_reduce":
-        return "scatter/xring" if device == "gpu" else "pscpu/xring"
+        return "collective" if device == "gpu" else "pscpu/xring"
     return None
 
 

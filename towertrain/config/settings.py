@@ -138,7 +138,7 @@ SETTINGS = (
                 "each device sums its shard across workers (all L devices' links at once), "
                 "then all-gathers (Horovod's hierarchy; NCCL on gpu); collective sums over "
                 "every device of every worker flatly "
-                "(default: pscpu/xring on cpu, scatter/xring on gpu).", choices=ALL_REDUCE_SPECS,
+                "(default: pscpu/xring on cpu, collective on gpu).", choices=ALL_REDUCE_SPECS,
                 scaling=PER_CONFIGURATION, applies_with=EXCHANGES),
         Setting("gradient_repacking", INTEGER, 0, "Cut each dtype's gradients into this many "
                 "packs of about equal bytes, in reverse layer order, each reduced on its own "

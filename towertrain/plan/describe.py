@@ -78,4 +78,4 @@ def collectives(plan):
     cpu_member = exchange_checks.split_spec(exchange.all_reduce_spec)[0] == "pscpu"
     if exchange.collective_implementation == "nccl" and cpu_member:
         how += f"; {exchange.all_reduce_spec}'s gradient packs cross from /cpu:0: ring"
-    return f"{exchange.collective_implementation} ({how}; the step's scalars: ring)"
+    return f"{exchange.collective_implementation} ({how}; the step's scalars ride the last pack)"

@@ -37,6 +37,9 @@ Who uses what:
     trace_step()                the step's traced function           GraphFile
     settings                    every setting by flag name           BenchmarkLogFile
                                 (the benchmark log's run_parameters)
+    loss_probe()                what a user's loss_fn gives on        DivergenceGuard (a first
+                                finite logits, if not finite (None:   step's NaN)
+                                fine, or the default loss)
 
 A user's callback reaches them as `self.loop.handles` (docs/library.md).
 Every field defaults to None so a test builds only what its callback uses.
@@ -70,3 +73,4 @@ class RunHandles:
     stop_request: Any = None
     trace_step: Optional[Callable[[], Any]] = None
     settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    loss_probe: Optional[Callable[[], Optional[str]]] = None

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.process import runtime
-from towertrain.engine.allreduce import packing
+from towertrain.engine.exchange import packing
 from towertrain.engine.feed import input_factory
 from towertrain.plan import cluster as resolvers
 from towertrain.recipe import gradients

@@ -123,29 +123,24 @@ def _inputs(model):
         return []
 
 
-def check_loss_finite(loss_fn, model):
-    """A loss_fn of the user's, called on finite logits (zeros) and class 0:
-    NaN or Inf there comes from the loss itself, and the first step would
-    stop blaming the learning rate. A loss_fn that cannot take these is
-    left to the step."""
+def loss_fn_problem(loss_fn, model):
+    """What a user's loss_fn returns on finite logits (zeros) and classes 0
+    and 1, when that is not finite: the text naming it, else None. Asked only
+    once a first step from the initial weights was not finite (a recording
+    loss_fn would count the call), to tell the loss from the input."""
     try:
         num_classes = int(model.output_shape[-1])
-    except (AttributeError, ValueError, TypeError, IndexError):
-        return
-    if loss_fn is None or num_classes < 1:
-        return
-    labels = tf.constant([0, min(1, num_classes - 1)], tf.int32)
-    try:
+        labels = tf.constant([0, min(1, num_classes - 1)], tf.int32)
         with tf.device("/cpu:0"):
             losses = tf.convert_to_tensor(loss_fn(labels, tf.zeros((2, num_classes))))
         finite = bool(tf.reduce_all(tf.math.is_finite(tf.cast(losses, tf.float32))))
-    except Exception:  # noqa: BLE001 - other label forms: the step's own checks speak
-        return
-    if not finite:
-        raise ModelError(
-            f"loss_fn '{_name(loss_fn)}' returns {losses.numpy().tolist()} for finite logits "
-            "(zeros) and labels 0 and 1: the NaN or Inf comes from the loss itself, so every "
-            "step would diverge; fix the loss_fn (a log or a division of 0?)")
+    except Exception:  # noqa: BLE001 - other label forms: nothing to say
+        return None
+    if finite:
+        return None
+    return (f"loss_fn '{_name(loss_fn)}' returns {losses.numpy().tolist()} for finite logits "
+            "(zeros) and labels 0 and 1, so the NaN or Inf comes from the loss itself; fix "
+            "the loss_fn (a log or a division of 0?)")
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -164,8 +159,14 @@ def error_text(err):
         if wrapped and raised[-1] + 1 < len(lines):
             return f"{kind} in layer {wrapped.group(1)}: {lines[raised[-1] + 1]}"
         return f"{kind}: {message}"
-    useful = [line for line in lines if not line.startswith(("File ", "in user code:"))]
-    return (useful or lines or [type(err).__name__])[0]
+    useful = [line for line in lines if not line.startswith((
+        "File ", "in user code:", "Graph execution error", "Detected at node", "[[",
+        "<stack traces", "Traceback", "^"))]
+    line = re.sub(r"\s*\[Op:[^\]]*\]$", "", (useful or lines or [type(err).__name__])[0])
+    # A tf.data function's error: 'Error in user-defined function passed to
+    # MapDataset:1 transformation with iterator: Iterator::Root::...: <what>'.
+    found = re.search(r"with iterator: \S+: (.*)$", line)
+    return found.group(1) if found else line
 
 
 def check_images(model, image_spec, data_format):

@@ -18,12 +18,12 @@ import numpy as np
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.engine.variable_mgr.collective_keys import KEY_SPACE_SIZE, KEY_SPACES, WORKERS_GROUP
+from towertrain.engine.exchange.keys import KEY_SPACE_SIZE, KEY_SPACES, WORKERS_GROUP
 from towertrain.errors import CheckpointError
 
-# Above every model's key space (collective_keys: spaces x size <= 2e9), so
-# no step's collective can meet it; instance keys are int32.
-INSTANCE_KEY = KEY_SPACES * KEY_SPACE_SIZE + 100_000_000
+# Above every model's key space (exchange.keys: spaces x size = 2.14e9), so
+# no step's collective can meet it; instance keys are int32 (< 2**31).
+INSTANCE_KEY = KEY_SPACES * KEY_SPACE_SIZE + 1000
 _FIELDS = 3  # has a --train_dir, the checkpoint's step (-1: none), its checksum
 
 

@@ -1,16 +1,19 @@
-"""The training step as one tf.function: towers, exchange, finite check, update.
+"""The training step as one tf.function: towers, exchange, update.
 
 Every tower runs under its device on its slice (in lockstep with the others
-for --sync_batch_norm); then, if every loss and gradient is finite, the
-variable manager exchanges gradients and applies one update. The step is
-built from the parts it runs (model, devices, variables, feed, loss) and the
-plan's values it needs, never from the trainer.
+for --sync_batch_norm); the variable manager's exchange sums the gradients
+(and, riding the last pack, the step's loss, examples and stop requests);
+each copy applies the update only if its own copy of the sums is finite. The
+step is built from the parts it runs (model, devices, variables, feed, loss)
+and the plan's values it needs, never from the trainer.
 """
+import collections
 import contextlib
 
 import tensorflow as tf
 
 from towertrain import private_api
+from towertrain.engine.exchange import tail as tail_lib
 from towertrain.engine.step import accumulate
 from towertrain.engine.run import model_checks
 from towertrain.engine.step import step_outputs
@@ -49,6 +52,15 @@ def from_input_pipeline(err):
     and decoded): TensorFlow names the iterator's node ([[IteratorGetNext]],
     'with iterator: Iterator::...') in the message of such errors."""
     return "IteratorGetNext" in err.message or "Iterator::" in err.message
+
+
+# The step's example counts: this process's, the update's denominator, the
+# cluster's (None until the tail brings it), the stop requests known before
+# the towers, and whether the count comes in the tail.
+Counts = collections.namedtuple("Counts", "local denominator cluster stops in_tail")
+# What the exchange and the update take: per-tower results (their gradients),
+# the update's examples, loss and top-1 count where accumulation summed them.
+Update = collections.namedtuple("Update", "results count loss correct finite")
 
 
 def _after(op, device, tensors):
@@ -129,6 +141,55 @@ class TrainStep:
         # determinism, and then the wait is not reported (never a made-up 0).
         timed = not private_api.op_determinism_enabled()
         now = tf.timestamp if timed else lambda: tf.constant(0.0, tf.float64)
+        clock, batches = self._batches(put, timed, now)
+        counts = self._counts(batches, phase)
+        with tf.device("/cpu:0"):
+            loss_scale = self.loss_scale.value() if self.loss_scale else None
+            # Where the draws are: the updates applied so far, the micro-batch.
+            step = tf.convert_to_tensor(self.variables.iterations())
+            micro_batch = (self.accumulators.micro_batch.read_value()
+                           if phase != accumulate.WHOLE else 0)
+        # Where the exchange sums, each device checks its sums (loss included)
+        # and the towers check nothing; a micro-batch's gradients are not summed yet.
+        sums_checked = self.variables.exchange_sums and phase != accumulate.ACCUMULATE
+        results, finite = self.towers.compute(batches, counts.denominator, loss_scale, step,
+                                              micro_batch, check_gradients=not sums_checked)
+        if phase == accumulate.ACCUMULATE:
+            return self._accumulate(results, finite, counts.local, clock, timed, now,
+                                    staged_put=self.staging is not None and put)
+        update = self._update_of(results, finite, counts, phase, sums_checked)
+        riders = self._riders(update, batches, counts) if sums_checked else None
+        exchanged = self.variables.exchange([r.grads if r else None for r in update.results],
+                                            [r.non_trainable if r else None
+                                             for r in update.results], riders)
+        grad_scale = loss_scale if self.scaled_transfer else None
+        if sums_checked:
+            exchanged, grad_scale, loss, count, stops = self._decide(
+                exchanged, update, counts, grad_scale)
+        else:
+            loss, count, stops = self._local_loss(update), update.count, counts.stops
+        applied = self._apply(exchanged, update, grad_scale, sums_checked)
+        with tf.device("/cpu:0"):
+            extras = step_outputs.extras(
+                update.results, self.loss_scale, applied, outputs,
+                grad_scale=grad_scale[0] if isinstance(grad_scale, list) else grad_scale)
+            if update.correct is not None:
+                extras["top1_correct"] = update.correct
+            with tf.control_dependencies([applied]):
+                clock["computed"] = now()
+            with tf.control_dependencies([clock["computed"]]):
+                clock["end"] = now()
+            if timed:
+                extras["input_wait_seconds"] = step_outputs.input_wait(
+                    clock, staged_put=self.staging is not None and put)
+            if stops is not None:
+                extras["stop_requests"] = stops
+            return loss, count, applied, extras
+
+    def _batches(self, put, timed, now):
+        """(clock, each tower's batch): the staged or sliced input, with the
+        time it was ready; the towers start after that timestamp, so it cannot
+        run late (seen: a compute-bound step reporting input wait)."""
         clock = {"start": now()}
 
         def got(batches):  # in program order before any put: see StagedInput
@@ -140,106 +201,103 @@ class TrainStep:
         else:
             batches = self.input.tower_batches(self.devices)
             got(batches)
-        # The towers start after the "ready" timestamp, so it cannot run late
-        # (seen: a compute-bound step reporting input wait).
         if timed:
             batches = [_after(clock["ready"], device, batch)
                        for device, batch in zip(self.devices, batches)]
-        synchronous = self.variables.synchronous
+        return clock, batches
+
+    def _counts(self, batches, phase):
+        """The step's Counts. Multi-worker in float32, and with accumulation,
+        the loss is divided by the nominal global batch and the cluster's
+        count comes in the tail (the update rescales by nominal / count);
+        multi-worker in half precision, the count is summed before the towers."""
         with tf.device("/cpu:0"):
-            local_count = global_count = tf.add_n([tf.shape(images)[0] for images, _ in batches])
-            stop_requests = None
-            # Whether the update's count is summed in the tail (else: before the towers).
-            count_in_tail = self.num_workers > 1 and (phase != accumulate.WHOLE
-                                                       or self.fold_count)
+            local = tf.add_n([tf.shape(images)[0] for images, _ in batches])
+            in_tail = self.num_workers > 1 and (phase != accumulate.WHOLE or self.fold_count)
             if phase != accumulate.WHOLE or self.fold_count:
-                # The loss is divided by the nominal global batch (no exchange for
-                # the count before the towers); the update rescales by nominal / count.
-                denominator = tf.constant(self.nominal)
-            elif self.num_workers > 1:  # examples on every worker's towers, ahead
-                global_count, stop_requests = self._cluster_count_and_stop(local_count)
-                denominator = global_count
-            else:
-                denominator = global_count
-            loss_scale = self.loss_scale.value() if self.loss_scale else None
-            # Where the draws are: the updates applied so far, the micro-batch.
-            step = tf.convert_to_tensor(self.variables.iterations())
-            micro_batch = (self.accumulators.micro_batch.read_value()
-                           if phase != accumulate.WHOLE else 0)
-        # Where the exchange sums, the sum is checked (below) and the towers
-        # check only their losses; a micro-batch's gradients are not summed yet.
-        sums_checked = self.variables.exchange_sums and phase != accumulate.ACCUMULATE
-        results, finite = self.towers.compute(batches, denominator, loss_scale, step,
-                                              micro_batch, check_gradients=not sums_checked)
-        if phase == accumulate.ACCUMULATE:
-            return self._accumulate(results, finite, local_count, clock, timed, now,
-                                    staged_put=self.staging is not None and put)
-        update_loss = update_correct = None
-        if phase == accumulate.APPLY:
-            (results, global_count, update_loss, update_correct,
-             finite) = self._take_update(results, finite, local_count, sums_checked)
-        # Outside the finite check's branch: a branch waits for all its inputs,
-        # while here each gradient pack's exchange starts once its gradients exist.
-        grads = self.variables.exchange([r.grads if r else None for r in results],
-                                        [r.non_trainable if r else None for r in results])
-        if sums_checked:
-            # A sum holds a NaN or an infinity of any tower's gradient (and an
-            # overflow of finite ones), and every device holds the same sum.
-            with tf.device(self.devices[0]):
-                finite = finite + [tower.gradients_finite(grads.per_device[0])]
-        with tf.device("/cpu:0"):
-            all_finite = tf.reduce_all(tf.stack(finite))
-            losses = [r.loss for r in results if r is not None]
-            total = update_loss if update_loss is not None else tf.add_n(losses)
-            # What the exchanged gradients are still multiplied by, divided out
-            # in the update: the loss scale of a half-precision transfer, and
-            # count / nominal where the count came in the tail.
-            grad_scale = loss_scale if self.scaled_transfer else None
+                return Counts(local, tf.constant(self.nominal), None, None, in_tail)
             if self.num_workers > 1:
-                # Every worker takes the same branch, and reports the loss over
-                # every worker's towers: one collective beside the packs.
-                all_finite, total, count, stops = self.variables.cluster_tail(
-                    all_finite, total, global_count if count_in_tail else 0,
-                    self.stop_request.read_value() if count_in_tail else 0)
-                if count_in_tail:
-                    global_count, stop_requests = count, stops
-                    share = tf.cast(count, tf.float32) / tf.cast(self.nominal, tf.float32)
-                    total = total / share
-                    grad_scale = share if grad_scale is None else grad_scale * share
+                cluster, stops = self._cluster_count_and_stop(local)
+                return Counts(local, cluster, cluster, stops, in_tail)
+            return Counts(local, local, local, None, in_tail)
+
+    def _update_of(self, results, finite, counts, phase, sums_checked):
+        """The Update the exchange takes: this step's towers, or (APPLY) the
+        accumulated micro-batches with this last one."""
+        if phase == accumulate.APPLY:
+            return Update(*self._take_update(results, finite, counts.local, sums_checked))
+        count = counts.cluster if counts.cluster is not None else counts.local
+        return Update(results, count, None, None, finite)
+
+    def _riders(self, update, batches, counts):
+        """The tail's riders: each tower's loss and examples (APPLY: the
+        accumulated totals on device 0), this worker's stop flag when the
+        tail carries it."""
+        stops = self.stop_request.read_value() if counts.in_tail else None
+        if update.loss is not None:
+            first = [update.loss] + [None] * (len(self.devices) - 1)
+            examples = [update.count] + [None] * (len(self.devices) - 1)
+            return tail_lib.riders(self.devices, first, examples, stops)
+        losses = [r.loss if r is not None else None for r in update.results]
+        examples = [tf.shape(images)[0] for images, _ in batches]
+        return tail_lib.riders(self.devices, losses, examples, stops)
+
+    def _decide(self, exchanged, update, counts, grad_scale):
+        """Each device's verdict from its own copy of the sums: finite, and
+        (count in the tail) some examples anywhere; with it the update's scale.
+        Returns (exchanged with those verdicts, grad_scale per device or one,
+        the reported loss, count and stop requests)."""
+        verdicts, scales, reported = [], [], None
+        for d, device in enumerate(self.devices):
+            with tf.device(device):
+                totals = tail_lib.totals(exchanged.riders[tail_lib.NAME][d])
+                allowed, scale, loss = exchanged.finite[d], grad_scale, totals.loss
+                if counts.in_tail:
+                    share = tf.cast(totals.count, tf.float32) / tf.cast(self.nominal, tf.float32)
+                    scale = share if scale is None else scale * share
+                    loss = loss / share
                     # No examples anywhere: nothing to apply (nominal / 0).
-                    all_finite = tf.logical_and(all_finite, count > 0)
-
-        def update():
-            scale = {"grad_scale": grad_scale} if grad_scale is not None else {}
-            with private_api.forget_custom_gradients():  # else each trace leaks its graph
-                applied = self.variables.apply(grads,
-                                               [r.non_trainable if r else None for r in results],
-                                               **scale)
-            return now(), tf.constant(True) if applied is None else applied
-
-        # A non-finite loss or gradient anywhere applies nothing, on every copy:
-        # the decision is one boolean, so replicas cannot diverge. The branches
-        # return the time the update was done: a timestamp inside the cond is
-        # not chained after the staging put, so the put's overrun shows.
-        clock["computed"], applied = tf.cond(
-            all_finite, update, lambda: (now(), tf.constant(False)))
+                    allowed = tf.logical_and(allowed, totals.count > 0)
+                verdicts.append(allowed)
+                scales.append(scale)
+                reported = reported or (loss, totals.count, totals.stops)
+        loss, count, stops = reported
+        if self.num_workers == 1:
+            loss, count, stops = self._local_loss(update), update.count, counts.stops
+        elif not counts.in_tail:
+            count, stops = update.count, counts.stops
         with tf.device("/cpu:0"):
-            extras = step_outputs.extras(
-                results, self.loss_scale, applied, outputs,
-                grad_scale=grad_scale)
-            if update_correct is not None:
-                extras["top1_correct"] = update_correct
-            with tf.control_dependencies([clock["computed"]]):
-                clock["end"] = now()
-            if timed:
-                extras["input_wait_seconds"] = step_outputs.input_wait(
-                    clock, staged_put=self.staging is not None and put)
-            if stop_requests is not None:
-                extras["stop_requests"] = stop_requests
-            if update_loss is not None:
-                return total, global_count, applied, extras
-            loss = total if synchronous else total / len(losses)
-            return loss, global_count, applied, extras
+            loss = tf.identity(loss)
+        return (exchanged._replace(finite=verdicts),
+                scales if grad_scale is not None or counts.in_tail else None, loss, count,
+                stops)
+
+    def _local_loss(self, update):
+        """The step's loss in one process: the towers' (mean of the towers'
+        where they train apart)."""
+        with tf.device("/cpu:0"):
+            if update.loss is not None:
+                return update.loss
+            losses = [r.loss for r in update.results if r is not None]
+            total = tf.add_n(losses)
+            return total if self.variables.synchronous else total / len(losses)
+
+    def _apply(self, exchanged, update, grad_scale, sums_checked):
+        """The update. Where the exchange checked its sums, each copy decides
+        alone (the manager's per-device branch); otherwise one boolean on the
+        CPU decides for every copy, so replicas cannot diverge."""
+        stats = [r.non_trainable if r else None for r in update.results]
+        scale = {"grad_scale": grad_scale} if grad_scale is not None else {}
+
+        def update_all():
+            with private_api.forget_custom_gradients():  # else each trace leaks its graph
+                applied = self.variables.apply(exchanged, stats, **scale)
+            return tf.constant(True) if applied is None else applied
+        if sums_checked:
+            return update_all()
+        with tf.device("/cpu:0"):
+            return tf.cond(tf.reduce_all(tf.stack(update.finite)), update_all,
+                           lambda: tf.constant(False))
 
     def _local_sums(self, results, finite):
         """On the CPU: this micro-batch's summed loss, top-1 count (None: not a

@@ -17,10 +17,12 @@ register = _MODES.register
 registered_names = _MODES.names
 
 
-def create(exchange, devices, clipping=None):
+def create(exchange, devices, clipping=None, cluster=None):
     """The manager of the plan's `exchange` section (its variable_update) for
-    `devices`; clipping: the recipe's (towertrain.plan.sections.Clipping)."""
-    return _MODES.get(exchange.variable_update)(devices, exchange, clipping)
+    `devices`; clipping: the recipe's (towertrain.plan.sections.Clipping);
+    cluster: the one this process joined (the plan's topology), or None for
+    one process."""
+    return _MODES.get(exchange.variable_update)(devices, exchange, clipping, cluster)
 
 
 def _variable_name(template_variable):
@@ -53,14 +55,13 @@ class VariableManager(abc.ABC):
     # loss is divided by the global batch. False: towers train on their own.
     synchronous = True
     # True: exchange() returns the summed gradients, the same bits on every
-    # device, so the step checks one device's sum for a NaN or an infinity
-    # (one check per variable) instead of every tower's gradients (one per
-    # variable per tower: at 8 towers on 2 CPU cores ~500 small ops, ~3% of
-    # the step, measured in a trace).
+    # device, each device's checked per pack (towertrain.engine.exchange.flow),
+    # so the towers check only their losses and each copy decides alone.
     exchange_sums = False
 
-    def __init__(self, devices, exchange, clipping=None):
+    def __init__(self, devices, exchange, clipping=None, cluster=None):
         self.devices = list(devices)
+        self.cluster = cluster
         self.options = exchange  # the plan's Exchange section (the exchange() method is the sum)
         self.clipping = clipping  # the recipe's Clipping, or None: none
         self.model = None
@@ -95,14 +96,15 @@ class VariableManager(abc.ABC):
         (replicated with a half-precision transfer whose sum overflowed).
         """
 
-    def exchange(self, tower_grads, tower_non_trainable=None):
-        """The gradient exchange, which the step runs before (outside) its
+    def exchange(self, tower_grads, tower_non_trainable=None, riders=None):
+        """The gradient exchange, which the step runs before (outside) any
         finite-check branch, so that each pack's reduction can start while the
         backward pass still runs (a branch would wait for every gradient).
         Returns what `apply` takes as tower_grads. Default: the gradients
         unchanged (the manager combines them in `apply`). tower_non_trainable:
         each tower's new batch-norm statistics, for a mode that exchanges them
-        with the gradients."""
+        with the gradients; riders: the step's scalars to sum with the packs
+        (towertrain.engine.exchange.flow), for a mode whose exchange sums."""
         return tower_grads
 
     @abc.abstractmethod
@@ -135,33 +137,14 @@ class VariableManager(abc.ABC):
     def sync_engine_copies(self):
         """After a restore into engine_variables(): the other copies follow."""
 
-    # Multi-worker reductions the step calls when the cluster has more than one
-    # worker. In one process they are the identity.
     def cluster_count(self, count):
-        """The step's example count over every worker's towers, before the
-        towers (the loss denominator)."""
+        """Multi-worker in half precision: the step's example count (and stop
+        requests) over every worker, before the towers. One process: itself."""
         return count
-
-    def cluster_tail(self, finite, loss, count, stops):
-        """(True only if every worker's losses and gradients are finite, the
-        summed loss, example count and stop requests over every worker):
-        one collective after the towers."""
-        return finite, loss, count, stops
 
     def close(self):
         """The trainer is done with its steps: release what the mode holds
         beyond its variables (nothing in one process)."""
-
-
-class Exchanged:
-    """Gradients already summed by `exchange`: per_device[d] is the summed list
-    on device d."""
-
-    def __init__(self, per_device, stats=None):
-        self.per_device = per_device
-        # Multi-worker: the batch-norm statistics every device keeps, summed
-        # with the gradients (per device), or None where apply sums them.
-        self.stats = stats
 
 
 def stats_tower(tower_non_trainable):

@@ -15,8 +15,8 @@ class IndependentManager(ReplicatedManager):
     synchronous = False
     exchange_sums = False  # each tower's own gradients are checked
 
-    def __init__(self, devices, exchange, clipping=None):  # no all-reduce to choose
-        super(ReplicatedManager, self).__init__(devices, exchange, clipping)
+    def __init__(self, devices, exchange, clipping=None, cluster=None):  # no all-reduce
+        super(ReplicatedManager, self).__init__(devices, exchange, clipping, cluster)
 
     exchange = VariableManager.exchange  # nothing to exchange: each tower keeps its own
 

@@ -3,28 +3,28 @@ import functools
 
 import tensorflow as tf
 
-from towertrain.engine import allreduce
-from towertrain.engine.allreduce import packing
+from towertrain.engine import exchange as exchange_lib
+from towertrain.engine.exchange import packing
 
 from .deferred import DeferredGradients
-from .base import (Exchanged, VariableManager, assign_all, new_variables,
-                   read_on_current_device, register, stats_tower)
+from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
+                   register, stats_tower)
 
 
 @register("replicated")
 class ReplicatedManager(VariableManager):
     """Every device holds the variables and optimizer slots. Gradients are summed
     by the chosen all-reduce, and each device applies the identical update to
-    its own copy. Batch-norm statistics come from tower 0 and are written to
-    every copy, so the copies stay bit-identical."""
+    its own copy. Batch-norm statistics come from tower 0 and reach every copy
+    in one transfer per device, so the copies stay bit-identical."""
     exchange_sums = True
 
-    def __init__(self, devices, exchange, clipping=None):
-        super().__init__(devices, exchange, clipping)
+    def __init__(self, devices, exchange, clipping=None, cluster=None):
+        super().__init__(devices, exchange, clipping, cluster)
         self.all_reduce = self._all_reduce(exchange)
 
     def _all_reduce(self, exchange):
-        return allreduce.create(
+        return exchange_lib.local_algorithm(
             exchange.all_reduce_spec or "pscpu",
             compact_dtype=exchange.compact_dtype and tf.as_dtype(exchange.compact_dtype),
             num_packs=exchange.gradient_repacking, pack_bytes=exchange.gradient_pack_bytes)
@@ -63,51 +63,56 @@ class ReplicatedManager(VariableManager):
         return (read_on_current_device(self._trainable[tower]),
                 read_on_current_device(self._non_trainable[tower]))
 
-    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
-        """grad_scale: the gradients arrive multiplied by it (the fp16 loss scale,
-        kept through a half-precision transfer so small values do not flush to
-        zero) and are divided after the exchange. With a half-precision transfer
-        a finite gradient can still overflow in the sum: each copy then skips its
-        update, and since every copy holds the same bits they all skip; the
-        returned boolean says whether the update was applied."""
-        summed = self._summed(tower_grads)
-        source = tower_non_trainable[stats_tower(tower_non_trainable)]
-        checked = self.options.compact_gradient_transfer
-        applied = None
-        for i, device in enumerate(self.devices):
-            with tf.device(device):
-                grads_i = summed[i]
-                if grad_scale is not None:
-                    grads_i = [g / grad_scale for g in grads_i]
-                if self._deferred is not None:  # --variable_consistency=relaxed
-                    grads_i = self._deferred.swap(i, grads_i)
-                # Identical sums in, identical clipped gradients out, on every copy.
-                clipped = self.clip(grads_i)
-                update = functools.partial(self._update, i, clipped, source)
-                if checked:
-                    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
-                                            for g in clipped])
-                    done = tf.cond(finite, update, lambda: tf.constant(False))
-                else:
-                    done = update()
-                applied = done if applied is None else applied
-        return applied if checked else None
-
-    def exchange(self, tower_grads, tower_non_trainable=None):
+    def exchange(self, tower_grads, tower_non_trainable=None, riders=None):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("allreduce"):
-            # Packing cuts one dtype at a time; --fp16_vars has float16 weights
-            # beside float32 batch-norm ones.
-            return Exchanged(packing.reduce_by_dtype(self.all_reduce, grads, self.devices))
+            return self.all_reduce.exchange(grads, self.devices, riders)
 
-    def _summed(self, tower_grads):
-        """The per-device sums: exchanged by the step already, or here."""
-        if not isinstance(tower_grads, Exchanged):
-            tower_grads = self.exchange(tower_grads)
-        return tower_grads.per_device
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+        """One update on every copy. tower_grads: the exchange's result (or the
+        towers' gradients, exchanged here). grad_scale: what the sums are still
+        multiplied by (the fp16 loss scale kept through a half-precision
+        transfer; with several workers, the step's examples / nominal batch),
+        one value, or one per device. Where the exchange checked its sums, each
+        copy applies only if its own sums are finite: the sums are the same
+        bits on every device, so every copy decides alike, and no value is
+        gathered to one device first. Returns whether the copies applied (read
+        after the updates)."""
+        exchanged = tower_grads
+        if not isinstance(exchanged, exchange_lib.Exchanged):
+            exchanged = self.exchange(tower_grads)
+        stats = self._statistics(tower_non_trainable, exchanged)
+        applied = []
+        for i, device in enumerate(self.devices):
+            with tf.device(device):
+                scale = grad_scale[i] if isinstance(grad_scale, (list, tuple)) else grad_scale
+                update = functools.partial(self._update, i, exchanged.per_device[i], stats[i],
+                                           scale)
+                allowed = exchanged.finite[i] if exchanged.finite is not None else None
+                if allowed is None:
+                    applied.append(update())
+                else:
+                    applied.append(tf.cond(allowed, update, lambda: tf.constant(False)))
+        with tf.device("/cpu:0"):
+            return tf.reduce_all(tf.stack(applied))
 
-    def _update(self, copy, grads, non_trainable):
-        self._optimizers[copy].apply(grads, self._trainable[copy])
+    def _statistics(self, tower_non_trainable, exchanged):
+        """Each copy's new batch-norm statistics: tower 0's (or the first tower
+        with examples), packed per dtype on its device and copied to each
+        other device in one transfer."""
+        del exchanged  # one process: the towers' own values
+        source = stats_tower(tower_non_trainable)
+        values = tower_non_trainable[source]
+        return [values if i == source else _copied(values, self.devices[source], device)
+                for i, device in enumerate(self.devices)]
+
+    def _update(self, copy, grads, non_trainable, grad_scale):
+        if grad_scale is not None:
+            grads = [g / tf.cast(grad_scale, g.dtype) for g in grads]
+        if self._deferred is not None:  # --variable_consistency=relaxed
+            grads = self._deferred.swap(copy, grads)
+        # Identical sums in, identical clipped gradients out, on every copy.
+        self._optimizers[copy].apply(self.clip(grads), self._trainable[copy])
         assign_all(self._non_trainable[copy], non_trainable)
         return tf.constant(True)
 
@@ -126,3 +131,14 @@ class ReplicatedManager(VariableManager):
 
     def non_trainable_copies(self):
         return list(self._non_trainable)
+
+
+def _copied(values, source, device):
+    """`values` (tensors on `source`) on `device`: one flat transfer per dtype."""
+    if not values:
+        return []
+    packs = packing.plan(values, 0)
+    with tf.device(source):
+        flats = [packing.gather(values, p) for p in packs]
+    with tf.device(device):
+        return packing.scatter([tf.identity(flat) for flat in flats], packs, values)

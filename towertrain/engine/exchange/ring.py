@@ -1,6 +1,6 @@
 """Chunked ring all-reduce built from plain TF ops on the devices themselves.
 
-Each device packs its gradients into one flat vector cut into N chunks.
+Each device's pack (one flat vector) is cut into N chunks.
 Reduce-scatter: chunk c starts on device c and travels the ring, each device
 adding its own piece, so after N-1 hops one device holds chunk c's full sum.
 All-gather: that sum travels N-1 more hops by copy. Every device ends with the
@@ -9,7 +9,6 @@ same bits, and each hop moves 1/N of the data.
 import tensorflow as tf
 
 from .base import AllReduce, register
-from .packing import pack, unpack
 
 
 def _chunk_sizes(total, n):
@@ -19,14 +18,13 @@ def _chunk_sizes(total, n):
 
 @register("ring")
 class RingAllReduce(AllReduce):
-    def reduce(self, per_device, devices):
+    def sum_flats(self, flats, devices):
         n = len(devices)
         if n == 1:
-            return [list(per_device[0])]
-        chunks, spec = [], None
-        for device, grads in zip(devices, per_device):
+            return [flats[0]]
+        chunks = []
+        for device, flat in zip(devices, flats):
             with tf.device(device):
-                flat, spec = pack(grads)
                 chunks.append(tf.split(flat, _chunk_sizes(flat.shape[0], n), num=n))
 
         # Reduce-scatter: after hop s, chunk c's partial sum sits on (c + s) % n.
@@ -50,5 +48,5 @@ class RingAllReduce(AllReduce):
         out = []
         for device, pieces in zip(devices, gathered):
             with tf.device(device):
-                out.append(unpack(tf.concat(pieces, axis=0), spec))
+                out.append(tf.concat(pieces, axis=0))
         return out

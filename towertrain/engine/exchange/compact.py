@@ -1,7 +1,7 @@
 """Compact gradient transfer (--compact_gradient_transfer): any all-reduce
 algorithm, run on half-precision copies of the gradients.
 
-Each device packs its gradients into one flat vector and casts it to the
+Each device casts its pack (one flat vector) to the
 transfer dtype (float16, or bfloat16 with --use_bf16) on that device; the
 wrapped algorithm exchanges and sums those vectors; each device casts the sum
 back to the gradients' dtype and unpacks it. So everything that crosses a
@@ -24,7 +24,6 @@ bit-identical. On one device nothing crosses a device and nothing is cast.
 import tensorflow as tf
 
 from .base import AllReduce
-from .packing import pack, unpack
 
 
 class CompactTransfer(AllReduce):
@@ -41,19 +40,15 @@ class CompactTransfer(AllReduce):
         self.inner, self.dtype = inner, dtype
         self.name = inner.name
 
-    def reduce(self, per_device, devices):
+    def sum_flats(self, flats, devices):
         if len(devices) == 1:
-            return self.inner.reduce(per_device, devices)
-        compact, specs, dtypes = [], [], []
-        for device, grads in zip(devices, per_device):
+            return self.inner.sum_flats(flats, devices)
+        compact = []
+        for device, flat in zip(devices, flats):
             with tf.device(device), tf.name_scope("compact"):
-                flat, spec = pack(grads)
-                compact.append([tf.cast(flat, self.dtype)])
-                specs.append(spec)
-                dtypes.append(flat.dtype)
-        summed = self.inner.reduce(compact, devices)
+                compact.append(tf.cast(flat, self.dtype))
         out = []
-        for device, (flat,), spec, dtype in zip(devices, summed, specs, dtypes):
+        for device, total, flat in zip(devices, self.inner.sum_flats(compact, devices), flats):
             with tf.device(device), tf.name_scope("expand"):
-                out.append(unpack(tf.cast(flat, dtype), spec))
+                out.append(tf.cast(total, flat.dtype))
         return out

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from towertrain.engine.variable_mgr import collective_keys
+from towertrain.engine.exchange import keys as collective_keys
 
 Var = collections.namedtuple("Var", "dtype shape")
 

@@ -8,6 +8,10 @@ graph: bench/gpu_proof.py checks it without a GPU, and the tests with it.
 - unordered_on_gpus(): two collectives on one GPU with no path between
   them, so that workers may launch them in different orders.
 - hints(): (device type, communication hint) of the collective all-reduces.
+- cpu_collectives_before_updates(): collectives on a CPU device that some
+  variable update waits for (a host round trip on a GPU update's path).
+- group_order(): the groups of a graph's collectives in the order its
+  control edges chain them.
 
 Within stand_in_cluster(cluster) a Trainer of one worker of a multi-worker
 run is built in this process without joining the cluster (no server, no
@@ -62,6 +66,49 @@ def kept_ops(graph):
             stack.extend(t.op for t in op.inputs)
             stack.extend(op.control_inputs)
     return kept
+
+
+def _called_graphs(op):
+    """The function graphs `op` calls (cond branches, loop bodies, calls),
+    nested ones included."""
+    found = []
+    for attr in op.node_def.attr:
+        value = op.node_def.attr[attr]
+        names = [value.func.name] if value.HasField("func") else []
+        names += [f.name for f in value.list.func]
+        for name in names:
+            g = op.graph
+            while g is not None:
+                fn = g._get_function(name) if name else None  # no public lookup
+                if fn is not None:
+                    found.extend(function_graphs(fn.graph))
+                    break
+                g = getattr(g, "outer_graph", None)
+    return found
+
+
+UPDATE_OP_TYPES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+
+
+def is_update(op):
+    """A write to a resource variable (an optimizer's fused apply, an assign)."""
+    return op.type.startswith("ResourceApply") or op.type in UPDATE_OP_TYPES
+
+
+def update_sites(graph):
+    """The ops of `graph` that update a variable, or call a function graph
+    (a cond branch) that does."""
+    return [op for op in graph.get_operations()
+            if is_update(op) or any(is_update(inner) for g in _called_graphs(op)
+                                    for inner in g.get_operations())]
+
+
+def cpu_collectives_before_updates(graph):
+    """Names of the collectives on a CPU device that an update of `graph`
+    (directly, or through the branch that holds it) waits for."""
+    waited = ancestors(*update_sites(graph))
+    return sorted(op.name for op in waited
+                  if op.type in COLLECTIVE_OPS and _device(op)[0] == "CPU")
 
 
 def ancestors(*ops):
@@ -124,6 +171,26 @@ def hints(graph, op_type="CollectiveReduceV2"):
             for _, op in collectives(graph) if op.type == op_type}
 
 
+def group_order(graph):
+    """The group keys of `graph`'s collectives, each group once, in the order
+    its edges chain them; None unless the order is total (every member of a
+    group waits, through data or control edges, for every member of the
+    group before it), so no two workers can open them in different orders."""
+    ops = [op for _, op in collectives(graph)]
+    waits = {op: ancestors(op) for op in ops}
+    ordered = sorted(ops, key=lambda op: sum(other in waits[op] for other in ops))
+    keys, members = [], {}
+    for op in ordered:
+        key = group(op)[1]
+        if key not in members:
+            keys.append(key)
+        members.setdefault(key, []).append(op)
+    for earlier, later in zip(keys, keys[1:]):
+        if not all(set(members[earlier]) <= waits[op] for op in members[later]):
+            return None
+    return keys
+
+
 def group(op):
     """(group size, group key) of a collective op, read from its constant inputs."""
     import tensorflow as tf
@@ -132,17 +199,19 @@ def group(op):
 
 @contextlib.contextmanager
 def stand_in_cluster(cluster):
-    """Within: `cluster` counts as joined, and a CollectiveManager skips the
-    start-up broadcast and the peer watch. For tracing only."""
+    """Within: `cluster` counts as joined, and the cluster exchange's start
+    builds its group opener without running it (no broadcast, no collective,
+    no peer watch). For tracing only."""
     from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
-    from towertrain.engine.variable_mgr import collective
-    saved = (cluster_lib._ACTIVE["cluster"], collective.CollectiveManager._broadcast_from_chief,
+    from towertrain.engine.exchange import cross_worker
+    saved = (cluster_lib._ACTIVE["cluster"], cross_worker.ClusterExchange.start,
              peer_watch.start)
     cluster_lib._ACTIVE["cluster"] = cluster
-    collective.CollectiveManager._broadcast_from_chief = lambda self: None
+    cross_worker.ClusterExchange.start = lambda self, copies: setattr(
+        self, "opener", self.build_opener())
     peer_watch.start = lambda *args: None
     try:
         yield
     finally:
-        (cluster_lib._ACTIVE["cluster"], collective.CollectiveManager._broadcast_from_chief,
+        (cluster_lib._ACTIVE["cluster"], cross_worker.ClusterExchange.start,
          peer_watch.start) = saved

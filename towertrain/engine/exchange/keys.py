@@ -18,16 +18,21 @@ WORKERS_GROUP = 2
 CROSS_WORKER_GROUP = {"CPU": 3, "GPU": 4}
 # scatter/xring: a group per (local device count L, local index i) of device
 # i of every worker: base + L(L-1)/2 + i (a group key's size and members are
-# fixed for the life of the process). On GPUs, the worker's own groups of its
-# L GPUs for the reduce-scatter and the gather: base + 1000 L + task.
+# fixed for the life of the process). On GPUs, the worker's own group of its
+# L GPUs, for the reduce-scatter and the gather alike (one NCCL communicator):
+# base + 1000 L + task.
 SHARD_GROUP_BASE = {"CPU": 10_000, "GPU": 20_000}
-LOCAL_SCATTER_GROUP_BASE, LOCAL_GATHER_GROUP_BASE = 10**6, 2 * 10**6
+LOCAL_GROUP_BASE = 10**6
 # Instance keys per call site; packs add their index (gradient packs from
-# 10**6 up, clear of the other sites for any --gradient_repacking).
-KEYS = {"count": 1, "tail": 2, "stats": 200, "broadcast": 300, "grads": 10**6}
-# The key spaces: every key above (packs included: < 1.6 * 10**6 for up to
+# 10**6 up, clear of the other sites for any --gradient_repacking; the
+# gathers of scatter/xring, which share the reduce-scatters' group, from
+# 1.6 * 10**6). "open": the one-element collectives that open each group
+# before step 1, one key per group.
+KEYS = {"count": 1, "stats": 200, "broadcast": 300, "open": 400, "grads": 10**6,
+        "gather": 16 * 10**5}
+# The key spaces: every key above (packs included: < 2.11 * 10**6 for up to
 # 1000 packs) plus a space's base stays below 2**31 (instance keys are int32).
-KEY_SPACES, KEY_SPACE_SIZE = 1000, 2 * 10**6
+KEY_SPACES, KEY_SPACE_SIZE = 1000, 214 * 10**4
 
 
 # This process's key spaces in use -> the variable layout that holds each.

@@ -140,22 +140,3 @@ def _human(num_bytes):
         if num_bytes < 1000 or unit == "MB":
             return f"{num_bytes:.0f} {unit}" if unit == "B" else f"{num_bytes:.1f} {unit}"
         num_bytes /= 1000
-
-
-def reduce_by_dtype(all_reduce, per_device, devices):
-    """all_reduce.reduce over each dtype's gradients apart (packing needs one
-    dtype; --fp16_vars has float16 weights beside float32 batch-norm ones),
-    in the original order."""
-    first = per_device[0]
-    dtypes = sorted({g.dtype for g in first}, key=lambda d: d.name)
-    if len(dtypes) == 1:
-        return all_reduce.reduce(per_device, devices)
-    out = [[None] * len(first) for _ in devices]
-    for dtype in dtypes:
-        index = [k for k, g in enumerate(first) if g.dtype == dtype]
-        reduced = all_reduce.reduce([[grads[k] for k in index] for grads in per_device],
-                                    devices)
-        for device_out, device_reduced in zip(out, reduced):
-            for k, tensor in zip(index, device_reduced):
-                device_out[k] = tensor
-    return out

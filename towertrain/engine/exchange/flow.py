@@ -1,0 +1,92 @@
+"""The exchange's common path: gradients cut into packs, each pack summed on
+its own by the mode's algorithm, checked on every device, and cut back into
+gradients.
+
+Riders are short float32 vectors that travel inside a pack instead of in a
+collective of their own: the batch-norm statistics ride the first pack (as
+global tower 0's values, zeros elsewhere), the step's scalars (loss, example
+count, stop requests) the last float32 pack. Every device then holds the same
+summed bits of everything the update decides on, so each device decides from
+its own copy whether to apply: no value is gathered to one place first.
+
+The check is per pack, not per variable: one IsFinite and one All per pack per
+device. A sum holds a NaN or an infinity of any of its terms (and an overflow
+of finite ones), so a pack's sum is finite only if every device's share was.
+"""
+import collections
+
+import tensorflow as tf
+
+from . import packing
+
+# Where the riders go: the first pack, or the last float32 one.
+FIRST, LAST = "first", "last"
+
+
+class Exchanged(collections.namedtuple(
+        "Exchanged", "per_device finite riders", defaults=(None, None))):
+    """The exchange's result: per_device[d], the summed gradient list on device d;
+    finite[d], whether device d's sums are all finite (a boolean on device d),
+    or None where nothing was checked; riders[name][d], a rider's summed
+    vector on device d."""
+
+
+def exchange_packs(per_device, devices, packs, sum_pack, riders=None, check=True):
+    """Sums `per_device` (one gradient list per device) pack by pack.
+
+    sum_pack(k, flats) -> the per-device sums of pack k's flats.
+    riders: {name: (FIRST or LAST, [a float32 vector per device])}; a rider
+    whose pack is not float32 travels in a float32 pack of its own at the end
+    (summed by sum_pack with the next index).
+    """
+    riders = dict(riders or {})
+    float_packs = [k for k, p in enumerate(packs) if p.dtype == tf.float32]
+    placed = collections.defaultdict(list)  # pack index -> rider names, in order
+    extra = []
+    for name, (where, _) in riders.items():
+        if not float_packs:
+            extra.append(name)
+        else:
+            placed[float_packs[0] if where == FIRST else float_packs[-1]].append(name)
+    summed = [[] for _ in devices]
+    finite = [[] for _ in devices]
+    rider_sums = {name: [None] * len(devices) for name in riders}
+
+    def run(k, make_flat, names, size):
+        flats = []
+        for d, device in enumerate(devices):
+            with tf.device(device):
+                parts = [make_flat(d)] if make_flat else []
+                parts += [riders[name][1][d] for name in names]
+                flats.append(parts[0] if len(parts) == 1 else tf.concat(parts, 0))
+        sums = sum_pack(k, flats)
+        for d, device in enumerate(devices):
+            with tf.device(device):
+                if check:
+                    finite[d].append(tf.reduce_all(tf.math.is_finite(sums[d])))
+                at = size
+                for name in names:
+                    width = int(riders[name][1][d].shape[0])
+                    rider_sums[name][d] = sums[d][at:at + width]
+                    at += width
+                if make_flat:
+                    summed[d].append(sums[d][:size] if names else sums[d])
+
+    for k, p in enumerate(packs):
+        with tf.name_scope(f"pack{k}"):
+            run(k, lambda d, p=p: packing.gather(per_device[d], p), placed.get(k, []),
+                packing.pack_size(p))
+    if extra:
+        with tf.name_scope("riders"):
+            run(len(packs), None, extra, 0)
+    out = []
+    for device, flats, grads in zip(devices, summed, per_device):
+        with tf.device(device):
+            out.append(packing.scatter(flats, packs, grads))
+    verdicts = None
+    if check:
+        verdicts = []
+        for device, flags in zip(devices, finite):
+            with tf.device(device):
+                verdicts.append(flags[0] if len(flags) == 1 else tf.reduce_all(tf.stack(flags)))
+    return Exchanged(out, verdicts, rider_sums or None)
