@@ -2447,7 +2447,7 @@ MUTATIONS = [
     # run's leftover record refuses a fresh run).
     Mutation(
         "run_record_checked_without_checkpoint", "towertrain/callbacks/__init__.py",
-        "    if checkpointer.manager.latest_checkpoint:  # a resume",
+        "    if chosen or checkpointer.manager.latest_checkpoint:  # a resume",
         "    if True:  # a resume",
         [T + "state/test_state_leftovers.py"]),
     # The topology header ignores a changed number of devices per worker.
