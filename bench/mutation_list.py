@@ -77,6 +77,21 @@ MUTATIONS = [
         "partial[c] = partial[c] + chunks[holder][c]",
         "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
         [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
+    # The CPU reduce-scatter slices each shard on the receiving device: the
+    # whole pack is copied to every device instead of its shard.
+    Mutation(
+        "scatter_slices_on_the_receiver", "towertrain/engine/exchange/cross_worker.py",
+        "                with tf.device(source):\n                    pieces.append(flat[start:start + size])",
+        "                with tf.device(device):\n                    pieces.append(flat[start:start + size])",
+        [T + "engine/test_exchange_placement.py"]),
+    # The ring's chunks all cut on the first device (every pack crosses whole).
+    Mutation(
+        "ring_chunks_cut_on_one_device", "towertrain/engine/exchange/ring.py",
+        "        for device, flat in zip(devices, flats):\n            with tf.device(device):\n"
+        "                chunks.append(",
+        "        for device, flat in zip(devices, flats):\n            with tf.device(devices[0]):\n"
+        "                chunks.append(",
+        [T + "engine/test_exchange_placement.py"]),
     # 2. Batch-norm moving statistics from the last tower instead of tower 0.
     Mutation(
         "bn_stats_from_last_tower", "towertrain/engine/variable_mgr/base.py",
