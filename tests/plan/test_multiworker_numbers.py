@@ -48,7 +48,8 @@ def test_the_header_threads_and_learning_rate_of_two_workers_of_two_devices():
         "Accumulation": f"{K} batches per update ({GLOBAL * K} examples; the last update of "
                         "an epoch takes the batches left)",
         "AllReduce": "pscpu/xring",
-        "Collectives": "ring (TensorFlow's ring over gRPC; the step's scalars: ring)",
+        "Collectives": "ring (TensorFlow's ring over gRPC; the step's scalars ride the "
+                       "last pack)",
     }
     assert (run.batches.per_process, run.batches.global_batch) == (B * D, GLOBAL)
     # Both workers share this host's cores with both their towers.
