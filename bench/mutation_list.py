@@ -77,6 +77,21 @@ MUTATIONS = [
         "partial[c] = partial[c] + chunks[holder][c]",
         "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
         [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
+    # The CPU reduce-scatter slices each shard on the receiving device: the
+    # whole pack is copied to every device instead of its shard.
+    Mutation(
+        "scatter_slices_on_the_receiver", "towertrain/engine/exchange/cross_worker.py",
+        "                with tf.device(source):\n                    pieces.append(flat[start:start + size])",
+        "                with tf.device(device):\n                    pieces.append(flat[start:start + size])",
+        [T + "engine/test_exchange_placement.py"]),
+    # The ring's chunks all cut on the first device (every pack crosses whole).
+    Mutation(
+        "ring_chunks_cut_on_one_device", "towertrain/engine/exchange/ring.py",
+        "        for device, flat in zip(devices, flats):\n            with tf.device(device):\n"
+        "                chunks.append(",
+        "        for device, flat in zip(devices, flats):\n            with tf.device(devices[0]):\n"
+        "                chunks.append(",
+        [T + "engine/test_exchange_placement.py"]),
     # 2. Batch-norm moving statistics from the last tower instead of tower 0.
     Mutation(
         "bn_stats_from_last_tower", "towertrain/engine/variable_mgr/base.py",
@@ -86,10 +101,19 @@ MUTATIONS = [
     # 2b. replicated: each copy keeps its own tower's statistics (copies drift).
     Mutation(
         "replicated_bn_each_copy_its_own", "towertrain/engine/variable_mgr/replicated.py",
-        "                update = functools.partial(self._update, i, clipped, source)",
-        "                update = functools.partial(self._update, i, clipped,\n"
-        "                                           tower_non_trainable[i] or source)",
+        "        return [values if i == source else _copied(values, self.devices[source], device)\n",
+        "        return [tower_non_trainable[i] or (values if i == source else\n"
+        "                                           _copied(values, self.devices[source], device))\n",
         [T + "engine/test_batch_norm_numbers.py"]),
+    # 2b'. replicated: tower 0's statistics copied tensor by tensor (a
+    # transfer per statistic and device, not one flat transfer per device).
+    Mutation(
+        "stats_copied_per_tensor", "towertrain/engine/variable_mgr/replicated.py",
+        "    with tf.device(device):\n"
+        "        return packing.scatter([tf.identity(flat) for flat in flats], packs, values)\n",
+        "    with tf.device(device):\n        return [tf.identity(v) for v in values]\n",
+        [T + "engine/test_gpu_step_facts.py::"
+         "test_the_statistics_reach_each_device_in_one_transfer"]),
     # 2c. independent: every copy takes tower 0's statistics.
     Mutation(
         "independent_bn_from_tower0", "towertrain/engine/variable_mgr/independent.py",
@@ -579,19 +603,16 @@ MUTATIONS = [
     # and rounded to float16 after (the data still crosses in float16).
     Mutation(
         "compact_sum_in_float32", "towertrain/engine/exchange/central.py",
-        "            total = tf.add_n(packed)\n",
-        "            total = tf.cast(tf.add_n([tf.cast(p, tf.float32) for p in packed]),\n"
-        "                            packed[0].dtype)\n",
+        "            return device, tf.add_n(flats), []\n",
+        "            return device, tf.cast(tf.add_n([tf.cast(f, tf.float32) for f in flats]),\n"
+        "                                   flats[0].dtype), []\n",
         [T + "recipe/test_compact_fp16.py::test_the_traced_gpu_all_reduce_adds_in_float16",
          T + "recipe/test_compact_fp16.py::test_the_sum_rounds_to_float16_after_each_add"]),
     # fp16 x compact transfer x clipping: the clip sees the loss-scaled sum.
     Mutation(
         "compact_fp16_clips_before_unscaling", "towertrain/engine/variable_mgr/replicated.py",
-        "                grads_i = summed[i]\n                if grad_scale is not None:\n"
-        "                    grads_i = [g / grad_scale for g in grads_i]\n",
-        "                grads_i = gradients.clip_for(self.params, summed[i])\n"
-        "                if grad_scale is not None:\n"
-        "                    grads_i = [g / grad_scale for g in grads_i]\n",
+        "            grads = [g / tf.cast(grad_scale, g.dtype) for g in grads]\n",
+        "            grads = [g / tf.cast(grad_scale, g.dtype) for g in self.clip(grads)]\n",
         [T + "recipe/test_compact_fp16.py::test_fp16_compact_transfer_clips_the_unscaled_global_norm"]),
     # parameter_server, --local_parameter_device=gpu: every variable created on
     # the first GPU while sums and updates stay spread (the placement list is right).
@@ -601,11 +622,12 @@ MUTATIONS = [
         "            new_variables([t.value], [t], self.parameter_devices[0], True)[0]",
         [T + "engine/test_ps_variable_devices.py"]),
     # Multi-worker batch norm: each worker keeps its own tower 0's moving
-    # statistics instead of the chief's.
+    # statistics (copied locally) instead of the chief's riding the first pack.
     Mutation(
         "multiworker_stats_from_own_tower0", "towertrain/engine/variable_mgr/collective.py",
-        '                stats = self._from_chief(stats, source, self._key("stats"))\n',
-        "                stats = [stats[source]] * len(self.devices)\n",
+        "            return out\n        if self.num_workers > 1 and values:",
+        "            return super()._statistics(tower_non_trainable, exchanged)\n"
+        "        if self.num_workers > 1 and values:",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # --minimum_learning_rate multiplied by the linear-scaling factor.
     Mutation(
@@ -992,17 +1014,21 @@ MUTATIONS = [
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     # A pack's reduction reads a gradient outside the pack (no overlap possible).
     Mutation(
-        "pack_reads_other_gradients", "towertrain/engine/exchange/repacked.py",
-        "                        flats.append([packing.gather(grads, p)])\n",
-        "                        flats.append([packing.gather(grads, p)\n"
-        "                                      + 0 * tf.reduce_sum(grads[0])])\n",
+        "pack_reads_other_gradients", "towertrain/engine/exchange/local.py",
+        "            lambda k, flats: self.algorithm.sum_flats(flats, devices), riders, check)\n",
+        "            lambda k, flats: self.algorithm.sum_flats(\n"
+        "                [f + tf.cast(0 * tf.reduce_sum(g[0]), f.dtype)\n"
+        "                 for f, g in zip(flats, per_device)], devices), riders, check)\n",
         [T + "engine/test_exchange_graph.py::"
          "test_each_pack_reduction_reads_only_its_own_gradients"]),
-    # The exchange inside the finite check's branch (waits for every gradient).
+    # The exchange waits for every gradient (as it did inside the finite
+    # check's branch): each tower's gradients pass one op before any pack
+    # starts, so no pack overlaps the backward pass.
     Mutation(
         "exchange_inside_the_finite_branch", "towertrain/engine/step/train_step.py",
-        "        grads = self.variables.exchange([r.grads if r else None for r in results],\n                                        [r.non_trainable if r else None for r in results])\n",
-        "        grads = [r.grads if r else None for r in results]\n",
+        "        exchanged = self.variables.exchange([r.grads if r else None for r in update.results],\n",
+        "        exchanged = self.variables.exchange([tf.identity_n(r.grads) if r else None\n"
+        "                                             for r in update.results],\n",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     # Pieces of a variable split over two packs put back in the wrong order.
@@ -1015,21 +1041,21 @@ MUTATIONS = [
     # One instance key per pack index whatever the pack count: a second trainer
     # with other packs reuses a key with another shape.
     Mutation(
-        "pack_instance_keys_ignore_the_count", "towertrain/engine/variable_mgr/collective.py",
-        "                key = self._key(\"grads\") + len(packs) * (len(packs) - 1) // 2 + k\n",
-        "                key = self._key(\"grads\") + k\n",
+        "pack_instance_keys_ignore_the_count", "towertrain/engine/exchange/cross_worker.py",
+        "            key = self.key(\"grads\") + len(packs) * (len(packs) - 1) // 2 + k\n",
+        "            key = self.key(\"grads\") + k\n",
         [T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
     # Hierarchical exchange silently flat: every local device's pack crosses workers.
     Mutation(
-        "hierarchical_is_flat", "towertrain/engine/variable_mgr/collective.py",
-        "                elif self.local:\n                    sums = self._hierarchical_sum(",
-        "                elif False:\n                    sums = self._hierarchical_sum(",
+        "hierarchical_is_flat", "towertrain/engine/exchange/cross_worker.py",
+        "            if self.local:\n                return self._hierarchical_sum(flats, key)\n",
+        "            if False:\n                return self._hierarchical_sum(flats, key)\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # GPU cluster path: only GPU 0's NCCL output kept, the others' NcclAllReduce
     # pruned (its peers then wait forever).
     Mutation(
-        "nccl_member_outputs_dropped", "towertrain/engine/variable_mgr/collective.py",
-        "        return private_api.nccl_all_sum(flats)\n",
+        "nccl_member_outputs_dropped", "towertrain/engine/exchange/nccl.py",
+        "        return private_api.nccl_all_sum(flats)  # each output on its input's device\n",
         "        return private_api.nccl_all_sum(flats)[:1]\n",
         [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned",
          GPU_GRAPH + "test_cpu_analog_every_member_runs_and_the_sum_arrives",
@@ -1037,8 +1063,8 @@ MUTATIONS = [
     # Across workers, the other GPUs' NCCL outputs no longer control inputs of
     # their copy of the sum.
     Mutation(
-        "nccl_members_not_control_inputs", "towertrain/engine/variable_mgr/collective.py",
-        "                    [local[i].op] if 0 < i < len(local) else []):",
+        "nccl_members_not_control_inputs", "towertrain/engine/exchange/cross_worker.py",
+        "                    [others[i - 1].op] if 0 < i <= len(others) else []):",
         "                    []):",
         [GPU_GRAPH + "test_no_collective_member_is_left_to_be_pruned"]),
     # No ordering chain on a GPU: NCCL launches in any order.
@@ -1049,9 +1075,17 @@ MUTATIONS = [
         [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
     # The cross-worker sum of a pack without its communication hint (ring over gRPC).
     Mutation(
-        "cross_worker_pack_without_hint", "towertrain/engine/variable_mgr/collective.py",
-        "                ordering_token=token.handle,\n                communication_hint=self._hint(device))",
-        '                ordering_token=token.handle,\n                communication_hint="auto")',
+        "cross_worker_pack_without_hint", "towertrain/engine/exchange/cross_worker.py",
+        "                ordering_token=token.handle, communication_hint=self._hint(device))",
+        "                ordering_token=token.handle, communication_hint=\"auto\")",
+        [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default"]),
+    # The flat collective's packs without the hint.
+    Mutation(
+        "flat_collective_without_hint", "towertrain/engine/exchange/cross_worker.py",
+        "                        timeout=self.timeout, ordering_token=self._tokens[i].handle,\n"
+        "                        communication_hint=self._hint(device))]",
+        "                        timeout=self.timeout, ordering_token=self._tokens[i].handle,\n"
+        "                        communication_hint=\"auto\")]",
         [GPU_GRAPH + "test_cross_worker_collectives_use_nccl_on_gpus_by_default"]),
     # auto no longer means NCCL on GPUs.
     Mutation(
@@ -1121,30 +1155,61 @@ MUTATIONS = [
         '        if False:\n            raise InputError(',
         [SHARE + "test_the_queue_input_is_refused_with_several_workers"]),
     # Multi-worker: the batch-norm statistics no longer ride in the first pack
-    # (a flat collective over every device again, inside the update's branch).
+    # (a collective of their own, over a group nothing opened before step 1).
     Mutation(
         "stats_not_in_first_pack", "towertrain/engine/variable_mgr/collective.py",
-        "            riders, layout = self._stats_riders(tower_non_trainable)\n",
-        "            riders, layout = None, None\n",
-        [GPU_GRAPH + "test_the_step_tail_is_one_scalar_collective_beside_the_packs"]),
+        "            stats = self._stats_riders(tower_non_trainable)\n",
+        "            stats = None\n",
+        [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus",
+         GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
+    # The step's scalars in a collective of their own after the packs, not
+    # riding the last pack.
+    Mutation(
+        "tail_in_a_collective_of_its_own", "towertrain/engine/exchange/flow.py",
+        "        if not float_packs:\n            extra.append(name)\n",
+        "        if not float_packs or where == LAST:\n            extra.append(name)\n",
+        [GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
+    # The groups opened before step 1 without waiting for each other: no one
+    # order of communicator creation across workers.
+    Mutation(
+        "groups_opened_in_no_order", "towertrain/engine/exchange/cross_worker.py",
+        "                with tf.control_dependencies(previous):\n",
+        "                with tf.control_dependencies([]):\n",
+        [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus"]),
+    # Each worker opens the groups in its own order (worker 1 reversed).
+    Mutation(
+        "groups_opened_in_each_workers_order", "towertrain/engine/exchange/cross_worker.py",
+        "        return [(key, size, members) for key, (size, members) in sorted(found.items())\n",
+        "        return [(key, size, members) for key, (size, members)\n"
+        "                in sorted(found.items(), reverse=self.task == 1)\n",
+        [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus"]),
+    # Only the first group opened before step 1: the others' communicators
+    # are created by the step, in whatever order each worker reaches them.
+    Mutation(
+        "groups_partly_opened", "towertrain/engine/exchange/cross_worker.py",
+        "            for n, (group, size, members) in enumerate(groups):\n",
+        "            for n, (group, size, members) in enumerate(groups[:1]):\n",
+        [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus"]),
     # Every worker's tower 0 contributes its statistics (summed, not worker 0's).
     Mutation(
         "stats_riders_not_masked", "towertrain/engine/variable_mgr/collective.py",
         "                keep = self.task == 0 and i == source\n",
         "                keep = i == source\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
-    # The finite flag not exchanged: a worker with finite towers applies alone.
+    # Each device's verdict from its own share of a pack, not the exchanged
+    # sum: a worker (a device) with finite gradients applies alone.
     Mutation(
-        "finite_flag_not_exchanged", "towertrain/engine/variable_mgr/collective.py",
-        "        return (tail[1] < 0.5, tail[0],",
-        "        return (finite, tail[0],",
-        [T + "engine/test_multiworker.py::"
+        "finite_flag_not_exchanged", "towertrain/engine/exchange/flow.py",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(sums[d])))",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(flats[d])))",
+        [T + "engine/test_finite_check.py::test_nan_gradients_on_one_tower_apply_nothing_on_any_copy",
+         T + "engine/test_multiworker.py::"
          "test_a_non_finite_step_on_one_worker_applies_nothing_on_any"]),
-    # The default exchange of collective_all_reduce (hierarchical, measured faster).
+    # The CPU default exchange of collective_all_reduce (hierarchical, measured faster).
     Mutation(
         "collective_default_flat", "towertrain/config/exchange_checks.py",
-        '        return "scatter/xring" if device == "gpu" else "pscpu/xring"\n',
-        '        return "scatter/xring" if device == "gpu" else "collective"\n',
+        '        return "collective" if device == "gpu" else "pscpu/xring"\n',
+        '        return "collective" if device == "gpu" else "collective"\n',
         [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs"]),
     # A refused combination let through.
     Mutation(
@@ -1397,9 +1462,9 @@ MUTATIONS = [
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     Mutation(
-        "gradient_repacking_ignored_collective", "towertrain/engine/variable_mgr/collective.py",
-        "        packs = packing.plan_for_exchange(per_device_lists[0], self.options)\n",
-        "        packs = packing.plan(per_device_lists[0], 0)\n",
+        "gradient_repacking_ignored_collective", "towertrain/engine/exchange/cross_worker.py",
+        "        packs = packing.plan_for_exchange(per_device[0], self.options)\n",
+        "        packs = packing.plan(per_device[0], 0)\n",
         [T + "engine/test_exchange_graph.py::"
          "test_first_pack_of_the_step_waits_only_for_the_last_layers"]),
     Mutation(
@@ -1593,8 +1658,8 @@ MUTATIONS = [
         [T + "recipe/test_fp16_vars.py"]),
     Mutation(
         "relaxed_consistency_not_deferred", "towertrain/engine/variable_mgr/replicated.py",
-        "                    grads_i = self._deferred.swap(i, grads_i)",
-        "                    self._deferred.swap(i, grads_i)",
+        "            grads = self._deferred.swap(copy, grads)",
+        "            self._deferred.swap(copy, grads)",
         [T + "engine/test_variable_consistency.py::"
          "test_relaxed_applies_each_sum_one_step_late"]),
     Mutation(
@@ -1729,11 +1794,8 @@ MUTATIONS = [
     # workers (each rescales by its own count, whole steps and updates alike).
     Mutation(
         "accumulation_multiworker_local_count", "towertrain/engine/step/train_step.py",
-        "                    global_count, stop_requests = count, stops\n"
-        "                    share = tf.cast(count, tf.float32)",
-        "                    share = tf.cast(global_count, tf.float32)\n"
-        "                    global_count, stop_requests = count, stops\n"
-        "                    share = share",
+        "                    share = tf.cast(totals.count, tf.float32) / tf.cast(self.nominal, tf.float32)\n",
+        "                    share = tf.cast(update.count, tf.float32) / tf.cast(self.nominal, tf.float32)\n",
         [T + "engine/test_multiworker.py::"
          "test_two_workers_accumulating_equal_one_process_with_four_devices",
          T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
@@ -1741,33 +1803,33 @@ MUTATIONS = [
     # the exchanged gradients by count / nominal (the loss still is).
     Mutation(
         "tail_gradients_not_rescaled", "towertrain/engine/step/train_step.py",
-        "                    grad_scale = share if grad_scale is None else grad_scale * share\n",
-        "                    grad_scale = grad_scale\n",
+        "                    scale = share if scale is None else scale * share\n",
+        "                    scale = scale\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices",
          T + "engine/test_multiworker.py::test_the_count_in_the_tail_gives_one_process_s_update"]),
-    # x the count left out of the tail (zero examples: nothing applied).
+    # x the count left out of the last pack's riders (zero examples: nothing applied).
     Mutation(
-        "count_left_out_of_tail", "towertrain/engine/step/train_step.py",
-        "                    all_finite, total, global_count if count_in_tail else 0,\n",
-        "                    all_finite, total, 0,\n",
+        "count_left_out_of_tail", "towertrain/engine/exchange/tail.py",
+        "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
+        "            values = [losses[d], None, stops if d == 0 else None]\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # x the count summed before the towers again (a second scalar collective).
     Mutation(
         "count_before_towers_again", "towertrain/engine/step/train_step.py",
         "        self.fold_count = num_workers > 1 and not half_precision\n",
         "        self.fold_count = False\n",
-        [GPU_GRAPH + "test_the_step_tail_is_one_scalar_collective_beside_the_packs"]),
+        [GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
     # x half precision folded too (its backward rounds the nominal-scaled loss).
     Mutation(
         "half_precision_count_folded", "towertrain/engine/step/train_step.py",
         "        self.fold_count = num_workers > 1 and not half_precision\n",
         "        self.fold_count = num_workers > 1\n",
         [GPU_GRAPH + "test_in_half_precision_the_count_goes_before_the_towers"]),
-    # x the stop requests left out of the tail: a signalled worker stops alone.
+    # x the stop requests left out of the last pack's riders: a signalled worker stops alone.
     Mutation(
-        "stop_request_left_out_of_tail", "towertrain/engine/step/train_step.py",
-        "                    self.stop_request.read_value() if count_in_tail else 0)\n",
-        "                    0)\n",
+        "stop_request_left_out_of_tail", "towertrain/engine/exchange/tail.py",
+        "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
+        "            values = [losses[d], counts[d], None]\n",
         [T + "cluster/test_coordinated_stop.py"]),
     # x a skipped (non-finite) update: the next update's micro-batches planned
     # from the global step, which lags the input after a skip.
@@ -1895,8 +1957,8 @@ MUTATIONS = [
     # accumulation the update would be float32-exact, not half precision.
     Mutation(
         "compact_transfer_not_cast", "towertrain/engine/exchange/compact.py",
-        "                compact.append([tf.cast(flat, self.dtype)])",
-        "                compact.append([flat])",
+        "                compact.append(tf.cast(flat, self.dtype))\n",
+        "                compact.append(flat)\n",
         [T + "recipe/test_accumulation_combined.py::"
          "test_compact_transfer_exchanges_the_updates_sum_in_half_precision"]),
     # Every model's collectives in one key space: a second Trainer of another
@@ -2153,13 +2215,13 @@ MUTATIONS = [
     # for the whole timeout, and a fast model runs out of threads.
     Mutation(
         "step_collectives_timed", "towertrain/engine/variable_mgr/collective.py",
-        "        self.timeout = 0\n", "",
+        "        self.collectives.timeout = 0\n", "",
         [T + "cluster/test_peer_watch.py::"
          "test_a_fast_model_keeps_its_thread_count_with_the_default_timeout"]),
     # No peer watch: with untimed step collectives a dead peer hangs the others.
     Mutation(
         "peer_watch_not_started", "towertrain/engine/variable_mgr/collective.py",
-        "            peer_watch.start(self.cluster, self.timeout)\n", "",
+        "            peer_watch.start(self.cluster, self.collectives.timeout)\n", "",
         [T + "cluster/test_peer_watch.py::test_a_frozen_peer_stops_the_others_naming_it",
          T + "engine/test_multiworker.py::test_killed_worker_stops_the_other_and_restart_resumes"]),
     # The watch sees the dead peer and does nothing.
@@ -2415,7 +2477,7 @@ MUTATIONS = [
     # run's leftover record refuses a fresh run).
     Mutation(
         "run_record_checked_without_checkpoint", "towertrain/callbacks/__init__.py",
-        "    if checkpointer.manager.latest_checkpoint:  # a resume",
+        "    if chosen or checkpointer.manager.latest_checkpoint:  # a resume",
         "    if True:  # a resume",
         [T + "state/test_state_leftovers.py"]),
     # The topology header ignores a changed number of devices per worker.
@@ -2601,7 +2663,7 @@ MUTATIONS = [
         [T + "plan/test_gpu_branches.py"]),
     Mutation(
         "collective_gpu_default_is_cpu_exchange", "towertrain/config/exchange_checks.py",
-        'return "scatter/xring" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
+        'return "collective" if device == "gpu" else "pscpu/xring"', 'return "pscpu/xring"',
         [T + "plan/test_gpu_branches.py"]),
     Mutation(
         "xla_cpu_flag_on_gpu", "towertrain/plan/runtime.py",
@@ -2937,22 +2999,22 @@ MUTATIONS = [
     # --- scatter/xring (Horovod's hierarchy) ---
     # The CPU reduce-scatter drops the remainder of a pack not divisible by L.
     Mutation(
-        "scatter_remainder_dropped", "towertrain/engine/variable_mgr/collective.py",
-        "    return [base + (i < longer) for i in range(parts)]",
-        "    return [base for i in range(parts)]",
+        "scatter_remainder_dropped", "towertrain/engine/exchange/cross_worker.py",
+        "    return [base_size + (i < longer) for i in range(parts)]",
+        "    return [base_size for i in range(parts)]",
         [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices",
          T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
     # One device carries the whole pack across workers (today's one-member
     # shape): the sums stay right, the per-device shards are gone.
     Mutation(
-        "scatter_one_device_carries_the_pack", "towertrain/engine/variable_mgr/collective.py",
-        "    return [base + (i < longer) for i in range(parts)]",
+        "scatter_one_device_carries_the_pack", "towertrain/engine/exchange/cross_worker.py",
+        "    return [base_size + (i < longer) for i in range(parts)]",
         "    return [length] + [0] * (parts - 1)",
         [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices",
          T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # Every shard summed on device 0 instead of its own device.
     Mutation(
-        "scatter_shards_summed_on_device0", "towertrain/engine/variable_mgr/collective.py",
+        "scatter_shards_summed_on_device0", "towertrain/engine/exchange/cross_worker.py",
         "            with tf.device(device):\n                shards.append(tf.add_n(pieces))",
         "            with tf.device(self.devices[0]):\n                shards.append(tf.add_n(pieces))",
         [T + "engine/test_repacking.py::test_scatter_shards_a_pack_not_divisible_by_the_devices"]),
@@ -2965,62 +3027,106 @@ MUTATIONS = [
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
     # Every shard crosses workers from GPU 0.
     Mutation(
-        "scatter_shards_cross_from_gpu0", "towertrain/engine/variable_mgr/collective.py",
+        "scatter_shards_cross_from_gpu0", "towertrain/engine/exchange/cross_worker.py",
         "                    shard, device, shard_group(device, len(self.devices), i),",
         "                    shard, self.devices[0], shard_group(device, len(self.devices), i),",
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
     # The worker's local NCCL group keyed alike on every worker.
     Mutation(
-        "scatter_local_group_shared_by_workers", "towertrain/engine/variable_mgr/collective.py",
-        "        return base + 1000 * len(self.devices) + self.task",
-        "        return base + 1000 * len(self.devices)",
+        "scatter_local_group_shared_by_workers", "towertrain/engine/exchange/cross_worker.py",
+        "        return LOCAL_GROUP_BASE + 1000 * len(self.devices) + self.task",
+        "        return LOCAL_GROUP_BASE + 1000 * len(self.devices)",
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
     # The local reduce-scatter without the nccl hint (no ring implementation).
     Mutation(
-        "scatter_reduce_scatter_without_nccl_hint", "towertrain/engine/variable_mgr/collective.py",
+        "scatter_reduce_scatter_without_nccl_hint", "towertrain/engine/exchange/cross_worker.py",
         "                        ordering_token=self._tokens[i].handle, communication_hint=\"nccl\"))\n"
         "            return out\n        return self._chains.run(self.devices, build), width",
         "                        ordering_token=self._tokens[i].handle, communication_hint=\"auto\"))\n"
         "            return out\n        return self._chains.run(self.devices, build), width",
         [GPU_GRAPH + "test_scatter_xring_crosses_from_every_gpu_in_a_group_per_local_index"]),
-    # The GPU default back to the one-member shape.
+    # The GPU default back to the one-member shape, or to scatter/xring (two
+    # NCCL communicators per GPU) instead of the flat collective.
     Mutation(
         "collective_gpu_default_one_member", "towertrain/config/exchange_checks.py",
-        'return "scatter/xring" if device == "gpu" else "pscpu/xring"',
+        'return "collective" if device == "gpu" else "pscpu/xring"',
         'return "nccl/xring" if device == "gpu" else "pscpu/xring"',
+        [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs",
+         T + "plan/test_gpu_branches.py::test_the_exchange_defaults_per_device_and_mode"]),
+    Mutation(
+        "collective_gpu_default_scatter", "towertrain/config/exchange_checks.py",
+        'return "collective" if device == "gpu" else "pscpu/xring"',
+        'return "scatter/xring" if device == "gpu" else "pscpu/xring"',
         [T + "config/test_exchange_checks.py::test_defaults_and_accepted_specs",
          T + "plan/test_gpu_branches.py::test_the_exchange_defaults_per_device_and_mode"]),
     # The gathers left off each GPU's order: no chain edge, and the CPU
     # scalars' ordering token instead of their GPU's (the token alone orders
     # a GPU's collective V2 ops, so both must go for the order to break).
     Mutation(
-        "scatter_gather_off_the_gpu_order", "towertrain/engine/variable_mgr/collective.py",
-        "                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,\n"
-        "                        ordering_token=self._tokens[i].handle, communication_hint=\"nccl\"))\n"
+        "scatter_gather_off_the_gpu_order", "towertrain/engine/exchange/cross_worker.py",
+        "                        key + KEYS[\"gather\"] - KEYS[\"grads\"], ordering_token=self._tokens[i].handle,\n"
+        "                        communication_hint=\"nccl\"))\n"
         "            return out\n        gathered = self._chains.run(self.devices, build)",
-        "                        self._local_group(LOCAL_GATHER_GROUP_BASE), key,\n"
-        "                        ordering_token=self._tokens[-1].handle, communication_hint=\"nccl\"))\n"
+        "                        key + KEYS[\"gather\"] - KEYS[\"grads\"], ordering_token=self._tokens[-1].handle,\n"
+        "                        communication_hint=\"nccl\"))\n"
         "            return out\n        gathered = build()",
         [GPU_GRAPH + "test_each_gpu_has_one_ordering_chain"]),
+    # The gather in a local group of its own (a second NCCL communicator per
+    # GPU, one more group to open before step 1).
+    Mutation(
+        "scatter_gather_in_a_second_local_group", "towertrain/engine/exchange/cross_worker.py",
+        "                        tf.reshape(shard, [width]), count, self._local_group(),",
+        "                        tf.reshape(shard, [width]), count, self._local_group() + 500,",
+        [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus"]),
     # Every pack's sum waits for the last pack's gradients (the conv kernel's,
     # ready last): nothing overlaps the backward pass.
     Mutation(
-        "packs_wait_for_the_last_pack", "towertrain/engine/variable_mgr/collective.py",
-        "                        flat = packing.gather(grads, p)\n",
-        "                        flat = packing.gather(grads, p) + 0 * tf.reduce_sum(\n"
-        "                            packing.gather(grads, packs[-1]))\n",
+        "packs_wait_for_the_last_pack", "towertrain/engine/exchange/flow.py",
+        "            run(k, lambda d, p=p: packing.gather(per_device[d], p), placed.get(k, []),\n",
+        "            run(k, lambda d, p=p: packing.gather(per_device[d], p) + tf.cast(0 * tf.reduce_sum(\n"
+        "                packing.gather(per_device[d], packs[-1])), p.dtype), placed.get(k, []),\n",
         [GPU_GRAPH + "test_scatter_xring_first_byte_sized_pack_waits_for_no_conv_backward"]),
-    # The step checks the exchanged sum, not every tower's gradients.
+    # The step checks the exchanged sum, not every tower's gradients: each
+    # pack's check on each device dropped.
     Mutation(
-        "summed_gradient_finite_check_dropped", "towertrain/engine/step/train_step.py",
-        "finite = finite + [tower.gradients_finite(grads.per_device[0])]",
-        "finite = finite",
+        "summed_gradient_finite_check_dropped", "towertrain/engine/exchange/flow.py",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(sums[d])))",
+        "finite[d].append(tf.constant(True))",
         [T + "engine/test_finite_check.py"]),
     Mutation(
-        "summed_check_reads_tower_0_only", "towertrain/engine/step/train_step.py",
-        "finite = finite + [tower.gradients_finite(grads.per_device[0])]",
-        "finite = finite + [tower.gradients_finite(results[0].grads)]",
+        "summed_check_reads_tower_0_only", "towertrain/engine/exchange/flow.py",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(sums[d])))",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(flats[0])))",
         [T + "engine/test_finite_check.py::test_nan_gradients_on_one_tower_apply_nothing_on_any_copy"]),
+    # The check skips the riders (the step's loss in the last pack): an
+    # infinite loss with finite gradients is applied.
+    Mutation(
+        "pack_check_skips_the_riders", "towertrain/engine/exchange/flow.py",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(sums[d])))",
+        "finite[d].append(tf.reduce_all(tf.math.is_finite(sums[d][:size])))",
+        [T + "engine/test_finite_check.py::"
+         "test_an_infinite_loss_in_an_earlier_micro_batch_skips_the_update"]),
+    # Each copy applies whatever its verdict (no per-device branch).
+    Mutation(
+        "copies_apply_without_their_verdict", "towertrain/engine/variable_mgr/replicated.py",
+        "                    applied.append(tf.cond(allowed, update, lambda: tf.constant(False)))\n",
+        "                    applied.append(update())\n",
+        [T + "engine/test_finite_check.py::test_nan_gradients_on_one_tower_apply_nothing_on_any_copy"]),
+    # Every copy decides from device 0's verdict (a value gathered from one
+    # device to every other before each update).
+    Mutation(
+        "every_copy_takes_device0s_verdict", "towertrain/engine/variable_mgr/replicated.py",
+        "                allowed = exchanged.finite[i] if exchanged.finite is not None else None\n",
+        "                allowed = exchanged.finite[0] if exchanged.finite is not None else None\n",
+        [T + "engine/test_gpu_step_facts.py::"
+         "test_the_statistics_reach_each_device_in_one_transfer"]),
+    # One branch on the CPU around every copy's update again: one op gathers
+    # every copy's variables and sums before any update.
+    Mutation(
+        "one_cpu_branch_for_every_copy", "towertrain/engine/step/train_step.py",
+        "        if sums_checked:\n            return update_all()\n",
+        "        if False:\n            return update_all()\n",
+        [T + "engine/test_gpu_step_facts.py::test_no_op_gathers_every_device_before_the_update"]),
     Mutation(
         "towers_check_gradients_despite_the_sum", "towertrain/engine/step/train_step.py",
         "micro_batch, check_gradients=not sums_checked)",

@@ -86,10 +86,10 @@ def test_defaults_and_accepted_specs():
     assert Params(device="cpu", variable_update="collective_all_reduce"
                   ).resolved_all_reduce_spec == "pscpu/xring"
     assert Params(device="gpu", variable_update="collective_all_reduce"
-                  ).resolved_all_reduce_spec == "scatter/xring"
+                  ).resolved_all_reduce_spec == "collective"
     assert Params(device="gpu", variable_update="replicated").resolved_all_reduce_spec == "nccl"
     assert Params(device="gpu").resolved_all_reduce_spec is None  # parameter_server
-    for spec in ("psgpu/xring", "nccl/xring", "collective"):
+    for spec in ("psgpu/xring", "nccl/xring", "scatter/xring"):
         Params(device="gpu", variable_update="collective_all_reduce", all_reduce_spec=spec,
                gradient_repacking=16)
 

@@ -29,7 +29,7 @@ def test_gpu_towers_get_one_intra_op_thread_even_when_workers_share_the_host():
 
 def test_the_exchange_defaults_per_device_and_mode():
     for mode, on_gpu, on_cpu in [("replicated", "nccl", "pscpu"),
-                                 ("collective_all_reduce", "scatter/xring", "pscpu/xring"),
+                                 ("collective_all_reduce", "collective", "pscpu/xring"),
                                  ("parameter_server", None, None)]:
         params = Params(model="trivial", variable_update=mode, num_gpus=2)
         assert run_plan(params.replace(device="gpu"),
