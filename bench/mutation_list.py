@@ -736,6 +736,21 @@ MUTATIONS = [
         "    if fallback_reason(optimizer, grads, variables) is not None:\n",
         "    if True:\n",
         [T + "recipe/test_fused_update.py::test_fused_momentum_is_one_kernel_per_variable_and_no_assign_on_them"]),
+    Mutation(
+        "replicated_update_not_fused", "towertrain/engine/variable_mgr/replicated.py",
+        "        fused_update.apply(self._optimizers[copy], self.clip(grads), self._trainable[copy])",
+        "        self._optimizers[copy].apply(self.clip(grads), self._trainable[copy])",
+        [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
+    Mutation(
+        "parameter_server_update_not_fused", "towertrain/engine/variable_mgr/parameter_server.py",
+        "                fused_update.apply(optimizer, [summed[i] for i in indices],",
+        "                optimizer.apply([summed[i] for i in indices],",
+        [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
+    Mutation(
+        "independent_update_not_fused", "towertrain/engine/variable_mgr/independent.py",
+        "                fused_update.apply(self._optimizers[i], clipped, self._trainable[i])",
+        "                self._optimizers[i].apply(clipped, self._trainable[i])",
+        [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
     # Flag values that must reach their code (docs/flag_tests.md).
     Mutation(
         "display_every_ignored", "towertrain/callbacks/step_printer.py",
