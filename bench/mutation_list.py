@@ -77,6 +77,21 @@ MUTATIONS = [
         "partial[c] = partial[c] + chunks[holder][c]",
         "partial[c] = partial[c] + chunks[(holder - 1) % n][c]",
         [T + "engine/test_placement_graph.py::test_ring_hops_run_on_the_ring_positions"]),
+    # The CPU reduce-scatter slices each shard on the receiving device: the
+    # whole pack is copied to every device instead of its shard.
+    Mutation(
+        "scatter_slices_on_the_receiver", "towertrain/engine/exchange/cross_worker.py",
+        "                with tf.device(source):\n                    pieces.append(flat[start:start + size])",
+        "                with tf.device(device):\n                    pieces.append(flat[start:start + size])",
+        [T + "engine/test_exchange_placement.py"]),
+    # The ring's chunks all cut on the first device (every pack crosses whole).
+    Mutation(
+        "ring_chunks_cut_on_one_device", "towertrain/engine/exchange/ring.py",
+        "        for device, flat in zip(devices, flats):\n            with tf.device(device):\n"
+        "                chunks.append(",
+        "        for device, flat in zip(devices, flats):\n            with tf.device(devices[0]):\n"
+        "                chunks.append(",
+        [T + "engine/test_exchange_placement.py"]),
     # 2. Batch-norm moving statistics from the last tower instead of tower 0.
     Mutation(
         "bn_stats_from_last_tower", "towertrain/engine/variable_mgr/base.py",
@@ -721,6 +736,21 @@ MUTATIONS = [
         "    if fallback_reason(optimizer, grads, variables) is not None:\n",
         "    if True:\n",
         [T + "recipe/test_fused_update.py::test_fused_momentum_is_one_kernel_per_variable_and_no_assign_on_them"]),
+    Mutation(
+        "replicated_update_not_fused", "towertrain/engine/variable_mgr/replicated.py",
+        "        fused_update.apply(self._optimizers[copy], self.clip(grads), self._trainable[copy])",
+        "        self._optimizers[copy].apply(self.clip(grads), self._trainable[copy])",
+        [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
+    Mutation(
+        "parameter_server_update_not_fused", "towertrain/engine/variable_mgr/parameter_server.py",
+        "                fused_update.apply(optimizer, [summed[i] for i in indices],",
+        "                optimizer.apply([summed[i] for i in indices],",
+        [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
+    Mutation(
+        "independent_update_not_fused", "towertrain/engine/variable_mgr/independent.py",
+        "                fused_update.apply(self._optimizers[i], clipped, self._trainable[i])",
+        "                self._optimizers[i].apply(clipped, self._trainable[i])",
+        [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
     # Flag values that must reach their code (docs/flag_tests.md).
     Mutation(
         "display_every_ignored", "towertrain/callbacks/step_printer.py",
@@ -2455,7 +2485,7 @@ MUTATIONS = [
     # run's leftover record refuses a fresh run).
     Mutation(
         "run_record_checked_without_checkpoint", "towertrain/callbacks/__init__.py",
-        "    if checkpointer.manager.latest_checkpoint:  # a resume",
+        "    if chosen or checkpointer.manager.latest_checkpoint:  # a resume",
         "    if True:  # a resume",
         [T + "state/test_state_leftovers.py"]),
     # The topology header ignores a changed number of devices per worker.

@@ -218,7 +218,7 @@ def run_two_workers_each(tmp_path, configs):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for k in range(2)]
     try:
-        _wait_all(procs, timeout=360)  # 2 cores shared with other work: slow starts
+        _wait_all(procs, timeout=480)  # 2 cores shared with other work: slow starts
         logs = [proc.stdout.read() for proc in procs]
         for proc, log in zip(procs, logs):
             assert proc.returncode == 0, log[-3000:]

@@ -48,7 +48,8 @@ def test_the_header_threads_and_learning_rate_of_two_workers_of_two_devices():
         "Accumulation": f"{K} batches per update ({GLOBAL * K} examples; the last update of "
                         "an epoch takes the batches left)",
         "AllReduce": "pscpu/xring",
-        "Collectives": "ring (TensorFlow's ring over gRPC; the step's scalars: ring)",
+        "Collectives": "ring (TensorFlow's ring over gRPC; the step's scalars ride the "
+                       "last pack)",
     }
     assert (run.batches.per_process, run.batches.global_batch) == (B * D, GLOBAL)
     # Both workers share this host's cores with both their towers.
@@ -90,3 +91,16 @@ def test_the_cluster_line_names_each_workers_devices(devices, line):
     run = _plan(None, None, devices=devices)
     assert (run.describe()["Cluster"], run.describe()["Batch size"]) == (
         line, [f"{B * devices * W} global", f"{B} per device"])
+
+
+@pytest.mark.parametrize("spec", ["nccl/xring", "scatter/xring", "collective"])
+def test_gpu_workers_collectives_line_names_nccl_alone(spec):
+    """On GPUs with NCCL every gradient pack crosses from a GPU: no spec the
+    plan accepts adds the /cpu:0 crossing (pscpu/xring with NCCL is refused)."""
+    params = Params(model="trivial", device="gpu", num_gpus=D, batch_size=B,
+                    variable_update="collective_all_reduce", all_reduce_spec=spec,
+                    collective_implementation="nccl")
+    layout = plan.lay_out(params, machine=Machine(gpus=D, cores=CORES), cluster=CLUSTER)
+    run = plan.build(params, layout, plan.InputFacts(global_batch=GLOBAL))
+    assert run.describe()["Collectives"] == (
+        "nccl (NCCL between the workers' GPUs; the step's scalars ride the last pack)")

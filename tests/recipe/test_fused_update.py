@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import helpers.tiny_models  # noqa: F401 - registers ckpt_tiny
 from helpers.graph_walks import all_ops, variable_of
+from helpers.tiny_models import tiny_params
+from towertrain import Trainer
 from towertrain.recipe import fused_update
 
 STEPS = 4
@@ -154,3 +157,18 @@ def test_fused_momentum_is_one_kernel_per_variable_and_no_assign_on_them():
     assert kernels == {v.name: 1 for v in variables}
     # The only other write: iterations, once.
     assert writes == [("AssignAddVariableOp", optimizer.iterations.path)]
+
+
+@pytest.mark.parametrize("mode", ["replicated", "parameter_server", "independent"])
+def test_each_manager_writes_each_variable_copy_with_one_fused_kernel(mode):
+    trainer = Trainer(tiny_params(mode, num_batches=1))  # --optimizer=momentum
+    copies = [v for copy in trainer.variables.trainable_copies() for v in copy]
+    writes = collections.Counter()
+    for op in all_ops(trainer.trace_step().graph):
+        if op.type.startswith("ResourceApply") or op.type in (
+                "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
+            written = variable_of(op.inputs[0], copies)
+            if written is not None:  # copies share their names: count by position
+                writes[(op.type, [id(v) for v in copies].index(id(written)))] += 1
+    assert len(copies) == 6 * (1 if mode == "parameter_server" else 2)
+    assert writes == {("ResourceApplyKerasMomentum", i): 1 for i in range(len(copies))}

@@ -5,6 +5,7 @@ communication at all. Copies start equal and then drift apart.
 """
 import tensorflow as tf
 
+from towertrain.recipe import fused_update
 
 from .base import VariableManager, assign_all, register
 from .replicated import ReplicatedManager
@@ -27,5 +28,5 @@ class IndependentManager(ReplicatedManager):
                 continue
             with tf.device(device):
                 clipped = self.clip(tower_grads[i])
-                self._optimizers[i].apply(clipped, self._trainable[i])
+                fused_update.apply(self._optimizers[i], clipped, self._trainable[i])
                 assign_all(self._non_trainable[i], tower_non_trainable[i])

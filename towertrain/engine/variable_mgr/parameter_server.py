@@ -9,6 +9,7 @@ import math
 
 import tensorflow as tf
 
+from towertrain.recipe import fused_update
 
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
                    register, stats_tower)
@@ -73,8 +74,8 @@ class ParameterServerManager(VariableManager):
             summed = self.clip(summed)
         for device, indices, optimizer in self._groups:
             with tf.device(device):
-                optimizer.apply([summed[i] for i in indices],
-                                [self._trainable[i] for i in indices])
+                fused_update.apply(optimizer, [summed[i] for i in indices],
+                                   [self._trainable[i] for i in indices])
         with tf.device(self.parameter_devices[0]):
             assign_all(self._non_trainable,
                        tower_non_trainable[stats_tower(tower_non_trainable)])

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from towertrain.engine import exchange as exchange_lib
 from towertrain.engine.exchange import packing
+from towertrain.recipe import fused_update
 
 from .deferred import DeferredGradients
 from .base import (VariableManager, assign_all, new_variables, read_on_current_device,
@@ -112,7 +113,7 @@ class ReplicatedManager(VariableManager):
         if self._deferred is not None:  # --variable_consistency=relaxed
             grads = self._deferred.swap(copy, grads)
         # Identical sums in, identical clipped gradients out, on every copy.
-        self._optimizers[copy].apply(self.clip(grads), self._trainable[copy])
+        fused_update.apply(self._optimizers[copy], self.clip(grads), self._trainable[copy])
         assign_all(self._non_trainable[copy], non_trainable)
         return tf.constant(True)
 
