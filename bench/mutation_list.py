@@ -1813,6 +1813,14 @@ MUTATIONS = [
         "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
         "            values = [losses[d], None, stops if d == 0 else None]\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
+    # x the loss left out of the last pack's riders: an infinite loss with
+    # finite gradients (here an earlier micro-batch's) is applied.
+    Mutation(
+        "loss_left_out_of_tail", "towertrain/engine/exchange/tail.py",
+        "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
+        "            values = [None, counts[d], stops if d == 0 else None]\n",
+        [T + "engine/test_finite_check.py::"
+         "test_an_infinite_loss_in_an_earlier_micro_batch_skips_the_update"]),
     # x the count summed before the towers again (a second scalar collective).
     Mutation(
         "count_before_towers_again", "towertrain/engine/step/train_step.py",

@@ -24,11 +24,27 @@ FIRST, LAST = "first", "last"
 
 
 class Exchanged(collections.namedtuple(
-        "Exchanged", "per_device finite riders", defaults=(None, None))):
-    """The exchange's result: per_device[d], the summed gradient list on device d;
-    finite[d], whether device d's sums are all finite (a boolean on device d),
-    or None where nothing was checked; riders[name][d], a rider's summed
-    vector on device d."""
+        "Exchanged", "flats packs like finite riders", defaults=(None, None))):
+    """The exchange's result: flats[d][k], pack k's sum on device d (packs:
+    the plan; like[d]: device d's gradient list, for shapes); finite[d],
+    whether device d's sums are all finite (a boolean on device d), or None
+    where nothing was checked; riders[name][d], a rider's summed vector on
+    device d."""
+
+    def gradients(self, d):
+        """Device d's summed gradient list, cut from its packs where this is
+        called: inside an update's branch, the branch takes the few packs
+        instead of a tensor per variable."""
+        return packing.scatter(self.flats[d], self.packs, self.like[d])
+
+    @property
+    def per_device(self):
+        """Every device's summed gradient list (each cut on its device)."""
+        out = []
+        for d, flat in enumerate(self.flats):
+            with tf.device(flat[0].device if flat else None):
+                out.append(self.gradients(d))
+        return out
 
 
 def exchange_packs(per_device, devices, packs, sum_pack, riders=None, check=True):
@@ -79,14 +95,10 @@ def exchange_packs(per_device, devices, packs, sum_pack, riders=None, check=True
     if extra:
         with tf.name_scope("riders"):
             run(len(packs), None, extra, 0)
-    out = []
-    for device, flats, grads in zip(devices, summed, per_device):
-        with tf.device(device):
-            out.append(packing.scatter(flats, packs, grads))
     verdicts = None
     if check:
         verdicts = []
         for device, flags in zip(devices, finite):
             with tf.device(device):
                 verdicts.append(flags[0] if len(flags) == 1 else tf.reduce_all(tf.stack(flags)))
-    return Exchanged(out, verdicts, rider_sums or None)
+    return Exchanged(summed, packs, list(per_device), verdicts, rider_sums or None)

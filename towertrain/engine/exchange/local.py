@@ -69,7 +69,7 @@ def _separate_riders(per_device, devices, packs, algorithm, plain, riders, check
                 at += width
             if check:
                 finite[d] = tf.logical_and(finite[d], tf.reduce_all(tf.math.is_finite(sums[d])))
-    return flow.Exchanged(grads.per_device, finite, rider_sums)
+    return grads._replace(finite=finite, riders=rider_sums)
 
 
 def create(name, compact_dtype=None, num_packs=0, pack_bytes=None):

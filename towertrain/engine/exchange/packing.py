@@ -97,7 +97,7 @@ def gather(tensors, p):
     """Pack `p` of a gradient list as one flat vector (on the current device)."""
     parts = []
     for index, start, end in p.pieces:
-        flat = tf.reshape(tensors[index], [-1])
+        flat = _flat(tensors[index])
         whole = start == 0 and end == tensors[index].shape.num_elements()
         parts.append(flat if whole else flat[start:end])
     return parts[0] if len(parts) == 1 else tf.concat(parts, axis=0)
@@ -115,9 +115,17 @@ def scatter(flats, packs, like):
     for index, t in enumerate(like):
         parts = [part for _, part in sorted(pieces[index], key=lambda s: s[0])]
         flat = parts[0] if len(parts) == 1 else tf.concat(parts, axis=0)
-        out.append(tf.reshape(flat, tf.shape(t) if not t.shape.is_fully_defined()
-                              else t.shape))
+        if t.shape.rank == 1 and t.shape.is_fully_defined():
+            out.append(flat)  # already its shape: no reshape (a bias, a scale)
+        else:
+            out.append(tf.reshape(flat, tf.shape(t) if not t.shape.is_fully_defined()
+                                  else t.shape))
     return out
+
+
+def _flat(tensor):
+    """`tensor` as a vector: vectors as they are (no op), others reshaped."""
+    return tensor if tensor.shape.rank == 1 else tf.reshape(tensor, [-1])
 
 
 def describe(variables, num_packs, pack_bytes=None):

@@ -15,6 +15,8 @@ timed collective for the whole timeout); a peer that dies later is caught by
 engine.distributed.peer_watch, which aborts the collectives (Unavailable).
 The checkpoint format is that of `replicated` (primary copy + its slots).
 """
+import functools
+
 import tensorflow as tf
 
 from towertrain.config.cluster_spec import SINGLE
@@ -91,13 +93,11 @@ class CollectiveManager(ReplicatedManager):
         values = tower_non_trainable[source]
         if exchanged.riders and "stats" in exchanged.riders:
             packs = packing.plan(values, 0)
-            out = []
-            for device, flat in zip(self.devices, exchanged.riders["stats"]):
-                with tf.device(device):
-                    out.append(packing.scatter([flat], packs, values))
-            return out
+            return [functools.partial(packing.scatter, [flat], packs, values)
+                    for flat in exchanged.riders["stats"]]
         if self.num_workers > 1 and values:  # statistics that cannot ride: their own sum
             per_device = [n if n is not None else values for n in tower_non_trainable]
-            return self.collectives.from_chief(per_device, source,
-                                               self.collectives.key("stats"))
+            summed = self.collectives.from_chief(per_device, source,
+                                                 self.collectives.key("stats"))
+            return [functools.partial(list, copy) for copy in summed]
         return super()._statistics(tower_non_trainable, exchanged)

@@ -87,8 +87,10 @@ class ReplicatedManager(VariableManager):
         for i, device in enumerate(self.devices):
             with tf.device(device):
                 scale = grad_scale[i] if isinstance(grad_scale, (list, tuple)) else grad_scale
-                update = functools.partial(self._update, i, exchanged.per_device[i], stats[i],
-                                           scale)
+                # The gradients and statistics are cut from their packs inside
+                # the branch: it takes a few flat tensors, not one per variable.
+                update = functools.partial(self._update, i, functools.partial(
+                    exchanged.gradients, i), stats[i], scale)
                 allowed = exchanged.finite[i] if exchanged.finite is not None else None
                 if allowed is None:
                     applied.append(update())
@@ -98,16 +100,19 @@ class ReplicatedManager(VariableManager):
             return tf.reduce_all(tf.stack(applied))
 
     def _statistics(self, tower_non_trainable, exchanged):
-        """Each copy's new batch-norm statistics: tower 0's (or the first tower
-        with examples), packed per dtype on its device and copied to each
-        other device in one transfer."""
+        """Each copy's new batch-norm statistics, as a function that builds
+        them where it is called: tower 0's (or the first tower with
+        examples), packed per dtype on its device and copied to each other
+        device in one transfer, cut there."""
         del exchanged  # one process: the towers' own values
         source = stats_tower(tower_non_trainable)
         values = tower_non_trainable[source]
-        return [values if i == source else _copied(values, self.devices[source], device)
+        return [(lambda: values) if i == source
+                else _copied(values, self.devices[source], device)
                 for i, device in enumerate(self.devices)]
 
-    def _update(self, copy, grads, non_trainable, grad_scale):
+    def _update(self, copy, make_grads, make_stats, grad_scale):
+        grads, non_trainable = make_grads(), make_stats()
         if grad_scale is not None:
             grads = [g / tf.cast(grad_scale, g.dtype) for g in grads]
         if self._deferred is not None:  # --variable_consistency=relaxed
@@ -135,11 +140,13 @@ class ReplicatedManager(VariableManager):
 
 
 def _copied(values, source, device):
-    """`values` (tensors on `source`) on `device`: one flat transfer per dtype."""
+    """`values` (tensors on `source`) on `device`: one flat transfer per
+    dtype, here; returns the function that cuts them back where it is called."""
     if not values:
-        return []
+        return lambda: []
     packs = packing.plan(values, 0)
     with tf.device(source):
         flats = [packing.gather(values, p) for p in packs]
     with tf.device(device):
-        return packing.scatter([tf.identity(flat) for flat in flats], packs, values)
+        moved = [tf.identity(flat) for flat in flats]
+    return lambda: packing.scatter(moved, packs, values)
