@@ -101,17 +101,16 @@ MUTATIONS = [
     # 2b. replicated: each copy keeps its own tower's statistics (copies drift).
     Mutation(
         "replicated_bn_each_copy_its_own", "towertrain/engine/variable_mgr/replicated.py",
-        "        return [values if i == source else _copied(values, self.devices[source], device)\n",
-        "        return [tower_non_trainable[i] or (values if i == source else\n"
-        "                                           _copied(values, self.devices[source], device))\n",
+        "        return [(lambda: values) if i == source\n",
+        "        return [(lambda i=i: tower_non_trainable[i] or values) if True\n",
         [T + "engine/test_batch_norm_numbers.py"]),
     # 2b'. replicated: tower 0's statistics copied tensor by tensor (a
     # transfer per statistic and device, not one flat transfer per device).
     Mutation(
         "stats_copied_per_tensor", "towertrain/engine/variable_mgr/replicated.py",
-        "    with tf.device(device):\n"
-        "        return packing.scatter([tf.identity(flat) for flat in flats], packs, values)\n",
-        "    with tf.device(device):\n        return [tf.identity(v) for v in values]\n",
+        "        moved = [tf.identity(flat) for flat in flats]\n"
+        "    return lambda: packing.scatter(moved, packs, values)\n",
+        "        moved = [tf.identity(v) for v in values]\n    return lambda: moved\n",
         [T + "engine/test_gpu_step_facts.py::"
          "test_the_statistics_reach_each_device_in_one_transfer"]),
     # 2c. independent: every copy takes tower 0's statistics.
@@ -625,8 +624,10 @@ MUTATIONS = [
     # statistics (copied locally) instead of the chief's riding the first pack.
     Mutation(
         "multiworker_stats_from_own_tower0", "towertrain/engine/variable_mgr/collective.py",
-        "            return out\n        if self.num_workers > 1 and values:",
-        "            return super()._statistics(tower_non_trainable, exchanged)\n"
+        "                    for flat in exchanged.riders[\"stats\"]]\n"
+        "        if self.num_workers > 1 and values:",
+        "                    for flat in exchanged.riders[\"stats\"]][:0] or (\n"
+        "                super()._statistics(tower_non_trainable, exchanged))\n"
         "        if self.num_workers > 1 and values:",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # --minimum_learning_rate multiplied by the linear-scaling factor.
@@ -1728,8 +1729,8 @@ MUTATIONS = [
     # The schedule's epoch counted in batches instead of updates.
     Mutation(
         "accumulation_schedule_in_batches", "towertrain/plan/__init__.py",
-        '            steps_per_epoch=steps.updates_per_epoch, total_steps=steps.total),',
-        '            steps_per_epoch=steps.batches_per_epoch, total_steps=steps.total),',
+        "    steps_per_epoch, epoch_text = steps.updates_per_epoch, None\n",
+        "    steps_per_epoch, epoch_text = steps.batches_per_epoch, None\n",
         [T + 'plan/test_plan.py::test_learning_rate_epoch_boundaries_under_accumulation_count_updates',
          T + "recipe/test_accumulation.py::test_schedule_counts_updates"]),
     # The input position counted in updates: resume skips to the wrong batch.
@@ -1780,8 +1781,8 @@ MUTATIONS = [
     # x --scale_learning_rate=linear: scaled by the global batch, not global batch x K.
     Mutation(
         "accumulation_linear_scaling_per_batch", "towertrain/plan/__init__.py",
-        "            params, layout.base_learning_rate, global_batch=batches.per_update,\n",
-        "            params, layout.base_learning_rate, global_batch=batches.global_batch,\n",
+        "                                      global_batch=batches.per_update,\n",
+        "                                      global_batch=batches.global_batch,\n",
         [T + "recipe/test_accumulation_combined.py::test_linear_scaling_and_warmup_count_updates"]),
     # x warmup: the warmup epochs counted in batches instead of updates.
     Mutation(
@@ -2256,9 +2257,9 @@ MUTATIONS = [
         [T + "cluster/test_launch.py::"
          "test_ctrl_c_on_the_launcher_is_the_coordinated_stop_of_every_worker"]),
     Mutation(
-        "slurm_gpus_not_assigned", "towertrain/plan/cluster.py",
-        "dict(gpus_per_task=params.num_gpus, auto_set_gpu=True)",
-        "dict(gpus_per_task=params.num_gpus, auto_set_gpu=False)",
+        "slurm_gpus_not_assigned", "towertrain/config/gpu_share.py",
+        "    first = local_rank * num_gpus\n",
+        "    first = 0\n",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_with_device_gpu_gives_each_task_num_gpus_of_its_node"]),
     # TF_CONFIG or a Slurm step without collective_all_reduce: each task trains alone.
