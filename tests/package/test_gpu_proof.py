@@ -24,10 +24,10 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
     for path in proof.PATHS:
         assert f"\n{path:<15}traced, " in out
     assert "MISSING" not in out
-    # The pack's cross-worker sum and the step's one scalar tail (the example
-    # count rides in it: no collective of its own before the towers).
+    # The pack's cross-worker sum, and nothing else: the step's scalars ride
+    # the pack (no collective of their own before the towers or after).
     for path in ("xring_nccl", "xring_2workers"):
-        assert (f"\n{path:<15}traced, 2 workers x 2 GPUs: 2 CollectiveReduceV2, 2 NcclAllReduce"
+        assert (f"\n{path:<15}traced, 2 workers x 2 GPUs: 1 CollectiveReduceV2, 2 NcclAllReduce"
                 in out), out
     # scatter/xring: per GPU a reduce-scatter and a gather in the worker.
     assert (f"\n{'xring_scatter':<15}traced, 2 workers x 2 GPUs: 2 CollectiveGatherV2, "

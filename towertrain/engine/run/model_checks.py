@@ -161,8 +161,10 @@ def error_text(err):
         return f"{kind}: {message}"
     useful = [line for line in lines if not line.startswith((
         "File ", "in user code:", "Graph execution error", "Detected at node", "[[",
-        "<stack traces", "Traceback", "^"))]
+        "<stack traces", "Traceback", "^")) and not re.match(r"\d+ root error\(s\) found", line)]
     line = re.sub(r"\s*\[Op:[^\]]*\]$", "", (useful or lines or [type(err).__name__])[0])
+    # Several errors at once: '(0) INVALID_ARGUMENT:  <what>'.
+    line = re.sub(r"^\(\d+\) [A-Z_]+:\s*", "", line)
     # A tf.data function's error: 'Error in user-defined function passed to
     # MapDataset:1 transformation with iterator: Iterator::Root::...: <what>'.
     found = re.search(r"with iterator: \S+: (.*)$", line)
