@@ -168,15 +168,14 @@ class TrainStep:
                 exchanged, update, counts, grad_scale)
         else:
             loss, count, stops = self._local_loss(update), update.count, counts.stops
-        applied = self._apply(exchanged, update, grad_scale, sums_checked)
+        applied, clock["computed"] = self._apply(exchanged, update, grad_scale, sums_checked,
+                                                 now)
         with tf.device("/cpu:0"):
             extras = step_outputs.extras(
                 update.results, self.loss_scale, applied, outputs,
                 grad_scale=grad_scale[0] if isinstance(grad_scale, list) else grad_scale)
             if update.correct is not None:
                 extras["top1_correct"] = update.correct
-            with tf.control_dependencies([applied]):
-                clock["computed"] = now()
             with tf.control_dependencies([clock["computed"]]):
                 clock["end"] = now()
             if timed:
@@ -282,22 +281,25 @@ class TrainStep:
             total = tf.add_n(losses)
             return total if self.variables.synchronous else total / len(losses)
 
-    def _apply(self, exchanged, update, grad_scale, sums_checked):
-        """The update. Where the exchange checked its sums, each copy decides
-        alone (the manager's per-device branch); otherwise one boolean on the
-        CPU decides for every copy, so replicas cannot diverge."""
+    def _apply(self, exchanged, update, grad_scale, sums_checked, now):
+        """(whether the update was applied, the time it was done). Where the
+        exchange checked its sums, each copy decides alone (the manager's
+        per-device branch); otherwise one boolean on the CPU decides for every
+        copy, so replicas cannot diverge. The time is taken inside the
+        branches: a timestamp there is not chained after the staging put, so
+        the put's overrun shows."""
         stats = [r.non_trainable if r else None for r in update.results]
         scale = {"grad_scale": grad_scale} if grad_scale is not None else {}
+        with private_api.forget_custom_gradients():  # else each trace leaks its graph
+            if sums_checked:
+                return self.variables.apply(exchanged, stats, timestamp=now, **scale)
 
-        def update_all():
-            with private_api.forget_custom_gradients():  # else each trace leaks its graph
+            def update_all():
                 applied = self.variables.apply(exchanged, stats, **scale)
-            return tf.constant(True) if applied is None else applied
-        if sums_checked:
-            return update_all()
-        with tf.device("/cpu:0"):
-            return tf.cond(tf.reduce_all(tf.stack(update.finite)), update_all,
-                           lambda: tf.constant(False))
+                return tf.constant(True) if applied is None else applied, now()
+            with tf.device("/cpu:0"):
+                return tf.cond(tf.reduce_all(tf.stack(update.finite)), update_all,
+                               lambda: (tf.constant(False), now()))
 
     def _local_sums(self, results, finite):
         """On the CPU: this micro-batch's summed loss, top-1 count (None: not a

@@ -69,7 +69,7 @@ class ReplicatedManager(VariableManager):
         with tf.name_scope("allreduce"):
             return self.all_reduce.exchange(grads, self.devices, riders)
 
-    def apply(self, tower_grads, tower_non_trainable, grad_scale=None):
+    def apply(self, tower_grads, tower_non_trainable, grad_scale=None, timestamp=None):
         """One update on every copy. tower_grads: the exchange's result (or the
         towers' gradients, exchanged here). grad_scale: what the sums are still
         multiplied by (the fp16 loss scale kept through a half-precision
@@ -78,7 +78,10 @@ class ReplicatedManager(VariableManager):
         copy applies only if its own sums are finite: the sums are the same
         bits on every device, so every copy decides alike, and no value is
         gathered to one device first. Returns whether the copies applied (read
-        after the updates)."""
+        after the updates); with timestamp (a function returning the time),
+        also the time the last copy's update was done, taken inside each
+        copy's branch (there it is not chained after the step's staging put,
+        so the put's overrun shows as input wait)."""
         exchanged = tower_grads
         if not isinstance(exchanged, exchange_lib.Exchanged):
             exchanged = self.exchange(tower_grads)
@@ -92,12 +95,17 @@ class ReplicatedManager(VariableManager):
                 update = functools.partial(self._update, i, functools.partial(
                     exchanged.gradients, i), stats[i], scale)
                 allowed = exchanged.finite[i] if exchanged.finite is not None else None
+                clock = timestamp or (lambda: tf.constant(0.0, tf.float64))
                 if allowed is None:
-                    applied.append(update())
+                    applied.append((update(), clock()))
                 else:
-                    applied.append(tf.cond(allowed, update, lambda: tf.constant(False)))
+                    applied.append(tf.cond(allowed, lambda update=update: (update(), clock()),
+                                           lambda: (tf.constant(False), clock())))
         with tf.device("/cpu:0"):
-            return tf.reduce_all(tf.stack(applied))
+            done = tf.reduce_all(tf.stack([flag for flag, _ in applied]))
+            if timestamp is None:
+                return done
+            return done, tf.reduce_max(tf.stack([time for _, time in applied]))
 
     def _statistics(self, tower_non_trainable, exchanged):
         """Each copy's new batch-norm statistics, as a function that builds
