@@ -25,66 +25,44 @@ COLLECTIVE_OPS = ("NcclAllReduce", "CollectiveReduceV2", "CollectiveReduce",
                   "CollectiveBcastRecvV2")
 
 
-def function_graphs(graph):
-    """`graph` and every function graph nested in it (cond branches, loop
-    bodies, called functions), each once."""
-    found, seen = [], set()
-
-    def lookup(g, name):
-        while g is not None:
-            fn = g._get_function(name)  # no public lookup of a nested FuncGraph
-            if fn is not None:
-                return fn
-            g = getattr(g, "outer_graph", None)
-        return None
-
-    def visit(g):
-        found.append(g)
-        for op in g.get_operations():
-            for attr in op.node_def.attr:
-                value = op.node_def.attr[attr]
-                names = [value.func.name] if value.HasField("func") else []
-                names += [f.name for f in value.list.func]
-                for name in names:
-                    if name and name not in seen:
-                        seen.add(name)
-                        fn = lookup(op.graph, name)
-                        if fn is not None:
-                            visit(fn.graph)
-    visit(graph)
-    return found
-
-
-def kept_ops(graph):
-    """The ops of a function graph that run: those its outputs and control
-    outputs reach through data and control inputs. TensorFlow prunes the rest."""
-    kept, stack = set(), [t.op for t in graph.outputs] + list(graph.control_outputs)
-    while stack:
-        op = stack.pop()
-        if op not in kept:
-            kept.add(op)
-            stack.extend(t.op for t in op.inputs)
-            stack.extend(op.control_inputs)
-    return kept
-
-
-def _called_graphs(op):
-    """The function graphs `op` calls (cond branches, loop bodies, calls),
-    nested ones included."""
+def _called_functions(op):
+    """The functions `op` calls (cond branches, loop bodies, calls), looked up
+    from its graph outwards (no public lookup of a nested FuncGraph)."""
     found = []
     for attr in op.node_def.attr:
         value = op.node_def.attr[attr]
         names = [value.func.name] if value.HasField("func") else []
         names += [f.name for f in value.list.func]
-        for name in names:
+        for name in filter(None, names):
             g = op.graph
             while g is not None:
-                fn = g._get_function(name) if name else None  # no public lookup
+                fn = g._get_function(name)
                 if fn is not None:
-                    found.extend(function_graphs(fn.graph))
+                    found.append((name, fn))
                     break
                 g = getattr(g, "outer_graph", None)
     return found
+
+
+def function_graphs(graph):
+    """`graph` and every function graph nested in it (cond branches, loop
+    bodies, called functions), each once."""
+    found, seen = [], set()
+
+    def visit(g):
+        found.append(g)
+        for op in g.get_operations():
+            for name, fn in _called_functions(op):
+                if name not in seen:
+                    seen.add(name)
+                    visit(fn.graph)
+    visit(graph)
+    return found
+
+
+def _called_graphs(op):
+    """The function graphs `op` calls, nested ones included."""
+    return [g for _, fn in _called_functions(op) for g in function_graphs(fn.graph)]
 
 
 UPDATE_OP_TYPES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
