@@ -60,6 +60,19 @@ def function_graphs(graph):
     return found
 
 
+def kept_ops(graph):
+    """The ops of a function graph that run: those its outputs and control
+    outputs reach through data and control inputs. TensorFlow prunes the rest."""
+    kept, stack = set(), [t.op for t in graph.outputs] + list(graph.control_outputs)
+    while stack:
+        op = stack.pop()
+        if op not in kept:
+            kept.add(op)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return kept
+
+
 def _called_graphs(op):
     """The function graphs `op` calls, nested ones included."""
     return [g for _, fn in _called_functions(op) for g in function_graphs(fn.graph)]
