@@ -1261,9 +1261,21 @@ MUTATIONS = [
          "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept"]),
     Mutation(
         "watchdog_phase_not_marked", "towertrain/trainer.py",
-        "                watchdog.mark(watchdog.STEP_FUNCTION)\n", "",
+        "                watchdog.mark(watchdog.STEP_FUNCTION, self._step_phase)\n", "",
         [T + "callbacks/test_step_watchdog.py::"
          "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept"]),
+    # Inside the step function: the exchange's mark set before the towers'
+    # gradients are in (every mark at once), or the step's mark never read.
+    Mutation(
+        "watchdog_exchange_marked_before_the_gradients", "towertrain/engine/step/train_step.py",
+        "                [tf.group(*tensors)] if tensors else []):\n", "                []):\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_the_line_names_the_phase_the_step_function_hung_in"]),
+    Mutation(
+        "watchdog_step_mark_not_read", "towertrain/engine/run/watchdog.py",
+        "    if variable is None:\n        return name\n", "    return name\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_the_line_names_the_phase_the_step_function_hung_in"]),
     Mutation(
         "watchdog_limit_from_the_last_step", "towertrain/engine/run/watchdog.py",
         "            self.slowest = max(self.slowest or 0.0, seconds)\n",

@@ -197,7 +197,7 @@ class Trainer:
         """The step function (towers, exchange, finite check, update):
         engine/step/train_step.py, given the parts it runs and the plan's values."""
         plan = self.plan
-        return step_lib.TrainStep(
+        step = step_lib.TrainStep(
             self.model, self.devices, self.variables, self.feed, loss_fn=self.loss_fn,
             decay_mask=self.decay_mask, loss=plan.recipe.loss, exchange=plan.exchange,
             nominal_batch=plan.batches.global_batch, xla_compile=plan.runtime.xla_compile,
@@ -206,7 +206,9 @@ class Trainer:
             tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
             output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
             cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
-            seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None).fn
+            seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None)
+        self._step_phase = step.phase  # read by the step watchdog if a step hangs
+        return step.fn
 
     # The plan's facts under the names callbacks, tests and users read.
     cluster = property(lambda self: self.plan.topology.cluster)
@@ -255,7 +257,7 @@ class Trainer:
                 watchdog.mark(watchdog.INPUT)  # what the step watchdog names if it hangs
                 put = staged.before_step() if staged is not None else True
                 waited += time.perf_counter() - started  # priming after a fence is input wait
-                watchdog.mark(watchdog.STEP_FUNCTION)
+                watchdog.mark(watchdog.STEP_FUNCTION, self._step_phase)
                 try:
                     if phase == accumulate.WHOLE:
                         loss, examples, finite, extras = self._step_fn(put, outputs)

@@ -5,10 +5,13 @@ checkpoint is intact."""
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
+import tensorflow as tf
 
-from towertrain import Params
+from towertrain import Params, Trainer
+from towertrain.engine.variable_mgr.replicated import ReplicatedManager
 from towertrain.engine.run import watchdog as watchdog_lib
 from towertrain.errors import ParamsError
 
@@ -56,13 +59,56 @@ def test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoi
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
     assert re.fullmatch(
         r"towertrain: error: step 4 has run \d+ s, past --step_timeout_secs=2, last in the "
-        r"step function \(towers, exchange, apply; TensorFlow does not say which op or "
-        r"collective is pending\): a hung collective, peer or kernel; exiting with status 1 "
+        r"step function's towers \(the batch's forward and backward passes; TensorFlow does "
+        r"not say which op or collective is pending\): a hung collective, peer or kernel; exiting with status 1 "
         rf"so a launcher restarts the run from {re.escape(train_dir)}/ckpt-2, the last "
         r"checkpoint", done.stderr.strip().splitlines()[-1]), done.stderr[-3000:]
     assert re.search(r"^3\t", done.stdout, re.M) and not re.search(r"^4\t", done.stdout, re.M)
     assert committed_steps(train_dir) == [2]
     assert saved_tensors(train_dir)["step/.ATTRIBUTES/VARIABLE_VALUE"] == 2  # readable, whole
+
+
+def _block_at(run, release, after):
+    """A tensor that passes `after`'s first tensor through, blocking on the
+    step function's `run`-th call until `release` is set."""
+    calls = []
+
+    def wait(x):
+        calls.append(1)
+        if len(calls) == run:
+            release.wait(120)
+        return x
+    first = [t for t in tf.nest.flatten(after, expand_composites=True)
+             if isinstance(t, tf.Tensor)][0]
+    return tf.py_function(wait, [first], first.dtype)
+
+
+@pytest.mark.parametrize("method, phase", [
+    ("exchange", r"gradient exchange \(every tower's gradients were computed"),
+    ("apply", r"update \(the exchanged sums were on every device")])
+def test_the_line_names_the_phase_the_step_function_hung_in(monkeypatch, method, phase):
+    """The step's own host mark, read when the watch fires: a hang inside the
+    exchange (its first gradient held back) or the update (held until the
+    exchanged sums are in) is named as that phase, not the towers."""
+    release, lines = threading.Event(), []
+    monkeypatch.setattr(watchdog_lib.Watchdog, "_fire", lambda self, ran, limit: (
+        lines.append(self.message(ran, limit)), release.set()))
+    original = getattr(ReplicatedManager, method)
+
+    def held(self, first, *args, **kwargs):
+        blocked = _block_at(3, release, first)
+        with tf.control_dependencies([blocked]):
+            if method == "exchange":  # the exchange's inputs wait: the sums cannot start
+                first = [[tf.identity(g) for g in grads] for grads in first]
+            return original(self, first, *args, **kwargs)
+    monkeypatch.setattr(ReplicatedManager, method, held)
+    Trainer(Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
+                   batch_size=2, num_batches=4,
+                   num_warmup_batches=0, step_timeout_secs=1)).train()
+    assert len(lines) == 1, lines
+    assert re.fullmatch(rf"step 3 has run \d+ s, past --step_timeout_secs=1, last in the step "
+                        rf"function's {phase}; TensorFlow does not say which op or collective "
+                        r"is pending\): .*", lines[0]), lines[0]
 
 
 def test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300():

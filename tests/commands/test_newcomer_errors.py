@@ -297,7 +297,8 @@ def _stuck_step():
     watch = watchdog.Watchdog(timeout=None, where=lambda: " from run/ckpt-16, the last "
                               "checkpoint")
     watch._step, watch.slowest, watch._armed = 17, 2.1, True
-    watchdog.mark(watchdog.STEP_FUNCTION)
+    import tensorflow as tf
+    watchdog.mark(watchdog.STEP_FUNCTION, tf.Variable(watchdog.EXCHANGE))  # the step's own mark
     raise RuntimeError(watch.message(312, watch.limit()))
 
 

@@ -15,10 +15,11 @@ after warm-up has finished (the first steps trace and compile). The main
 thread sits in one TensorFlow call the whole time, so no Python exception
 can reach it: the exit is os._exit.
 
-Phases: the step marks where it is with `mark(phase)` (towertrain.trainer's
-step: the input, the step function, the devices' sync). Inside the step
-function, TensorFlow does not say which of the towers, the exchange or the
-update is pending.
+Phases: the trainer marks where its step is with `mark(phase)` (the input,
+the step function, the devices' sync). Inside the step function the step
+itself sets a host variable as each phase's inputs are computed (towers,
+exchange, update: engine/step/train_step.py); the watch reads it when it
+fires. TensorFlow does not say which op or collective of that phase is pending.
 """
 import os
 import sys
@@ -28,16 +29,41 @@ import time
 MINIMUM_SECS = 300.0
 FACTOR = 10.0
 INPUT = "input (waiting for the step's batch)"
-STEP_FUNCTION = ("the step function (towers, exchange, apply; TensorFlow does not say which "
-                 "op or collective is pending)")
+STEP_FUNCTION = "the step function"
 DEVICE_SYNC = "the devices' sync (--sync_on_finish)"
+# The step function's phases, as its host variable holds them.
+TOWERS, EXCHANGE, UPDATE = 1, 2, 3
+_IN_STEP = {TOWERS: ("towers", "the batch's forward and backward passes"),
+            EXCHANGE: ("gradient exchange", "every tower's gradients were computed"),
+            UPDATE: ("update", "the exchanged sums were on every device")}
+READ_SECS = 5.0  # how long the watch waits to read the step's variable
 
-_PHASE = {"name": None}
+_PHASE = {"name": None, "in_step": None}
 
 
-def mark(phase):
-    """The phase the running step enters now (read by the watch when it fires)."""
-    _PHASE["name"] = phase
+def mark(phase, in_step=None):
+    """The phase the running step enters now (read by the watch when it
+    fires); in_step: the step function's phase variable, for STEP_FUNCTION."""
+    _PHASE["name"], _PHASE["in_step"] = phase, in_step
+
+
+def _phase_text():
+    name, variable = _PHASE["name"], _PHASE["in_step"]
+    if name is None:
+        return "the step's start"
+    if variable is None:
+        return name
+    read = {}
+    # Read aside: if TensorFlow cannot answer, the watch still exits.
+    reader = threading.Thread(target=lambda: read.update(value=int(variable.numpy())),
+                              daemon=True)
+    reader.start()
+    reader.join(READ_SECS)
+    if read.get("value") not in _IN_STEP:
+        return f"{name} (its phase could not be read)"
+    phase, reached = _IN_STEP[read["value"]]
+    return (f"{name}'s {phase} ({reached}; TensorFlow does not say which op or collective "
+            "is pending)")
 
 
 class Watchdog:
@@ -89,6 +115,7 @@ class Watchdog:
 
     def close(self):
         self._since = None
+        mark(None)  # holds no step's variable past the run
         self._stop.set()
 
     def _watch(self):
@@ -110,7 +137,7 @@ class Watchdog:
 
     def message(self, ran, limit):
         """The line the watch prints when the running step has run `ran` s."""
-        phase = _PHASE["name"] or "the step's start"
+        phase = _phase_text()
         return (f"step {self._step} has run {ran:.0f} s, past {self.describe_limit(limit)}, "
                 f"last in {phase}: a hung collective, peer or kernel; exiting with status 1 "
                 f"so a launcher restarts the run{self.where()}")
