@@ -75,6 +75,9 @@ _EXPORTS = {
     "DeviceError": "towertrain.errors",
 }
 
+# The names whose modules are pure Python (the plan and the settings).
+_WITHOUT_TENSORFLOW = {"towertrain.config.params", "towertrain.errors"}
+
 __all__ = sorted(set(_EXPORTS) | {"use_logical_cpus"})
 
 
@@ -96,6 +99,9 @@ def __getattr__(name):
     if target is None:
         raise AttributeError(f"module 'towertrain' has no attribute {name!r}")
     module, attribute = target if isinstance(target, tuple) else (target, name)
+    if module not in _WITHOUT_TENSORFLOW:
+        from towertrain import tf_import  # its start-up lines once, not twice
+        tf_import.import_tensorflow()
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -38,24 +38,10 @@ def run_app(main, flags_parser, command="towertrain"):
 
 
 def import_tensorflow_quietly():
-    """Imports TensorFlow with stderr muted when TF_CPP_MIN_LOG_LEVEL >= 2.
-
-    TF 2.21 prints its oneDNN banner from C++ before absl logging is set up, so
-    TF_CPP_MIN_LOG_LEVEL does not hide it; it would bury the one-line errors
-    and the benchmark output. --verbose or TF_CPP_MIN_LOG_LEVEL=0 shows it.
-    """
-    if "tensorflow" in sys.modules or int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0) < 2:
-        import tensorflow  # noqa: F401
-        return
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        import tensorflow  # noqa: F401
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    """Imports TensorFlow, its C++ start-up lines hidden unless
+    TF_CPP_MIN_LOG_LEVEL < 2 (--verbose), then each once (towertrain.tf_import)."""
+    from towertrain import tf_import
+    tf_import.import_tensorflow()
 
 
 def _own_args(argv):
