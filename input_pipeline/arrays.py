@@ -107,15 +107,22 @@ LABEL_CHECK = "towertrain label check:"  # towertrain.engine.run.model_checks.er
 
 def checked_labels(labels, num_classes, door):
     """`labels`, after an assertion that they lie in 0 .. num_classes - 1."""
-    if not (labels.dtype.is_integer or labels.dtype.is_floating):
+    check = label_check(labels, num_classes, f"towertrain.{door}" if door else "the")
+    if check is None:
         return labels
+    with tf.control_dependencies([check]):
+        return tf.identity(labels)
+
+
+def label_check(labels, num_classes, where):
+    """The assertion that `labels` lie in 0 .. num_classes - 1 (None for labels
+    that are not numbers); where: the input named by its error."""
+    if not (labels.dtype.is_integer or labels.dtype.is_floating):
+        return None
     low = tf.cast(tf.reduce_min(labels), tf.float64)
     high = tf.cast(tf.reduce_max(labels), tf.float64)
     in_range = tf.logical_and(low >= 0, high < num_classes)
-    check = tf.debugging.Assert(in_range, [LABEL_CHECK, door or "input", low, high,
-                                           num_classes])
-    with tf.control_dependencies([check]):
-        return tf.identity(labels)
+    return tf.debugging.Assert(in_range, [LABEL_CHECK, where, low, high, num_classes])
 
 
 def to_data_format(images, data_format):

@@ -107,8 +107,9 @@ class Trainer:
             with tf.device("/cpu:0"):
                 self.stop_request = tf.Variable(0, trainable=False, name="stop_request")
         # The model and the input fit each other, or an error in the user's terms.
-        model_checks.check(self.model, self.input, self.data_format, user_model=model is not None,
-                           default_loss=loss_fn is None)
+        self._tower_labels = model_checks.check(  # a user Input's: checked in the step
+            self.model, self.input, self.data_format, user_model=model is not None,
+            default_loss=loss_fn is None)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
                                self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
@@ -206,7 +207,8 @@ class Trainer:
             tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
             output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
             cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
-            seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None)
+            seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None,
+            label_check=self._tower_labels)
         self._step_phase = step.phase  # read by the step watchdog if a step hangs
         return step.fn
 

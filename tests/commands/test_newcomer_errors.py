@@ -221,6 +221,29 @@ def _dense_model(name="mine"):
                              keras.layers.Dense(10, name="logits")], name=name)
 
 
+def _own_input_labels():
+    """A user's Input subclass whose labels are 10 for a model of 10 classes."""
+    import tensorflow as tf
+    from towertrain.input_pipeline import split_to_devices
+    from towertrain.input_pipeline.base import Input
+
+    class OwnInput(Input):
+        global_batch = 4
+
+        def create(self, devices):
+            images, labels = _arrays()
+            with tf.device("/cpu:0"):
+                self.batches = iter(tf.data.Dataset.from_tensor_slices(
+                    (images, labels + 10)).batch(4).repeat())
+
+        def tower_batches(self, devices):
+            with tf.device("/cpu:0"):
+                batch = next(self.batches)
+            return split_to_devices(batch, devices)
+    Trainer(Params(device="cpu", num_batches=1, num_warmup_batches=0), model=_dense_model(),
+            input_source=OwnInput()).train(write=lambda line: None)
+
+
 def _frozen_model():
     model = _dense_model()
     model.trainable = False
@@ -360,6 +383,7 @@ CASES = {
     "two-input model": lambda mp: _two_inputs(),
     "eval labels outside the classes": lambda mp: _eval_data(batched=True),
     "eval data unbatched": lambda mp: _eval_data(batched=False),
+    "labels of a user's Input": lambda mp: _own_input_labels(),
     "NaN in from_arrays": lambda mp: _nan_in_arrays(),
     "NaN loss_fn": lambda mp: Trainer(
         Params(device="cpu", num_batches=1, num_warmup_batches=0), model=_dense_model(),

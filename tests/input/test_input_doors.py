@@ -171,3 +171,41 @@ def test_multi_output_custom_loss_on_two_devices_equals_serial_keras():
         moved |= not np.allclose(want, start)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(np.abs(want).max(), 1))
     assert moved
+
+
+class OwnInput(towertrain.Input):
+    """A user's Input subclass: it makes and splits its batches itself."""
+
+    name = "own"
+
+    def __init__(self, images, labels):
+        self.global_batch, self._data = BATCH, (images, labels)
+
+    def create(self, devices):
+        with tf.device("/cpu:0"):
+            self._iterator = iter(tf.data.Dataset.from_tensor_slices(self._data)
+                                  .batch(BATCH).repeat())
+
+    def tower_batches(self, devices):
+        from towertrain.input_pipeline import split_to_devices
+        with tf.device("/cpu:0"):
+            batch = next(self._iterator)
+        return split_to_devices(batch, devices)
+
+
+def test_a_user_input_subclass_s_labels_are_checked_in_the_step_too():
+    images, labels = data()
+    labels[BATCH + 3] = CLASSES  # in the second global batch
+    model = small_net()
+    trainer = towertrain.Trainer(params(), model=model, input_source=OwnInput(images, labels))
+    trainer.step()
+    trainer.sync_model()
+    before = model.get_weights()
+    with pytest.raises(towertrain.ModelError, match=(
+            rf"^OwnInput input: label {CLASSES} is outside the model's {CLASSES} classes")):
+        trainer.step()
+    assert trainer.global_step() == 1
+    trainer.sync_model()
+    for got, want in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(got, want)
+    trainer.close()

@@ -29,7 +29,9 @@ from towertrain.errors import ModelError  # noqa: F401 - raised here
 
 def check(model, input_source, data_format, user_model=True, default_loss=True):
     """Checks `model` against `input_source` (before staging wraps it), whose
-    images are in `data_format`."""
+    images are in `data_format`. Returns (classes, the input's name) where the
+    step must check each tower's labels (an input of the user's own class, none
+    of whose batches towertrain sees first), else None."""
     check_built(model, input_source)
     spec = element_spec(input_source)
     if spec is not None:
@@ -43,8 +45,10 @@ def check(model, input_source, data_format, user_model=True, default_loss=True):
             check_label_shape(spec[1], num_classes)
         label_range = getattr(input_source, "label_range", None)
         check_label_range(label_range, num_classes)
-        if label_range is None:
-            watch_labels(input_source, num_classes)
+        user_input = watch_labels(input_source, num_classes) if label_range is None else None
+        if user_input and num_classes:
+            return num_classes, user_input
+    return None
 
 
 def element_spec(input_source):
@@ -268,13 +272,22 @@ def label_range_message(low, high, num_classes, where=None):
 
 def watch_labels(input_source, num_classes):
     """Data not seen up front (from_dataset, from_generator): has the input
-    check each global batch's labels against the model's classes in the step."""
-    while input_source is not None:
+    check each global batch's labels against the model's classes in the step.
+    Returns the class name of a user's Input subclass that makes the batches
+    itself (the step then checks each tower's labels), else None."""
+    while True:
         if hasattr(input_source, "label_classes"):
             if getattr(input_source, "door", None) and num_classes:
                 input_source.label_classes = num_classes
-            return
-        input_source = getattr(input_source, "inner", None)  # staging, a worker's shard
+            return None
+        inner = getattr(input_source, "inner", None)  # staging, a worker's shard
+        if inner is None:
+            break
+        input_source = inner
+    if input_source is None or type(input_source).__module__.split(".")[0] in (
+            "towertrain", "input_pipeline"):
+        return None
+    return type(input_source).__name__
 
 
 def per_example_losses(losses, images, loss_fn):
@@ -346,9 +359,8 @@ def error_from(err):
         return InputError(imagenet.jpeg_message(found.group(1), None, "tf.io.is_jpeg: no"))
     found = _LABEL_FAILED.search(text)
     if found:
-        door, low, high, classes = found.groups()
-        return ModelError(label_range_message(float(low), float(high), int(classes),
-                                              f"towertrain.{door}"))
+        where, low, high, classes = found.groups()
+        return ModelError(label_range_message(float(low), float(high), int(classes), where))
     found = _LOSS_FAILED.search(text)
     if found:
         name, shape, size = found.groups()

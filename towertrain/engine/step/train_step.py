@@ -20,7 +20,7 @@ from towertrain.engine.run import watchdog
 from towertrain.engine.step import step_outputs
 from towertrain.engine.step import tower
 from towertrain.engine.step import towers as towers_lib
-from towertrain.input_pipeline.arrays import InputError
+from towertrain.input_pipeline.arrays import InputError, label_check
 
 
 @contextlib.contextmanager
@@ -83,19 +83,21 @@ class TrainStep:
     a whole step's: see _train_step); stop_request: this worker's stop flag
     (multi-worker); half_precision: the model computes in float16 or
     bfloat16; output_levels: the extras' levels to trace ahead of the first
-    step (step_outputs.levels).
+    step (step_outputs.levels); label_check: (classes, the input's name)
+    where each tower's labels are checked here (a user's Input subclass).
     """
 
     def __init__(self, model, devices, variables, feed, *, loss_fn, decay_mask, loss,
                  exchange, nominal_batch, xla_compile=False, loss_scale=None,
                  accumulators=None, num_workers=1, tower_indices=None, stop_request=None,
                  output_levels=(step_outputs.SCALARS,), cluster_towers=None, seed=0,
-                 half_precision=False):
+                 half_precision=False, label_check=None):
         self.devices, self.variables = list(devices), variables
         self.input, self.staging = feed.input, feed.staging
         self.loss_scale = loss_scale
         self.num_workers = num_workers
         self.stop_request = stop_request
+        self.label_check = label_check
         # A half-precision transfer carries the loss-scaled gradients, unscaled
         # after the sum (as tf_cnn_benchmarks), so small ones survive float16.
         self.scaled_transfer = bool(self.loss_scale) and exchange.compact_gradient_transfer
@@ -219,10 +221,29 @@ class TrainStep:
         else:
             batches = self.input.tower_batches(self.devices)
             got(batches)
+        if self.label_check is not None:
+            batches = self._checked_labels(batches)
         if timed:
             batches = [_after(clock["ready"], device, batch)
                        for device, batch in zip(self.devices, batches)]
         return clock, batches
+
+    def _checked_labels(self, batches):
+        """Each tower's batch with its labels checked where they are: a label
+        outside the model's classes stops the step, before any update, with
+        an error naming the input (a GPU's loss kernel would give NaN, a
+        CPU's its own error). Only the loss waits for the check."""
+        classes, where = self.label_check
+        checked = []
+        for device, (images, labels) in zip(self.devices, batches):
+            with tf.device(device):
+                check = (label_check(labels, classes, where) if isinstance(labels, tf.Tensor)
+                         else None)
+                if check is not None:
+                    with tf.control_dependencies([check]):
+                        labels = tf.identity(labels)
+            checked.append((images, labels))
+        return checked
 
     def _counts(self, batches, phase):
         """The step's Counts. Multi-worker in float32, and with accumulation,
