@@ -155,10 +155,10 @@ def _train(num_devices, spec, compact, use_bf16=False):
     initial = model.get_weights()
     trainer = Trainer(params, model=model,
                       input_source=from_arrays(images, labels, GLOBAL_BATCH))
-    for _ in range(STEPS):
-        assert trainer.step().finite
+    results = [trainer.step() for _ in range(STEPS)]
+    assert all(result.finite for result in results)
     copies = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
-    return initial, copies
+    return initial, copies, results[0].loss
 
 
 
@@ -172,8 +172,11 @@ def _train(num_devices, spec, compact, use_bf16=False):
     ("pscpu", 4, True)])
 def test_compact_training_tracks_float32_and_keeps_copies_identical(spec, num_devices,
                                                                     use_bf16):
-    initial, full = _train(num_devices, spec, compact=False, use_bf16=use_bf16)
-    _, compact = _train(num_devices, spec, compact=True, use_bf16=use_bf16)
+    initial, full, full_loss = _train(num_devices, spec, compact=False, use_bf16=use_bf16)
+    _, compact, compact_loss = _train(num_devices, spec, compact=True, use_bf16=use_bf16)
+    # The step's loss travels in float32 beside the half-precision packs: the
+    # first step's (before any update) is the same bits.
+    assert compact_loss == full_loss
     assert len(compact) == num_devices
     for copy in compact[1:]:
         for a, b in zip(copy, compact[0]):
@@ -187,3 +190,24 @@ def test_compact_training_tracks_float32_and_keeps_copies_identical(spec, num_de
         assert error <= rtol * np.abs(step_f).max(), (error, np.abs(step_f).max())
         rounded |= not np.array_equal(f, c)
     assert rounded, "compact transfer changed nothing: was it applied?"
+
+
+def test_a_loss_beyond_float16_s_range_is_carried_in_float32_and_the_step_applies():
+    """The step's loss rides the exchange to each device's finite check in a
+    float32 pack of its own: a float16 transfer would make a loss of 1e5 (finite,
+    its gradients small) infinite and skip every update."""
+    def offset_loss(labels, logits):
+        return keras.losses.sparse_categorical_crossentropy(
+            labels, logits, from_logits=True) + 1e5
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((GLOBAL_BATCH,) + IMAGE_SHAPE).astype(np.float32)
+    labels = rng.integers(0, NUM_CLASSES, GLOBAL_BATCH).astype(np.int32)
+    model = keras.Sequential([keras.Input(IMAGE_SHAPE), keras.layers.Flatten(),
+                              keras.layers.Dense(NUM_CLASSES)])
+    trainer = Trainer(Params(device="cpu", num_gpus=2, variable_update="replicated",
+                             init_learning_rate=0.1, compact_gradient_transfer=True),
+                      model=model, input_source=from_arrays(images, labels, GLOBAL_BATCH),
+                      loss_fn=offset_loss)
+    result = trainer.step()
+    assert result.finite and 1e5 < result.loss < 1e5 + 10
+    trainer.close()

@@ -47,20 +47,22 @@ class Exchanged(collections.namedtuple(
         return out
 
 
-def exchange_packs(per_device, devices, packs, sum_pack, riders=None, check=True):
+def exchange_packs(per_device, devices, packs, sum_pack, riders=None, check=True,
+                   riders_apart=False):
     """Sums `per_device` (one gradient list per device) pack by pack.
 
     sum_pack(k, flats) -> the per-device sums of pack k's flats.
     riders: {name: (FIRST or LAST, [a float32 vector per device])}; a rider
-    whose pack is not float32 travels in a float32 pack of its own at the end
-    (summed by sum_pack with the next index).
+    whose pack is not float32, and every rider where riders_apart (a pack
+    transferred in half precision), travels in a float32 pack of its own at
+    the end (summed by sum_pack with the next index, len(packs)).
     """
     riders = dict(riders or {})
     float_packs = [k for k, p in enumerate(packs) if p.dtype == tf.float32]
     placed = collections.defaultdict(list)  # pack index -> rider names, in order
     extra = []
     for name, (where, _) in riders.items():
-        if not float_packs:
+        if not float_packs or riders_apart:
             extra.append(name)
         else:
             placed[float_packs[0] if where == FIRST else float_packs[-1]].append(name)
