@@ -519,8 +519,8 @@ MUTATIONS = [
     # Each trace's unused CustomGradient kept every Trainer's graph alive.
     Mutation(
         "traced_update_leaks_its_graph", "towertrain/engine/step/train_step.py",
-        "            with private_api.forget_custom_gradients():  # else each trace leaks its graph",
-        "            with contextlib.nullcontext():  # else each trace leaks its graph",
+        "        with private_api.forget_custom_gradients():  # else each trace leaks its graph",
+        "        with contextlib.nullcontext():  # else each trace leaks its graph",
         [T + "package/test_private_api.py::test_trainers_leave_no_custom_gradient_behind"]),
     # The house. A package left out of setup.py (the wheel lacks it).
     Mutation(
@@ -1016,12 +1016,43 @@ MUTATIONS = [
     # A pack's reduction reads a gradient outside the pack (no overlap possible).
     Mutation(
         "pack_reads_other_gradients", "towertrain/engine/exchange/local.py",
-        "            lambda k, flats: self.algorithm.sum_flats(flats, devices), riders, check)\n",
-        "            lambda k, flats: self.algorithm.sum_flats(\n"
+        "            return algorithm.sum_flats(flats, devices)\n",
+        "            tf = __import__('tensorflow')\n"
+        "            return algorithm.sum_flats(\n"
         "                [f + tf.cast(0 * tf.reduce_sum(g[0]), f.dtype)\n"
-        "                 for f, g in zip(flats, per_device)], devices), riders, check)\n",
+        "                 for f, g in zip(flats, per_device)], devices)\n",
         [T + "engine/test_exchange_graph.py::"
          "test_each_pack_reduction_reads_only_its_own_gradients"]),
+    # A user's Input subclass: its labels are not checked in the step (a
+    # label outside the classes trains on, or fails in the loss kernel), or
+    # its class is not recognised as the user's.
+    Mutation(
+        "user_input_labels_not_checked", "towertrain/engine/step/train_step.py",
+        "        if self.label_check is not None:\n", "        if False:\n",
+        [DOORS + "test_a_user_input_subclass_s_labels_are_checked_in_the_step_too"]),
+    Mutation(
+        "user_input_not_recognised", "towertrain/engine/run/model_checks.py",
+        "    return type(input_source).__name__\n", "    return None\n",
+        [DOORS + "test_a_user_input_subclass_s_labels_are_checked_in_the_step_too"]),
+    # TensorFlow's start-up lines: repeats kept, or the library's import not
+    # routed through towertrain's.
+    Mutation(
+        "start_up_lines_repeated", "towertrain/tf_import.py",
+        "        if key and key in seen:\n            continue\n", "",
+        [T + "package/test_start_up_lines.py"]),
+    Mutation(
+        "library_imports_tensorflow_plainly", "towertrain/__init__.py",
+        "        tf_import.import_tensorflow()\n", "        pass\n",
+        [T + "package/test_start_up_lines.py::"
+         "test_the_library_shows_each_start_up_line_once_and_none_when_asked"]),
+    # A half-precision transfer carries the step's loss, count and stop
+    # requests in its half-precision pack (rounded) instead of a float32 one.
+    Mutation(
+        "riders_in_the_half_precision_pack", "towertrain/engine/exchange/local.py",
+        "                                   riders_apart=apart)\n",
+        "                                   riders_apart=False)\n",
+        [T + "recipe/test_compact_transfer.py::"
+         "test_a_loss_beyond_float16_s_range_is_carried_in_float32_and_the_step_applies"]),
     # The exchange waits for every gradient (as it did inside the finite
     # check's branch): each tower's gradients pass one op before any pack
     # starts, so no pack overlaps the backward pass.
@@ -1167,8 +1198,9 @@ MUTATIONS = [
     # riding the last pack.
     Mutation(
         "tail_in_a_collective_of_its_own", "towertrain/engine/exchange/flow.py",
-        "        if not float_packs:\n            extra.append(name)\n",
-        "        if not float_packs or where == LAST:\n            extra.append(name)\n",
+        "        if not float_packs or riders_apart:\n            extra.append(name)\n",
+        "        if not float_packs or riders_apart or where == LAST:\n"
+        "            extra.append(name)\n",
         [GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
     # The groups opened before step 1 without waiting for each other: no one
     # order of communicator creation across workers.
@@ -3130,8 +3162,9 @@ MUTATIONS = [
     # Each copy applies whatever its verdict (no per-device branch).
     Mutation(
         "copies_apply_without_their_verdict", "towertrain/engine/variable_mgr/replicated.py",
-        "                    applied.append(tf.cond(allowed, update, lambda: tf.constant(False)))\n",
-        "                    applied.append(update())\n",
+        "                    applied.append(tf.cond(allowed, lambda update=update: (update(), clock()),\n"
+        "                                           lambda: (tf.constant(False), clock())))\n",
+        "                    applied.append((update(), clock()))\n",
         [T + "engine/test_finite_check.py::test_nan_gradients_on_one_tower_apply_nothing_on_any_copy"]),
     # Every copy decides from device 0's verdict (a value gathered from one
     # device to every other before each update).
@@ -3145,8 +3178,15 @@ MUTATIONS = [
     # every copy's variables and sums before any update.
     Mutation(
         "one_cpu_branch_for_every_copy", "towertrain/engine/step/train_step.py",
-        "        if sums_checked:\n            return update_all()\n",
-        "        if False:\n            return update_all()\n",
+        "            if sums_checked:\n"
+        "                return self.variables.apply(exchanged, stats, timestamp=now, **scale)\n",
+        "            if sums_checked:\n"
+        "                with tf.device('/cpu:0'):\n"
+        "                    return tf.cond(\n"
+        "                        tf.reduce_all(tf.stack(exchanged.finite)),\n"
+        "                        lambda: self.variables.apply(exchanged._replace(finite=None), "
+        "stats, timestamp=now, **scale),\n"
+        "                        lambda: (tf.constant(False), now()))\n",
         [T + "engine/test_gpu_step_facts.py::test_no_op_gathers_every_device_before_the_update"]),
     Mutation(
         "towers_check_gradients_despite_the_sum", "towertrain/engine/step/train_step.py",
