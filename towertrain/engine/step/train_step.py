@@ -210,9 +210,11 @@ class TrainStep:
         """(clock, each tower's batch): the staged or sliced input, with the
         time it was ready; the towers start after that timestamp, so it cannot
         run late (seen: a compute-bound step reporting input wait)."""
-        clock = {"start": now()}
+        clock, checks = {"start": now()}, []
 
         def got(batches):  # in program order before any put: see StagedInput
+            if self.label_check is not None:
+                checks.extend(self._label_checks(batches))
             with tf.control_dependencies([t for batch in batches for t in batch]):
                 clock["ready"] = now()
 
@@ -221,29 +223,30 @@ class TrainStep:
         else:
             batches = self.input.tower_batches(self.devices)
             got(batches)
-        if self.label_check is not None:
-            batches = self._checked_labels(batches)
+        if checks:  # only the loss waits for the check, not the forward pass
+            batches = [(batch[0], _after(check, device, batch[1:])[0])
+                       if check is not None else batch
+                       for check, device, batch in zip(checks, self.devices, batches)]
         if timed:
             batches = [_after(clock["ready"], device, batch)
                        for device, batch in zip(self.devices, batches)]
         return clock, batches
 
-    def _checked_labels(self, batches):
-        """Each tower's batch with its labels checked where they are: a label
-        outside the model's classes stops the step, before any update, with
-        an error naming the input (a GPU's loss kernel would give NaN, a
-        CPU's its own error). Only the loss waits for the check."""
+    def _label_checks(self, batches):
+        """Each tower's label check where its labels are (None: labels that
+        are not numbers): a label outside the model's classes stops the step,
+        before any update, with an error naming the input (a GPU's loss kernel
+        would give NaN, a CPU's its own error). Built before the staging put:
+        TensorFlow runs a function's stateful ops that take no resource in
+        program order, so a check after the put would hold the towers until
+        the next batch is in."""
         classes, where = self.label_check
-        checked = []
-        for device, (images, labels) in zip(self.devices, batches):
+        checks = []
+        for device, (_, labels) in zip(self.devices, batches):
             with tf.device(device):
-                check = (label_check(labels, classes, where) if isinstance(labels, tf.Tensor)
-                         else None)
-                if check is not None:
-                    with tf.control_dependencies([check]):
-                        labels = tf.identity(labels)
-            checked.append((images, labels))
-        return checked
+                checks.append(label_check(labels, classes, where)
+                              if isinstance(labels, tf.Tensor) else None)
+        return checks
 
     def _counts(self, batches, phase):
         """The step's Counts. Multi-worker in float32, and with accumulation,
