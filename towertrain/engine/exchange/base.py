@@ -28,8 +28,12 @@ class AllReduce(abc.ABC):
 
     def partial_sum(self, flats, devices):
         """The sum on one device, for a hierarchical exchange that crosses
-        workers from there: (device, the sum on it, other outputs that must
-        run). Only the central and NCCL sums have such a device."""
+        workers from there: (sum_device(devices), the sum on it, other outputs
+        that must run). Only the central and NCCL sums have such a device."""
+        raise ValueError(f"all-reduce {self.name!r} has no single device holding the sum")
+
+    def sum_device(self, devices):
+        """The device partial_sum leaves the sum on."""
         raise ValueError(f"all-reduce {self.name!r} has no single device holding the sum")
 
     def reduce(self, per_device, devices):

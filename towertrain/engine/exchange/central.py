@@ -9,10 +9,13 @@ class _CentralAllReduce(AllReduce):
     def reduction_device(self, devices):
         raise NotImplementedError
 
+    def sum_device(self, devices):
+        return devices[0] if len(devices) == 1 else self.reduction_device(devices)
+
     def partial_sum(self, flats, devices):
         if len(devices) == 1:
             return devices[0], flats[0], []
-        device = self.reduction_device(devices)
+        device = self.sum_device(devices)
         with tf.device(device):
             return device, tf.add_n(flats), []
 

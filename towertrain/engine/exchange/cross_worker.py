@@ -45,11 +45,6 @@ from .keys import (ALL_DEVICES_GROUP_BASE, CROSS_WORKER_GROUP, KEYS, LOCAL_GROUP
 from .ordering import DeviceChains, device_type, is_gpu
 
 
-def member_device(devices, local):
-    """The device whose pack sum crosses workers, for a local/xring spec."""
-    return "/cpu:0" if local == "pscpu" and len(devices) > 1 else devices[0]
-
-
 def shard_sizes(length, parts):
     """The lengths of the contiguous shards of a pack of `length` values over
     `parts` local devices: as equal as can be, the first length % parts one
@@ -86,9 +81,9 @@ class ClusterExchange:
         # On a CPU member, the gradient packs' own chain, so their collectives
         # wait for nothing else. A GPU keeps one chain (ordering.py).
         self._pack_token = None
-        if (self.local not in (None, "scatter")
-                and not is_gpu(member_device(self.devices, self.local))):
-            with tf.device(member_device(self.devices, self.local)):
+        if (self.local_algorithm is not None
+                and not is_gpu(self.local_algorithm.sum_device(self.devices))):
+            with tf.device(self.local_algorithm.sum_device(self.devices)):
                 self._pack_token = tf.Variable(0.0, trainable=False, name="pack_token")
 
     def key(self, site):
@@ -113,7 +108,7 @@ class ClusterExchange:
                 for i, device in enumerate(self.devices):
                     found[shard_group(device, count, i)] = (self.num_workers, [i])
         elif self.num_workers > 1:
-            member = member_device(self.devices, self.local)
+            member = self.local_algorithm.sum_device(self.devices)  # crosses workers
             index = cpu if member == "/cpu:0" else self.devices.index(member)
             found[CROSS_WORKER_GROUP[device_type(member)]] = (self.num_workers, [index])
         if self.num_workers > 1:

@@ -16,6 +16,9 @@ class NcclAllReduce(AllReduce):
             return [flats[0]]
         return private_api.nccl_all_sum(flats)  # each output on its input's device
 
+    def sum_device(self, devices):
+        return devices[0]
+
     def partial_sum(self, flats, devices):
         """Every GPU's output must be used: an NcclAllReduce whose output nothing
         reads is pruned from the step (an async stateful op), and the members
@@ -23,4 +26,4 @@ class NcclAllReduce(AllReduce):
         if len(devices) == 1:
             return devices[0], flats[0], []
         summed = self.sum_flats(flats, devices)
-        return devices[0], summed[0], summed[1:]
+        return self.sum_device(devices), summed[0], summed[1:]
