@@ -244,6 +244,21 @@ def _own_input_labels():
             input_source=OwnInput()).train(write=lambda line: None)
 
 
+def _kernel_error_in_a_step():
+    """The command line's line for TensorFlow's error in a step (the whole run:
+    tests/commands/test_step_failure.py)."""
+    import types
+    import tensorflow as tf
+    from towertrain.commands import train
+    err = tf.errors.InvalidArgumentError(None, None, (
+        "Graph execution error:\n\nDetected at node rows/Reshape defined at (most recent "
+        "call last):\n  File \"x.py\", line 1\nInput to reshape is a tensor with 384 "
+        "values, but the requested shape requires a multiple of 7\n\t [[{{node "
+        "rows/Reshape}}]] [Op:__inference_step_1]"))
+    raise RuntimeError(train.step_failure(err, types.SimpleNamespace(
+        model="rows_of_seven", train_dir="run")))
+
+
 def _frozen_model():
     model = _dense_model()
     model.trainable = False
@@ -384,6 +399,7 @@ CASES = {
     "eval labels outside the classes": lambda mp: _eval_data(batched=True),
     "eval data unbatched": lambda mp: _eval_data(batched=False),
     "labels of a user's Input": lambda mp: _own_input_labels(),
+    "kernel error in a step": lambda mp: _kernel_error_in_a_step(),
     "NaN in from_arrays": lambda mp: _nan_in_arrays(),
     "NaN loss_fn": lambda mp: Trainer(
         Params(device="cpu", num_batches=1, num_warmup_batches=0), model=_dense_model(),

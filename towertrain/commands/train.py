@@ -73,6 +73,8 @@ def main(argv):
         return common.fail(str(err))
     except cluster_errors as err:
         _cluster_failure(cluster, err)
+    except _op_error() as err:  # a kernel's error in a step: an op of the model, a shape
+        return common.fail(step_failure(err, params))
     finally:
         trainer.close()  # clears staging areas, whichever way the run ended
     return 0
@@ -94,6 +96,24 @@ def _cluster_errors():
     import tensorflow as tf
     return (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
             tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
+
+
+def _op_error():
+    import tensorflow as tf
+    return tf.errors.OpError
+
+
+def step_failure(err, params):
+    """One line for TensorFlow's error in a step: the model, the op (its node
+    names the tower and layer), what the kernel said, and what is kept."""
+    import re
+    from towertrain.engine.run import model_checks
+    node = re.search(r"Detected at node '?([^\s']+?)'?(?: defined at|\s|$)", err.message)
+    at = f" at node {node.group(1)}" if node else ""
+    kept = (f"--train_dir={params.train_dir} keeps its last checkpoint" if params.train_dir
+            else "no --train_dir: nothing was saved")
+    return (f"--model={params.model}: a training step failed in TensorFlow{at}: "
+            f"{model_checks.error_text(err)} ({type(err).__name__}); {kept}")
 
 
 # The README's first command: what a newcomer runs first.
