@@ -1028,12 +1028,25 @@ MUTATIONS = [
     # its class is not recognised as the user's.
     Mutation(
         "user_input_labels_not_checked", "towertrain/engine/step/train_step.py",
-        "        if self.label_check is not None:\n", "        if False:\n",
+        "            if self.label_check is not None:\n", "            if False:\n",
         [DOORS + "test_a_user_input_subclass_s_labels_are_checked_in_the_step_too"]),
+    # The check built after the staging put: TensorFlow chains it after the
+    # put, and the towers wait for the next batch (the input wait unseen).
+    Mutation(
+        "user_input_labels_checked_after_the_put", "towertrain/engine/step/train_step.py",
+        "        if checks:  # only the loss waits for the check, not the forward pass\n",
+        "        checks = self._label_checks(batches) if self.label_check is not None else []\n"
+        "        if checks:  # only the loss waits for the check, not the forward pass\n",
+        [T + "input/test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share"]),
     Mutation(
         "user_input_not_recognised", "towertrain/engine/run/model_checks.py",
         "    return type(input_source).__name__\n", "    return None\n",
         [DOORS + "test_a_user_input_subclass_s_labels_are_checked_in_the_step_too"]),
+    # TensorFlow's error in a step at the command line: its traceback again.
+    Mutation(
+        "step_kernel_error_traceback", "towertrain/commands/train.py",
+        "    except _op_error() as err:", "    except ZeroDivisionError as err:",
+        [T + "commands/test_step_failure.py"]),
     # TensorFlow's start-up lines: repeats kept, or the library's import not
     # routed through towertrain's.
     Mutation(

@@ -25,7 +25,7 @@ import pytest
 
 from helpers.source_tree import DOOR, ROOT, SOURCES, find_modules, wing
 
-LAYERS = [("errors", "private_api"), ("models", "input_pipeline"), ("config",), ("plan",),
+LAYERS = [("errors", "private_api", "tf_import"), ("models", "input_pipeline"), ("config",), ("plan",),
           ("recipe",), ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
 LAUNCHERS = ("towertrain.__main__", "towertrain.export", "towertrain.scaling", "towertrain.launch")
 
