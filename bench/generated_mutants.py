@@ -52,6 +52,7 @@ MODULES = {
                "tests/state/test_refusal_operands.py", "tests/state/test_state_leftovers.py",
                "tests/state/test_user_model_record.py", "tests/state/test_resume_input.py",
                "tests/state/test_resume_settings.py", "tests/state/test_eval_input_recorded.py",
+               "tests/state/test_run_record_values.py",
                "-k", "not another_optimizer"]),
     "train_dir_lock": dict(
         path="towertrain/state/train_dir_lock.py",

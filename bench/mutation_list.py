@@ -1023,6 +1023,72 @@ MUTATIONS = [
         "                 for f, g in zip(flats, per_device)], devices)\n",
         [T + "engine/test_exchange_graph.py::"
          "test_each_pack_reduction_reads_only_its_own_gradients"]),
+    # The run record's values and the plan's steps (generated survivors,
+    # killed): a shape cut, the changeable values or the learning-rate entry
+    # dropped, ImageNet's files listed by the CIFAR reader, a long file list's
+    # last name or its threshold, equal values read back compared by identity,
+    # a user model's dataset left out of the resume check; an epoch run's
+    # warm-up taking every step, "1 devices", the advice at one per device.
+    Mutation(
+        "record_input_shape_cut", "towertrain/state/run_record.py",
+        "keras_model.input_shape[1:]]",
+        "keras_model.input_shape[2:]]",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "record_changeable_dropped", "towertrain/state/run_record.py",
+        "**(changeable or {}),",
+        "**(changeable and {}),",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "record_learning_rate_dropped", "towertrain/state/run_record.py",
+        "if learning_rate is not None else {}),",
+        "if learning_rate is None else {}),",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "input_record_other_reader", "towertrain/state/run_record.py",
+        "reader = cifar10 if data_name == \"cifar10\" else imagenet",
+        "reader = cifar10 if data_name >= \"cifar10\" else imagenet",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "files_text_last_name", "towertrain/state/run_record.py",
+        "{names[0]} .. {names[-1]}\"",
+        "{names[0]} .. {names[1]}\"",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "files_text_threshold", "towertrain/state/run_record.py",
+        "    if len(names) <= 5:\n",
+        "    if len(names) <= 6:\n",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "resume_changes_by_identity", "towertrain/state/run_record.py",
+        "and record[name] != current[name]:",
+        "and record[name] is not current[name]:",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "recorded_values_by_identity", "towertrain/state/run_record.py",
+        "and given.get(name) != record[name]}",
+        "and given.get(name) is not record[name]}",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "user_model_check_drops_data_name", "towertrain/state/run_record.py",
+        "if name != \"model\"}",
+        "if name > \"model\"}",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
+        "epoch_warmup_takes_every_step", "towertrain/plan/steps.py",
+        "    warmup = min(params.num_warmup_batches, total - 1)\n",
+        "    warmup = min(params.num_warmup_batches, total - 0)\n",
+        [T + "plan/test_multiworker_numbers.py"]),
+    Mutation(
+        "refusal_one_device_plural", "towertrain/plan/steps.py",
+        "device{'s' * (towers > 1)}",
+        "device{'s' * (towers > 0)}",
+        [T + "plan/test_multiworker_numbers.py"]),
+    Mutation(
+        "refusal_advice_at_one_per_device", "towertrain/plan/steps.py",
+        "\"devices\" if examples >= devices else",
+        "\"devices\" if examples > devices else",
+        [T + "plan/test_multiworker_numbers.py"]),
     # A user's Input subclass: its labels are not checked in the step (a
     # label outside the classes trains on, or fails in the loss kernel), or
     # its class is not recognised as the user's.

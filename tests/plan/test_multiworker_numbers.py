@@ -104,3 +104,26 @@ def test_gpu_workers_collectives_line_names_nccl_alone(spec):
     run = plan.build(params, layout, plan.InputFacts(global_batch=GLOBAL))
     assert run.describe()["Collectives"] == (
         "nccl (NCCL between the workers' GPUs; the step's scalars ride the last pack)")
+
+
+@pytest.mark.parametrize("devices,examples,where,fix", [
+    # As many examples as devices: one per device still fits.
+    (D, W * D, f"{B} per device x {D} devices x {W} workers", "use a smaller --batch_size (at "
+     "most 1 per device) or fewer devices"),
+    (1, 4, f"{B} per device x 1 device x {W} workers", "use a smaller --batch_size (at most "
+     f"{4 // W} per device) or fewer devices"),
+])
+def test_the_refusal_s_advice_at_one_example_per_device_and_one_device(
+        tmp_path, devices, examples, where, fix):
+    with pytest.raises(ParamsError) as refused:
+        _plan(examples, 1, devices=devices, num_epochs=1, data_dir=str(tmp_path))
+    assert str(refused.value) == (
+        f"--batch_size={B}: the global batch of {B * devices * W} ({where}) is larger than the "
+        f"{examples} examples of an epoch (the files in --data_dir), so no step would train on "
+        f"a full batch; {fix}")
+
+
+def test_an_epoch_run_warms_up_at_most_all_but_its_last_step():
+    examples = 2 * GLOBAL  # 2 steps an epoch
+    run = _plan(examples, 2, num_epochs=1, num_warmup_batches=5)
+    assert (run.steps.warmup, run.steps.timed, run.steps.total) == (1, 1, 2)
