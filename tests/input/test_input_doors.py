@@ -47,6 +47,14 @@ def params(**kwargs):
     return towertrain.Params(device="cpu", num_gpus=2, init_learning_rate=0.1, **kwargs)
 
 
+def _weights_kept(trainer, model, before):
+    """Nothing of the refused step was applied; closes the trainer."""
+    trainer.sync_model()
+    for got, want in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(got, want)
+    trainer.close()
+
+
 @pytest.mark.parametrize("door", sorted(DOORS))
 @pytest.mark.parametrize("bad", [CLASSES, -1])
 def test_labels_outside_the_models_classes_fail_the_step_naming_them(door, bad):
@@ -66,10 +74,7 @@ def test_labels_outside_the_models_classes_fail_the_step_naming_them(door, bad):
     assert str(failed.value) == (f"towertrain.{door} input: label {bad} is outside the "
                                  f"model's {CLASSES} classes (0 .. {CLASSES - 1}); {fix}")
     assert trainer.global_step() == 1
-    trainer.sync_model()
-    for got, want in zip(model.get_weights(), before):
-        np.testing.assert_array_equal(got, want)
-    trainer.close()
+    _weights_kept(trainer, model, before)
 
 
 def test_a_bad_label_in_the_first_batch_with_staging_on():
@@ -83,10 +88,7 @@ def test_a_bad_label_in_the_first_batch_with_staging_on():
                                                     r"5 is outside the model's 5 classes"):
         trainer.step()
     assert trainer.global_step() == 0
-    trainer.sync_model()
-    for got, want in zip(model.get_weights(), before):
-        np.testing.assert_array_equal(got, want)
-    trainer.close()
+    _weights_kept(trainer, model, before)
 
 
 def trained_weights(make_input, steps=4):
@@ -205,7 +207,4 @@ def test_a_user_input_subclass_s_labels_are_checked_in_the_step_too():
             rf"^OwnInput input: label {CLASSES} is outside the model's {CLASSES} classes")):
         trainer.step()
     assert trainer.global_step() == 1
-    trainer.sync_model()
-    for got, want in zip(model.get_weights(), before):
-        np.testing.assert_array_equal(got, want)
-    trainer.close()
+    _weights_kept(trainer, model, before)
