@@ -1050,6 +1050,11 @@ MUTATIONS = [
         "reader = cifar10 if data_name >= \"cifar10\" else imagenet",
         [T + "state/test_run_record_values.py"]),
     Mutation(
+        "input_record_reader_by_identity", "towertrain/state/run_record.py",
+        "reader = cifar10 if data_name == \"cifar10\" else imagenet",
+        "reader = cifar10 if data_name is \"cifar10\" else imagenet",
+        [T + "state/test_run_record_values.py"]),
+    Mutation(
         "files_text_last_name", "towertrain/state/run_record.py",
         "{names[0]} .. {names[-1]}\"",
         "{names[0]} .. {names[1]}\"",
