@@ -71,6 +71,7 @@ MODULES = {
         path="towertrain/callbacks/checkpointing.py",
         tests=["tests/state/test_checkpoint_estimate.py", "tests/state/test_full_disk.py",
                "tests/callbacks/test_divergence.py", "tests/state/test_checkpoint_files.py",
+               "tests/state/test_train_dir_remains.py",
                "tests/state/test_resume_exact.py"]),
 }
 
