@@ -1094,6 +1094,19 @@ MUTATIONS = [
         "\"devices\" if examples >= devices else",
         "\"devices\" if examples > devices else",
         [T + "plan/test_multiworker_numbers.py"]),
+    # Checkpointing's header after a killed or copied run (generated
+    # survivors of a selection without test_train_dir_remains): the Recovered
+    # line naming the first checkpoint, the state file rebuilt by the
+    # non-writing processes only.
+    Mutation(
+        "recovered_line_names_the_first", "towertrain/callbacks/checkpointing.py",
+        "run resumes from {names[-1]} instead", "run resumes from {names[0]} instead",
+        [T + "state/test_train_dir_remains.py"]),
+    Mutation(
+        "state_file_rebuilt_by_readers_only", "towertrain/callbacks/checkpointing.py",
+        "ckpt_lib.rebuild_state_file(train_dir) if writer else []",
+        "ckpt_lib.rebuild_state_file(train_dir) if not writer else []",
+        [T + "state/test_train_dir_remains.py"]),
     # A user's Input subclass: its labels are not checked in the step (a
     # label outside the classes trains on, or fails in the loss kernel), or
     # its class is not recognised as the user's.
