@@ -1396,7 +1396,7 @@ MUTATIONS = [
     # Inside the step function: the exchange's mark set before the towers'
     # gradients are in (every mark at once), or the step's mark never read.
     Mutation(
-        "watchdog_exchange_marked_before_the_gradients", "towertrain/engine/step/train_step.py",
+        "watchdog_exchange_marked_before_the_gradients", "towertrain/engine/step/phase_marks.py",
         "                [tf.group(*tensors)] if tensors else []):\n", "                []):\n",
         [T + "callbacks/test_step_watchdog.py::"
          "test_the_line_names_the_phase_the_step_function_hung_in"]),

@@ -209,7 +209,7 @@ class Trainer:
             cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
             seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None,
             label_check=self._tower_labels)
-        self._step_phase = step.phase  # read by the step watchdog if a step hangs
+        self._step_phase = step.marks.variable  # read by the step watchdog if a step hangs
         return step.fn
 
     # The plan's facts under the names callbacks, tests and users read.

@@ -5,6 +5,7 @@ and exit status 2; --help lists towertrain's flags and exits 0. TensorFlow's
 own logging stays off the output unless --verbose asks for it.
 """
 import os
+import re
 import sys
 import textwrap
 
@@ -106,7 +107,6 @@ def _op_error():
 def step_failure(err, params):
     """One line for TensorFlow's error in a step: the model, the op (its node
     names the tower and layer), what the kernel said, and what is kept."""
-    import re
     from towertrain.engine.run import model_checks
     node = re.search(r"Detected at node '?([^\s']+?)'?(?: defined at|\s|$)", err.message)
     at = f" at node {node.group(1)}" if node else ""

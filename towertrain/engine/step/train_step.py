@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from towertrain import private_api
 from towertrain.engine.exchange import tail as tail_lib
-from towertrain.engine.step import accumulate
+from towertrain.engine.step import accumulate, phase_marks
 from towertrain.engine.run import model_checks
 from towertrain.engine.run import watchdog
 from towertrain.engine.step import step_outputs
@@ -120,10 +120,7 @@ class TrainStep:
         # would differ from one divided by its count by far more than 1e-5;
         # there the count is summed before the towers, as in one process.
         self.fold_count = num_workers > 1 and not half_precision
-        # The phase the running step reached, set on the host as each phase's
-        # inputs are computed: what the step watchdog names if the step hangs.
-        with tf.device("/cpu:0"):
-            self.phase = tf.Variable(0, dtype=tf.int32, trainable=False, name="step_phase")
+        self.marks = phase_marks.PhaseMarks()  # what the step watchdog names if it hangs
         self.fn = tf.function(self._train_step)
         if self.staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
@@ -148,7 +145,7 @@ class TrainStep:
         # determinism, and then the wait is not reported (never a made-up 0).
         timed = not private_api.op_determinism_enabled()
         now = tf.timestamp if timed else lambda: tf.constant(0.0, tf.float64)
-        self._enter(watchdog.TOWERS, [])
+        self.marks.enter(watchdog.TOWERS)
         clock, batches = self._batches(put, timed, now)
         counts = self._counts(batches, phase)
         with tf.device("/cpu:0"):
@@ -166,12 +163,12 @@ class TrainStep:
             return self._accumulate(results, finite, counts.local, clock, timed, now,
                                     staged_put=self.staging is not None and put)
         update = self._update_of(results, finite, counts, phase, sums_checked)
-        self._enter(watchdog.EXCHANGE, [r.grads for r in update.results if r is not None])
+        self.marks.enter(watchdog.EXCHANGE, [r.grads for r in update.results if r is not None])
         riders = self._riders(update, batches, counts) if sums_checked else None
         exchanged = self.variables.exchange([r.grads if r else None for r in update.results],
                                             [r.non_trainable if r else None
                                              for r in update.results], riders)
-        self._enter(watchdog.UPDATE, exchanged)
+        self.marks.enter(watchdog.UPDATE, exchanged)
         grad_scale = loss_scale if self.scaled_transfer else None
         if sums_checked:
             exchanged, grad_scale, loss, count, stops = self._decide(
@@ -194,17 +191,6 @@ class TrainStep:
             if stops is not None:
                 extras["stop_requests"] = stops
             return loss, count, applied, extras
-
-    def _enter(self, phase, after):
-        """Marks the step as in `phase` once the tensors in `after` are
-        computed. tf.group joins each device's tensors in one op there, so a
-        device crosses to the host once; nothing waits for the mark but the
-        step's end, which already waits for the exchange."""
-        tensors = [t for t in tf.nest.flatten(after, expand_composites=True)
-                   if isinstance(t, tf.Tensor)]
-        with tf.device("/cpu:0"), tf.control_dependencies(
-                [tf.group(*tensors)] if tensors else []):
-            self.phase.assign(phase)
 
     def _batches(self, put, timed, now):
         """(clock, each tower's batch): the staged or sliced input, with the
