@@ -69,10 +69,11 @@ MODULES = {
                "tests/plan/test_multiworker_numbers.py"]),
     "checkpointing": dict(
         path="towertrain/callbacks/checkpointing.py",
-        tests=["tests/state/test_checkpoint_estimate.py", "tests/state/test_full_disk.py",
-               "tests/callbacks/test_divergence.py", "tests/state/test_checkpoint_files.py",
-               "tests/state/test_train_dir_remains.py",
-               "tests/state/test_resume_exact.py"]),
+        # The quick tests first: with -x a mutant is killed by the first failure.
+        tests=["tests/callbacks/test_checkpoint_saver.py",
+               "tests/state/test_checkpoint_files.py", "tests/state/test_train_dir_remains.py",
+               "tests/state/test_checkpoint_estimate.py", "tests/callbacks/test_divergence.py",
+               "tests/state/test_resume_exact.py", "tests/state/test_full_disk.py"]),
 }
 
 # Operators whose mutants are never a realistic bug in these modules: shift,

@@ -11,6 +11,7 @@ CHECKS = T + "engine/test_model_checks.py::"
 GPU_GRAPH = T + "engine/test_collective_gpu_graph.py::"
 SHARE = T + "input/test_worker_share.py::"
 RECIPES = T + "recipe/test_model_recipes.py::"
+SAVER = T + "callbacks/test_checkpoint_saver.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -3411,4 +3412,40 @@ MUTATIONS = [
         "eval_header_names_variables", "towertrain/commands/evaluate.py",
         '"Loss scale", "Variables",\n', '"Loss scale",\n',
         [T + "state/test_eval_checked.py::test_synthetic_eval_says_synthetic"]),
+    # Checkpoint timing and set-aside, generated-mutant survivors: a timed save
+    # a moment or a step late, ckpt-9 dropped as "after" ckpt-10, an earlier
+    # run's diverged files blocking the rename, the step compared by identity
+    # (past 256), a reader losing the disk's latest file, the files' room gone.
+    Mutation(
+        "timed_save_a_moment_late", "towertrain/callbacks/checkpointing.py",
+        "                time.monotonic() - self._last_save_time >= self.save_secs):",
+        "                time.monotonic() - self._last_save_time > self.save_secs):",
+        [SAVER + "test_saves_once_save_secs_have_passed_not_a_moment_before"]),
+    Mutation(
+        "timed_save_a_step_after_the_drain", "towertrain/callbacks/checkpointing.py",
+        "and step >= self._pending_step:", "and step > self._pending_step:",
+        [SAVER + "test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer"]),
+    Mutation(
+        "set_aside_keeps_names_sorting_before", "towertrain/callbacks/checkpointing.py",
+        "if p != path]", "if p < path]",
+        [SAVER + "test_set_aside_makes_ckpt_9_the_latest_when_ckpt_10_diverges"]),
+    Mutation(
+        "set_aside_over_earlier_files_refused", "towertrain/callbacks/checkpointing.py",
+        "aside + file[len(path):], overwrite=True)", "aside + file[len(path):], overwrite=False)",
+        [SAVER + "test_a_diverged_run_sets_aside_over_an_earlier_runs_diverged_files"]),
+    Mutation(
+        "diverged_step_compared_by_identity", "towertrain/callbacks/checkpointing.py",
+        "self.checkpointer.last_saved_step != diverged_step - 1:",
+        "self.checkpointer.last_saved_step is not diverged_step - 1:",
+        [SAVER + "test_a_diverged_run_sets_aside_over_an_earlier_runs_diverged_files"]),
+    Mutation(
+        "reader_ignores_the_disks_latest", "towertrain/callbacks/checkpointing.py",
+        "self.manager.latest_checkpoint or ckpt_lib.latest(",
+        "self.manager.latest_checkpoint and ckpt_lib.latest(",
+        [SAVER + "test_a_non_chief_reads_the_latest_file_of_a_lost_state_file_and_writes_nothing"]),
+    Mutation(
+        "checkpoint_files_room_negative", "towertrain/callbacks/checkpointing.py",
+        "FILE_OVERHEAD_BYTES = 16 * 1024", "FILE_OVERHEAD_BYTES = 16 - 1024",
+        [T + "state/test_checkpoint_estimate.py::"
+         "test_a_small_models_space_asked_holds_the_disk_blocks_its_files_take"]),
 ]

@@ -33,7 +33,9 @@ models.register_model("wide_and_deep", build_wide_and_deep, default_image_size=8
                       default_dataset="cifar10", overwrite=True)
 
 
-def test_the_space_asked_before_training_holds_the_checkpoint_written(tmp_path, monkeypatch):
+def _train_asking(tmp_path, monkeypatch, model, **params):
+    """Trains one step into tmp_path/run; returns (the bytes the run asked the
+    disk for, its train_dir)."""
     asked = []
     check = ckpt_lib.check_free_space
 
@@ -42,14 +44,19 @@ def test_the_space_asked_before_training_holds_the_checkpoint_written(tmp_path, 
         return check(train_dir, needed, free)
     monkeypatch.setattr(ckpt_lib, "check_free_space", recording)
     train_dir = str(tmp_path / "run")
-    trainer = Trainer(Params(model="wide_and_deep", device="cpu", num_batches=1,
-                             num_warmup_batches=0, display_every=100, optimizer="momentum",
-                             train_dir=train_dir))
+    trainer = Trainer(Params(model=model, device="cpu", num_batches=1, num_warmup_batches=0,
+                             display_every=100, train_dir=train_dir, **params))
     try:
         trainer.train(write=helpers.cli.quiet)
     finally:
         trainer.close()
+    [needed] = asked
+    return needed, train_dir
 
+
+def test_the_space_asked_before_training_holds_the_checkpoint_written(tmp_path, monkeypatch):
+    needed, train_dir = _train_asking(tmp_path, monkeypatch, "wide_and_deep",
+                                      optimizer="momentum")
     written = {name: os.path.getsize(os.path.join(train_dir, name))
                for name in os.listdir(train_dir) if not name.startswith(".")}
     assert sorted(written) == ["checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
@@ -59,8 +66,17 @@ def test_the_space_asked_before_training_holds_the_checkpoint_written(tmp_path, 
     # Kernel and bias of each Dense layer, and the momentum slot of each.
     assert sum(1 for n in names if n.startswith("model/")) == 2 * (SMALL_LAYERS + 2)
     assert sum(1 for n in names if n.startswith("slots/")) == 2 * (SMALL_LAYERS + 2)
-    [needed] = asked
     assert needed >= sum(written.values()), (needed, written)
     # The margins: per saved tensor and the fixed files' room, no more.
     margin = checkpointing.PER_TENSOR_BYTES * len(names) + checkpointing.FILE_OVERHEAD_BYTES
     assert needed <= written["ckpt-1.data-00000-of-00001"] + margin, (needed, written)
+
+
+def test_a_small_models_space_asked_holds_the_disk_blocks_its_files_take(tmp_path, monkeypatch):
+    """A model of few tensors: the files' room (a file-system block at least
+    each) is most of what a checkpoint takes on disk."""
+    needed, train_dir = _train_asking(tmp_path, monkeypatch, "trivial", batch_size=2)
+    on_disk = {name: os.stat(os.path.join(train_dir, name)).st_blocks * 512
+               for name in os.listdir(train_dir) if not name.startswith(".")}
+    assert len(on_disk) == 4, on_disk
+    assert needed >= sum(on_disk.values()), (needed, on_disk)
