@@ -2620,9 +2620,9 @@ MUTATIONS = [
         [T + "state/test_state_leftovers.py"]),
     # The run record merged into an earlier run's: its final mark and settings stay.
     Mutation(
-        "run_record_merged_with_leftover", "towertrain/state/checkpoint.py",
-        "            json.dump(info, f, indent=1, sort_keys=True)",
-        "            json.dump({**read_run_info(train_dir), **info}, f, indent=1, sort_keys=True)",
+        "run_record_merged_with_leftover", "towertrain/state/run_record.py",
+        "            json.dump(record, f, indent=1, sort_keys=True)",
+        "            json.dump({**read(train_dir), **record}, f, indent=1, sort_keys=True)",
         [T + "state/test_state_leftovers.py"]),
     # A record's settings checked with no checkpoint to resume (an earlier
     # run's leftover record refuses a fresh run).
@@ -3448,4 +3448,12 @@ MUTATIONS = [
         "FILE_OVERHEAD_BYTES = 16 * 1024", "FILE_OVERHEAD_BYTES = 16 - 1024",
         [T + "state/test_checkpoint_estimate.py::"
          "test_a_small_models_space_asked_holds_the_disk_blocks_its_files_take"]),
+    # export reads a damaged run record with the bare JSON error, naming no file.
+    Mutation(
+        "export_reads_the_record_unchecked", "towertrain/state/export.py",
+        "    info = run_record.read(run_dir)\n",
+        "    import json\n    with open(os.path.join(run_dir, run_record.RUN_INFO_FILE)) as f:\n"
+        "        info = json.load(f)\n",
+        [T + "state/test_export.py::"
+         "test_a_damaged_run_record_fails_naming_the_file_and_the_way_out"]),
 ]

@@ -94,8 +94,7 @@ def test_follower_waits_for_the_final_mark_and_skips_deleted_checkpoints(tmp_pat
     assert (record["final_step"], record["final_checkpoint"]) == (6, "ckpt-6")
     # As if the run were still going: no final mark yet, ckpt-4 deleted by it.
     del record["final_step"], record["final_checkpoint"]
-    from towertrain.state.checkpoint import write_run_info
-    write_run_info(str(tmp_path), record)
+    run_record.write(str(tmp_path), record)
     for name in os.listdir(tmp_path):
         if name.startswith("ckpt-4."):
             os.remove(tmp_path / name)

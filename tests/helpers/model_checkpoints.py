@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from towertrain import models
 from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import run_record
 
 NUM_CLASSES = 10
 
@@ -53,7 +54,7 @@ def write_checkpoint(name, train_dir, rng):
     variables = ckpt_lib.model_variable_dict(model)
     _perturb(variables, rng)
     tf.train.Checkpoint(model=variables).save(os.path.join(train_dir, "ckpt"))
-    ckpt_lib.write_run_info(train_dir, {
+    run_record.write(train_dir, {
         "model": name, "data_name": spec.default_dataset, "num_classes": NUM_CLASSES,
         "data_format": "NHWC", "input_shape": [size, size, 3]})
     images = rng.uniform(0.0, 1.0, (2, size, size, 3)).astype(np.float32)

@@ -1,17 +1,13 @@
 """Checkpoints restore anywhere: mode x devices x data format, plus bad input."""
 import os
 
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from towertrain import Params, Trainer, models
+from towertrain import Params, Trainer
 from towertrain.state import checkpoint as ckpt_lib
-from towertrain.engine.evaluation import evaluator as evaluation
+from towertrain.state import run_record
 from towertrain.errors import ParamsError
-from towertrain.input_pipeline.base import EvalData
-from towertrain.models import FusedBatchNormalization
 
 from helpers.run_handles import checkpointer_for
 from helpers.tiny_models import NUM_EVAL, eval_data, evaluate, tiny_params  # noqa: F401 - registers ckpt_tiny
@@ -85,7 +81,7 @@ def test_checkpoint_of_another_model_lists_variables(tmp_path):
                        match="--model=trivial but .* was trained with --model=ckpt_tiny"):
         other.train(write=lambda line: None)
     # ...and without it the variables themselves tell.
-    os.remove(tmp_path / ckpt_lib.RUN_INFO_FILE)
+    os.remove(tmp_path / run_record.RUN_INFO_FILE)
     with pytest.raises(ckpt_lib.CheckpointError) as err:
         other.train(write=lambda line: None)
     message = str(err.value)

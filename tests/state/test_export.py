@@ -124,6 +124,22 @@ def test_model_flag_contradicting_the_run_record_fails_naming_both(tmp_path):
     assert (tmp_path / "m.keras").exists()
 
 
+def test_a_damaged_run_record_fails_naming_the_file_and_the_way_out(tmp_path):
+    """Left by an earlier writer cut short (a full disk before the record was
+    written whole): export read it with the bare JSON error, naming nothing."""
+    train_dir = str(tmp_path / "train")
+    write_checkpoint("trivial", train_dir, np.random.RandomState(0))
+    record = os.path.join(train_dir, "towertrain_run.json")
+    with open(record, "w") as f:
+        f.write('{"model": "triv')
+    done = _cli(f"--train_dir={train_dir}", f"--output={tmp_path / 'm.keras'}")
+    assert done.returncode == 2
+    assert _error_lines(done.stderr) == [
+        f"towertrain.export: error: {record}: unreadable run record (Unterminated string "
+        "starting at: line 1 column 11 (char 10)); delete it or use another --train_dir"]
+    assert not (tmp_path / "m.keras").exists()
+
+
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
 def test_stock_lrn_matches_the_layer(data_format):
     # Inputs large enough that the normalization is far from the identity (at

@@ -19,7 +19,7 @@ from towertrain.errors import CheckpointError, ClusterError, ParamsError
 from towertrain.plan import InputFacts, cluster, steps
 from towertrain.plan.sections import Outputs
 from towertrain.state import export, run_record, writable
-from towertrain.state.checkpoint import RUN_INFO_FILE
+from towertrain.state.run_record import RUN_INFO_FILE
 
 from helpers.doc_blocks import ROOT
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
-from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import run_record
 from towertrain.state import export as export_lib
 from towertrain.state.checkpoint import CheckpointError
 
@@ -29,7 +29,7 @@ def _tiny_run_params(train_dir, **kw):
 
 
 def _read_record(train_dir):
-    with open(os.path.join(train_dir, ckpt_lib.RUN_INFO_FILE)) as f:
+    with open(os.path.join(train_dir, run_record.RUN_INFO_FILE)) as f:
         return json.load(f)
 
 

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import run_record
 
 from helpers import refusals
 from helpers.cifar_files import write_dataset
@@ -27,7 +27,7 @@ def test_a_resume_on_fewer_files_is_refused_and_resumes_exactly_with_them_back(
     run, reference = str(tmp_path / "run"), str(tmp_path / "reference")
     common = [*FLAGS, f"--data_dir={data_dir}"]
     assert refusals.run_cli([*common, "--num_epochs=1", f"--train_dir={run}"], capsys)[0] == 0
-    with open(os.path.join(run, ckpt_lib.RUN_INFO_FILE)) as f:
+    with open(os.path.join(run, run_record.RUN_INFO_FILE)) as f:
         record = json.load(f)
     assert (record["input_examples"], record["input_files"]) == (40, FILES)
     before = files_of(run)

@@ -7,7 +7,8 @@ import pytest
 from towertrain import Params, ParamsError
 from towertrain.commands import recorded_flags
 from towertrain.state import run_record
-from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
+from towertrain.errors import CheckpointError
+from towertrain.state.run_record import RUN_INFO_FILE
 
 RECORD = {"model": "cifar_cnn", "data_name": "cifar10", "num_classes": 10,
           "data_format": "NCHW", "input_shape": [3, 32, 32]}

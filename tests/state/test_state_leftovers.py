@@ -9,7 +9,7 @@ import os
 from towertrain import Params, Trainer
 from towertrain.callbacks import Callback
 from towertrain.state import run_record, train_dir_lock
-from towertrain.state.checkpoint import RUN_INFO_FILE
+from towertrain.state.run_record import RUN_INFO_FILE
 
 import helpers.cli
 from helpers import refusals

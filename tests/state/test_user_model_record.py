@@ -13,6 +13,7 @@ import pytest
 from towertrain import Params, Trainer
 from towertrain.input_pipeline import from_arrays
 from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import run_record
 from towertrain.state import export as export_lib
 
 import helpers.cli
@@ -46,7 +47,7 @@ def run(tmp_path_factory):
 
 
 def test_the_record_names_the_users_model(run):
-    with open(os.path.join(run, ckpt_lib.RUN_INFO_FILE)) as f:
+    with open(os.path.join(run, run_record.RUN_INFO_FILE)) as f:
         record = json.load(f)
     assert (record["model"], record["user_model"]) == ("mine", True)
 

@@ -100,7 +100,7 @@ def _resuming_saver(plan, handles, checkpointer, write):
         saver.resume_changes = run_record.changes_at_resume(record, changeable)
     saver.restore(chosen)
     _agree_on_resume(plan, out.train_dir, saver.resumed_from)  # before the record changes
-    ckpt_lib.write_run_info(out.train_dir, run_record.record_of(
+    run_record.write(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
         input_record=input_record,

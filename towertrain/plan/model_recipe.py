@@ -34,7 +34,7 @@ from towertrain.models import recipes as recipes_lib
 from towertrain.plan import schedule as schedule_lib
 from towertrain.plan import steps as steps_lib
 
-# The run record's file (towertrain.state.checkpoint.RUN_INFO_FILE; read here
+# The run record's file (towertrain.state.run_record.RUN_INFO_FILE; read here
 # as plain JSON, the plan imports no TensorFlow) and its learning-rate entry.
 RUN_RECORD_FILE = "towertrain_run.json"
 RECORD_ENTRY = "learning_rate"

@@ -11,7 +11,6 @@ type of devices or the data format, so any run restores into any other.
 Layers need explicit names for keys to match across processes (Keras'
 automatic names depend on how many layers a process built before).
 """
-import json
 import os
 import re
 import tempfile
@@ -21,7 +20,6 @@ import tensorflow as tf
 from towertrain import private_api
 from towertrain.errors import CheckpointError  # noqa: F401 - raised here
 
-RUN_INFO_FILE = "towertrain_run.json"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
@@ -384,31 +382,6 @@ def _size(num_bytes):
         if num_bytes < 1024 or unit == "GiB":
             return f"{num_bytes:.0f} {unit}" if unit == "bytes" else f"{num_bytes:.1f} {unit}"
         num_bytes /= 1024
-
-
-def write_run_info(train_dir, info):
-    """Records what export needs to rebuild the model (name, classes, image shape)."""
-    path = os.path.join(train_dir, RUN_INFO_FILE)
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(info, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)  # atomic: a crash never leaves half a file
-    except OSError as err:  # a full disk: the old record stays whole
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise CheckpointError(f"--train_dir={train_dir}: cannot write the run record "
-                              f"{RUN_INFO_FILE} ({err.strerror or err}); free space or use "
-                              "another --train_dir") from err
-
-
-def read_run_info(train_dir):
-    path = os.path.join(train_dir, RUN_INFO_FILE)
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return {}
 
 
 def first_line(err):

@@ -184,8 +184,8 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
     writable.check([("output", output, True), ("saved_model", saved_model, False)])
     path = ckpt_lib.resolve(train_dir, checkpoint)
     run_dir = train_dir or os.path.dirname(path)
-    info = ckpt_lib.read_run_info(run_dir)
     from towertrain.state import run_record  # a user's own model: no registry entry to build
+    info = run_record.read(run_dir)
     run_record.check_rebuildable(
         info, f"--train_dir={train_dir}" if train_dir else f"--checkpoint={checkpoint}", "export")
     if model_name and info.get("model") and model_name != info["model"]:
@@ -196,7 +196,7 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
     model_name = model_name or info.get("model")
     if not model_name:
         raise ckpt_lib.CheckpointError(
-            f"no {ckpt_lib.RUN_INFO_FILE} next to the checkpoint; pass --model")
+            f"no {run_record.RUN_INFO_FILE} next to the checkpoint; pass --model")
     _check_registered(model_name, train_dir, checkpoint)
     input_shape = info.get("input_shape")
     image_size = input_shape[1] if input_shape else None  # square images: H == W either way

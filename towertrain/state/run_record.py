@@ -1,7 +1,6 @@
 """The train_dir's run record (towertrain_run.json): what a run was trained as.
 
-Training writes it (towertrain.callbacks.default_callbacks, via
-checkpoint.write_run_info). --eval reads it so that `--eval --train_dir=D`
+Training writes it (towertrain.callbacks.default_callbacks, via write). --eval reads it so that `--eval --train_dir=D`
 needs no --model, and a flag that contradicts it fails before any model is
 built, with both values named, instead of later as a list of mismatched
 checkpoint variables (or, worse, a run that loads). These functions take
@@ -14,7 +13,9 @@ the right one for evaluation wherever the run was trained.
 import json
 import os
 
-from towertrain.state.checkpoint import RUN_INFO_FILE, CheckpointError
+from towertrain.errors import CheckpointError
+
+RUN_INFO_FILE = "towertrain_run.json"
 
 # Flags whose value must be the one the run was trained with.
 RECORDED_FLAGS = ("model", "data_name")
@@ -64,10 +65,25 @@ def mark_final(train_dir, step, path):
     `--eval --eval_interval_secs` following train_dir stops once it evaluated
     it. Written after the checkpoint, so a reader that sees the mark sees the
     checkpoint; a resumed run rewrites the record without it at its start."""
-    from towertrain.state.checkpoint import write_run_info
     record = read(train_dir)
     record.update(final_step=int(step), final_checkpoint=os.path.basename(path))
-    write_run_info(train_dir, record)
+    write(train_dir, record)
+
+
+def write(train_dir, record):
+    """Writes `record` as train_dir's run record, whole or not at all."""
+    path = os.path.join(train_dir, RUN_INFO_FILE)
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)  # atomic: a crash never leaves half a file
+    except OSError as err:  # a full disk: the old record stays whole
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise CheckpointError(f"--train_dir={train_dir}: cannot write the run record "
+                              f"{RUN_INFO_FILE} ({err.strerror or err}); free space or use "
+                              "another --train_dir") from err
 
 
 def final_step(record):
