@@ -127,8 +127,10 @@ def test_the_header_names_every_removed_folder_and_the_latest_recovered_file(mon
     # A stop that ends the run as planned (--stop_at_top_1_accuracy) is no signal.
     (FakeLoop(start_step=4, step=6, stop_reason="top-1 reached", stop_is_final=True,
               completed=True), "Saved checkpoint at step 6 to run/ckpt-6", True),
-    # A resume with nothing left to train saves nothing new and says nothing.
+    # A resume with nothing left to train saves nothing new and says nothing
+    # (past step 256 the two equal steps are distinct int objects).
     (FakeLoop(start_step=9, step=9, completed=True), None, True),
+    (FakeLoop(start_step=1000, step=int("1000"), completed=True), None, True),
 ])
 def test_the_last_save_says_why_and_a_completed_run_marks_its_checkpoint_final(
         monkeypatch, loop, line, final):
