@@ -2603,14 +2603,13 @@ MUTATIONS = [
         "save_failure_leaves_temp", "towertrain/callbacks/checkpointing.py",
         "            self._remove_partial(os.path.join(self.train_dir, f\"ckpt-{step}\"))\n", "",
         [T + "state/test_full_disk.py"]),
-    # A set-aside writes absolute paths: a copied train_dir resumes from the
-    # original's checkpoint (and its max_to_keep deletes the original's files).
+    # A set-aside (or a lost state file's rebuild) writes absolute paths: a
+    # copied train_dir resumes from the original's checkpoint (and its
+    # max_to_keep deletes the original's files).
     Mutation(
-        "set_aside_state_absolute_paths", "towertrain/callbacks/checkpointing.py",
-        "model_checkpoint_path=os.path.basename(remaining[-1]),\n"
-        "                all_model_checkpoint_paths=[os.path.basename(p) for p in remaining])",
-        "model_checkpoint_path=remaining[-1],\n"
-        "                all_model_checkpoint_paths=remaining)",
+        "set_aside_state_absolute_paths", "towertrain/state/checkpoint.py",
+        "        names = [os.path.basename(path) for path in found]\n",
+        "        names = list(found)\n",
         [T + "callbacks/test_divergence.py::"
          "test_resume_after_divergence_with_a_sane_learning_rate_trains"]),
     # A `checkpoint` state file naming deleted files: TensorFlow's reader error.
@@ -3426,9 +3425,17 @@ MUTATIONS = [
         "and step >= self._pending_step:", "and step > self._pending_step:",
         [SAVER + "test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer"]),
     Mutation(
-        "set_aside_keeps_names_sorting_before", "towertrain/callbacks/checkpointing.py",
-        "if p != path]", "if p < path]",
-        [SAVER + "test_set_aside_makes_ckpt_9_the_latest_when_ckpt_10_diverges"]),
+        "set_aside_state_without_times", "towertrain/callbacks/checkpointing.py",
+        "        ckpt_lib.rebuild_state_file(directory)\n",
+        "        left = [os.path.basename(p) for p in ckpt_lib.checkpoints_on_disk(directory)]\n"
+        "        if left:\n"
+        "            tf.compat.v1.train.update_checkpoint_state(directory, left[-1], left)\n",
+        [SAVER + "test_set_aside_makes_ckpt_9_the_latest_and_max_to_keep_counts_the_rest"]),
+    Mutation(
+        "set_aside_state_file_kept", "towertrain/callbacks/checkpointing.py",
+        "        if tf.io.gfile.exists(state_file):\n            tf.io.gfile.remove(state_file)\n",
+        "",
+        [SAVER + "test_set_aside_makes_ckpt_9_the_latest_and_max_to_keep_counts_the_rest"]),
     Mutation(
         "set_aside_over_earlier_files_refused", "towertrain/callbacks/checkpointing.py",
         "aside + file[len(path):], overwrite=True)", "aside + file[len(path):], overwrite=False)",
@@ -3444,8 +3451,8 @@ MUTATIONS = [
         "self.manager.latest_checkpoint and ckpt_lib.latest(",
         [SAVER + "test_a_non_chief_reads_the_latest_file_of_a_lost_state_file_and_writes_nothing"]),
     Mutation(
-        "checkpoint_files_room_negative", "towertrain/callbacks/checkpointing.py",
-        "FILE_OVERHEAD_BYTES = 16 * 1024", "FILE_OVERHEAD_BYTES = 16 - 1024",
+        "checkpoint_files_room_halved", "towertrain/callbacks/checkpointing.py",
+        "FILE_OVERHEAD_BYTES = 16 * 1024", "FILE_OVERHEAD_BYTES = 8 * 1024",
         [T + "state/test_checkpoint_estimate.py::"
          "test_a_small_models_space_asked_holds_the_disk_blocks_its_files_take"]),
     # export reads a damaged run record with the bare JSON error, naming no file.
@@ -3456,4 +3463,17 @@ MUTATIONS = [
         "        info = json.load(f)\n",
         [T + "state/test_export.py::"
          "test_a_damaged_run_record_fails_naming_the_file_and_the_way_out"]),
+    # A bare --checkpoint=ckpt-1 (from inside the train_dir): its record read
+    # from "" (none found) instead of the current folder.
+    Mutation(
+        "bare_checkpoint_export_reads_no_record", "towertrain/state/export.py",
+        'run_dir = train_dir or os.path.dirname(path) or "."',
+        "run_dir = train_dir or os.path.dirname(path)",
+        [T + "state/test_export.py::"
+         "test_a_bare_checkpoint_name_reads_the_record_of_the_current_folder"]),
+    Mutation(
+        "bare_checkpoint_eval_reads_no_record", "towertrain/state/run_record.py",
+        'else os.path.dirname(checkpoint) or "."', "else os.path.dirname(checkpoint)",
+        [T + "state/test_export.py::"
+         "test_a_bare_checkpoint_name_reads_the_record_of_the_current_folder"]),
 ]

@@ -4,6 +4,7 @@ leftovers, and a diverged checkpoint set aside over an earlier run's files
 (callbacks/checkpointing.py). The timing cases drive CheckpointSaver with a
 clock the test sets, so a save one step or one second late fails."""
 import os
+import types
 
 import pytest
 
@@ -17,22 +18,31 @@ import helpers.tiny_models as tiny_models
 
 
 class FakeHandles:
+    """The staging as the loop sees it: `staged` batches ahead of the step;
+    after drain() nothing is staged anew, so each step trains one of them."""
+
     def __init__(self, staged=0):
-        self.fences, self.staged = [], staged
+        self.fences, self.staged, self.draining = [], staged, False
 
     def add_fence(self, step):
         self.fences.append(step)
 
     def drain(self):
+        self.draining = True
         return self.staged
+
+    def staged_batches(self):
+        return self.staged if self.draining else 1
 
 
 class FakeCheckpointer:
-    def __init__(self, handles, removed=(), rebuilt=()):
+    def __init__(self, handles):
         self.handles, self.saved_at = handles, []
-        self.train_dir, self.rebuilt, self.last_saved_step = "run", list(rebuilt), None
+        self.train_dir, self.rebuilt, self.last_saved_step = "run", [], None
 
     def save(self):
+        # As Checkpointer.save: a timed save with batches staged is an error.
+        assert not self.handles.draining or not self.handles.staged_batches()
         self.saved_at.append(self.step)
         return f"run/ckpt-{self.step}"
 
@@ -55,7 +65,7 @@ class Clock:
 
 def _saver(monkeypatch, save_steps=None, save_secs=None, staged=0, start_step=0, now=100.0):
     clock = Clock(now)
-    monkeypatch.setattr(checkpointing.time, "monotonic", clock)
+    monkeypatch.setattr(checkpointing, "time", types.SimpleNamespace(monotonic=clock))
     checkpointer = FakeCheckpointer(FakeHandles(staged))
     saver = checkpointing.CheckpointSaver(checkpointer, save_steps, save_secs, write=None)
     saver.before_train(FakeLoop(start_step))
@@ -63,6 +73,9 @@ def _saver(monkeypatch, save_steps=None, save_secs=None, staged=0, start_step=0,
 
 
 def _step(saver, checkpointer, step):
+    handles = checkpointer.handles
+    if handles.draining and handles.staged:
+        handles.staged -= 1  # this step trained one of the staged batches
     checkpointer.step = step
     saver.after_step(step, None, 0.1)
 
@@ -93,18 +106,20 @@ def test_saves_once_save_secs_have_passed_not_a_moment_before(monkeypatch):
     assert checkpointer.saved_at == [2, 4]
 
 
-def test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer(monkeypatch):
-    """Two batches staged when the time is up: the save is the step that
-    trains the second of them (the staging areas then empty), not the one after."""
-    saver, checkpointer, clock = _saver(monkeypatch, save_secs=5, staged=2)
+@pytest.mark.parametrize("staged", [0, 2])
+def test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer(monkeypatch, staged):
+    """Batches staged when the time is up: the save is the step that trains
+    the last of them (the staging areas then empty), not the one after; with
+    none staged, the step the time was up."""
+    saver, checkpointer, clock = _saver(monkeypatch, save_secs=5, staged=staged)
     clock.now = 106.0
-    _step(saver, checkpointer, 7)
-    _step(saver, checkpointer, 8)
+    for step in range(7, 7 + staged):
+        _step(saver, checkpointer, step)
     assert checkpointer.saved_at == []
-    _step(saver, checkpointer, 9)
-    assert checkpointer.saved_at == [9]
-    _step(saver, checkpointer, 10)  # saved at 9: the clock starts again there
-    assert checkpointer.saved_at == [9]
+    _step(saver, checkpointer, 7 + staged)
+    assert checkpointer.saved_at == [7 + staged]
+    _step(saver, checkpointer, 8 + staged)  # the clock starts again at the save
+    assert checkpointer.saved_at == [7 + staged]
 
 
 def test_the_header_names_every_removed_folder_and_the_latest_recovered_file(monkeypatch):
@@ -127,10 +142,8 @@ def test_the_header_names_every_removed_folder_and_the_latest_recovered_file(mon
     # A stop that ends the run as planned (--stop_at_top_1_accuracy) is no signal.
     (FakeLoop(start_step=4, step=6, stop_reason="top-1 reached", stop_is_final=True,
               completed=True), "Saved checkpoint at step 6 to run/ckpt-6", True),
-    # A resume with nothing left to train saves nothing new and says nothing
-    # (past step 256 the two equal steps are distinct int objects).
+    # A resume with nothing left to train saves nothing new and says nothing.
     (FakeLoop(start_step=9, step=9, completed=True), None, True),
-    (FakeLoop(start_step=1000, step=int("1000"), completed=True), None, True),
 ])
 def test_the_last_save_says_why_and_a_completed_run_marks_its_checkpoint_final(
         monkeypatch, loop, line, final):
@@ -162,14 +175,22 @@ def _save_at(checkpointer, *steps):
         checkpointer.save()
 
 
-def test_set_aside_makes_ckpt_9_the_latest_when_ckpt_10_diverges(trainer, tmp_path):
+def test_set_aside_makes_ckpt_9_the_latest_and_max_to_keep_counts_the_rest(trainer, tmp_path):
     """ckpt-9 sorts after ckpt-10 as a string: the earlier checkpoints are
-    every other one, not the ones named before it."""
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
-    _save_at(checkpointer, 9, 10)
+    every one left, named relative to train_dir, the latest the last of them;
+    and max_to_keep still counts them (a state file without their times made
+    them kept for ever)."""
+    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path),
+                                          max_to_keep=3)
+    _save_at(checkpointer, 8, 9, 10)
     checkpointer.set_aside(str(tmp_path / "ckpt-10"))
-    assert ckpt_lib.latest(str(tmp_path)) == str(tmp_path / "ckpt-9")
-    assert checkpointer.manager.latest_checkpoint == str(tmp_path / "ckpt-9")
+    state = (tmp_path / ckpt_lib.STATE_FILE).read_text().splitlines()
+    assert state[:3] == ['model_checkpoint_path: "ckpt-9"', 'all_model_checkpoint_paths: "ckpt-8"',
+                         'all_model_checkpoint_paths: "ckpt-9"'], state
+    # The step after the set-aside is saved again (it was not saved: it diverged).
+    assert checkpointer.last_saved_step is None
+    _save_at(checkpointer, 10, 11)
+    assert sorted(int(p.name[5:-6]) for p in tmp_path.glob("ckpt-*.index")) == [9, 10, 11]
 
 
 def test_a_diverged_run_sets_aside_over_an_earlier_runs_diverged_files(trainer, tmp_path):

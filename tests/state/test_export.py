@@ -12,7 +12,7 @@ import pytest
 from towertrain import Trainer
 
 from helpers import tiny_models
-from helpers.cli import driver, run_cli
+from helpers.cli import command, driver, run_cli
 from helpers.model_checkpoints import write_checkpoint
 
 EXPORT_DRIVER = driver("export")
@@ -138,6 +138,28 @@ def test_a_damaged_run_record_fails_naming_the_file_and_the_way_out(tmp_path):
         f"towertrain.export: error: {record}: unreadable run record (Unterminated string "
         "starting at: line 1 column 11 (char 10)); delete it or use another --train_dir"]
     assert not (tmp_path / "m.keras").exists()
+
+
+def test_a_bare_checkpoint_name_reads_the_record_of_the_current_folder(tmp_path):
+    """`--checkpoint=ckpt-1` from inside the train_dir: export finds the record
+    beside it (the model's name, its classes) with no --model, and --eval
+    checks a contradicting --model against it."""
+    train_dir = tmp_path / "train"
+    write_checkpoint("cifar_cnn", str(train_dir), np.random.RandomState(0))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+    def run(*args, module):
+        return subprocess.run(command(*args, module=module), cwd=train_dir, env=env,
+                              capture_output=True, text=True, timeout=240)
+    exported = run("--checkpoint=ckpt-1", "--output=m.keras", module="towertrain.export")
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    assert (train_dir / "m.keras").exists()
+    evaluated = run("--eval", "--checkpoint=ckpt-1", "--model=trivial", "--device=cpu",
+                    module="towertrain")
+    assert evaluated.returncode == 2
+    assert _error_lines(evaluated.stderr)[-1].endswith(
+        "was trained with --model=cifar_cnn; drop --model or use another --train_dir"), \
+        evaluated.stderr
 
 
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])

@@ -124,18 +124,14 @@ class Checkpointer:
         aside = os.path.join(directory, f"diverged-{name}")
         for file in tf.io.gfile.glob(path + ".*"):
             tf.io.gfile.rename(file, aside + file[len(path):], overwrite=True)
-        remaining = [p for p in self.manager.checkpoints if p != path]
-        if remaining:
-            # TF2 has no public setter for the latest-checkpoint file; v1's is it.
-            # It writes paths as given: names relative to train_dir, as
-            # CheckpointManager writes them, so a copied or moved train_dir
-            # resumes from its own checkpoints (absolute ones would send the
-            # resume, and max_to_keep's deletions, to the old location).
-            tf.compat.v1.train.update_checkpoint_state(
-                directory, model_checkpoint_path=os.path.basename(remaining[-1]),
-                all_model_checkpoint_paths=[os.path.basename(p) for p in remaining])
-        else:  # no earlier checkpoint: a resume starts from the initial values
-            tf.io.gfile.remove(os.path.join(directory, "checkpoint"))
+        # The state file is written again from the checkpoints left on disk
+        # (relative names, so a moved train_dir resumes from its own files;
+        # with their times, so max_to_keep goes on deleting the oldest), or
+        # none is left: a resume starts from the initial values.
+        state_file = os.path.join(directory, ckpt_lib.STATE_FILE)
+        if tf.io.gfile.exists(state_file):
+            tf.io.gfile.remove(state_file)
+        ckpt_lib.rebuild_state_file(directory)
         # The manager keeps its own list: rebuild it from the state just written.
         self.manager = tf.train.CheckpointManager(self._checkpoint, self.train_dir,
                                                   max_to_keep=self.max_to_keep)

@@ -183,7 +183,7 @@ def export(train_dir=None, output=None, saved_model=None, data_format=None,
     from towertrain.state import writable  # before the work, nothing written on failure
     writable.check([("output", output, True), ("saved_model", saved_model, False)])
     path = ckpt_lib.resolve(train_dir, checkpoint)
-    run_dir = train_dir or os.path.dirname(path)
+    run_dir = train_dir or os.path.dirname(path) or "."  # a bare ckpt-N: the current folder
     from towertrain.state import run_record  # a user's own model: no registry entry to build
     info = run_record.read(run_dir)
     run_record.check_rebuildable(

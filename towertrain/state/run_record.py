@@ -1,10 +1,11 @@
 """The train_dir's run record (towertrain_run.json): what a run was trained as.
 
-Training writes it (towertrain.callbacks.default_callbacks, via write). --eval reads it so that `--eval --train_dir=D`
-needs no --model, and a flag that contradicts it fails before any model is
-built, with both values named, instead of later as a list of mismatched
-checkpoint variables (or, worse, a run that loads). These functions take
-values; the flags' side (Params) is towertrain.commands.recorded_flags.
+Training writes it (towertrain.callbacks.default_callbacks, via write).
+--eval reads it so that `--eval --train_dir=D` needs no --model, and a flag
+that contradicts it fails before any model is built, with both values named,
+instead of later as a list of mismatched checkpoint variables (or, worse, a
+run that loads). These functions take values; the flags' side (Params) is
+towertrain.commands.recorded_flags.
 
 data_format is recorded but neither filled nor checked: checkpoints do not
 depend on the layout, so the device's default (NHWC on cpu, NCHW on gpu) is
@@ -235,8 +236,8 @@ def check_eval_input(record, data_dir, where):
 def directory(checkpoint, train_dir):
     """Where the record of the checkpoint a run evaluates or resumes lives:
     next to `checkpoint` (--checkpoint) when given, else `train_dir`."""
-    if checkpoint:
-        return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+    if checkpoint:  # a bare name, --checkpoint=ckpt-4: the current folder's
+        return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint) or "."
     return train_dir
 
 
