@@ -3476,4 +3476,24 @@ MUTATIONS = [
         'else os.path.dirname(checkpoint) or "."', "else os.path.dirname(checkpoint)",
         [T + "state/test_export.py::"
          "test_a_bare_checkpoint_name_reads_the_record_of_the_current_folder"]),
+    # Generated-mutant survivors of checkpointing.py: a NaN in an optimizer slot
+    # saved, a failed save's own files left, a step saved twice (past 256),
+    # a timed save measured by the clock's remainder.
+    Mutation(
+        "non_finite_slot_saved", "towertrain/callbacks/checkpointing.py",
+        "        for key, slots in self.state.slots.items():", "        for key, slots in []:",
+        [SAVER + "test_a_nan_in_an_optimizer_slot_alone_is_not_saved"]),
+    Mutation(
+        "failed_save_files_left", "towertrain/callbacks/checkpointing.py",
+        '        for file in tf.io.gfile.glob(prefix + ".*"):', "        for file in []:",
+        [SAVER + "test_a_failed_save_removes_its_temporary_folder_and_its_own_files_only"]),
+    Mutation(
+        "saved_step_compared_by_identity", "towertrain/callbacks/checkpointing.py",
+        "        if step == self.last_saved_step:", "        if step is self.last_saved_step:",
+        [SAVER + "test_a_step_saved_once_is_not_written_again"]),
+    Mutation(
+        "timed_save_by_remainder", "towertrain/callbacks/checkpointing.py",
+        "                time.monotonic() - self._last_save_time >= self.save_secs):",
+        "                time.monotonic() % self._last_save_time >= self.save_secs):",
+        [SAVER + "test_saves_once_save_secs_have_passed_not_a_moment_before"]),
 ]

@@ -90,36 +90,39 @@ def test_saves_every_n_steps_at_the_next_multiple_fenced(monkeypatch, start_step
     assert checkpointer.handles.fences == [first_fence, first_fence + 3, first_fence + 6]
 
 
-def test_saves_once_save_secs_have_passed_not_a_moment_before(monkeypatch):
-    saver, checkpointer, clock = _saver(monkeypatch, save_secs=5)
-    clock.now = 104.9
+@pytest.mark.parametrize("start", [100.0, 3.0])  # the clock counts from boot: any value
+def test_saves_once_save_secs_have_passed_not_a_moment_before(monkeypatch, start):
+    saver, checkpointer, clock = _saver(monkeypatch, save_secs=5, now=start)
+    clock.now = start + 4.75
     _step(saver, checkpointer, 1)
     assert checkpointer.saved_at == []
-    clock.now = 105.0  # exactly save_secs after the start: due
+    clock.now = start + 5  # exactly save_secs after the start: due
     _step(saver, checkpointer, 2)
     assert checkpointer.saved_at == [2]
-    clock.now = 109.5  # counted from the save, not from the start
+    clock.now = start + 9.5  # counted from the save, not from the start
     _step(saver, checkpointer, 3)
     assert checkpointer.saved_at == [2]
-    clock.now = 110.0
+    clock.now = start + 10
     _step(saver, checkpointer, 4)
     assert checkpointer.saved_at == [2, 4]
 
 
 @pytest.mark.parametrize("staged", [0, 2])
-def test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer(monkeypatch, staged):
+@pytest.mark.parametrize("first", [7, 1007])  # past 256 equal steps are distinct ints
+def test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer(monkeypatch, staged,
+                                                                          first):
     """Batches staged when the time is up: the save is the step that trains
     the last of them (the staging areas then empty), not the one after; with
     none staged, the step the time was up."""
     saver, checkpointer, clock = _saver(monkeypatch, save_secs=5, staged=staged)
     clock.now = 106.0
-    for step in range(7, 7 + staged):
+    for step in range(first, first + staged):
         _step(saver, checkpointer, step)
     assert checkpointer.saved_at == []
-    _step(saver, checkpointer, 7 + staged)
-    assert checkpointer.saved_at == [7 + staged]
-    _step(saver, checkpointer, 8 + staged)  # the clock starts again at the save
-    assert checkpointer.saved_at == [7 + staged]
+    _step(saver, checkpointer, first + staged)
+    assert checkpointer.saved_at == [first + staged]
+    _step(saver, checkpointer, first + staged + 1)  # the clock starts again at the save
+    assert checkpointer.saved_at == [first + staged]
 
 
 def test_the_header_names_every_removed_folder_and_the_latest_recovered_file(monkeypatch):
@@ -269,7 +272,8 @@ def test_five_checkpoints_are_kept_unless_told(trainer, tmp_path):
     assert sorted(int(p.name[5:-6]) for p in tmp_path.glob("ckpt-*.index")) == [3, 4, 5, 6, 7]
 
 
-@pytest.mark.parametrize("bad, listed", [(3, "{0}, {1}, {2}"), (4, "{0}, {1}, {2}, ...")])
+@pytest.mark.parametrize("bad, listed", [(1, "{0}"), (3, "{0}, {1}, {2}"),
+                                         (4, "{0}, {1}, {2}, ...")])
 def test_a_non_finite_state_is_not_saved_and_the_error_names_three(trainer, tmp_path, bad,
                                                                       listed):
     checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
@@ -277,7 +281,7 @@ def test_a_non_finite_state_is_not_saved_and_the_error_names_three(trainer, tmp_
     for key in sorted(checkpointer.state.variables)[:bad]:
         variable = checkpointer.state.variables[key]
         variable.assign(ckpt_lib.tf.fill(variable.shape, float("nan")))
-    names = sorted(checkpointer.state.variables)[:3]
+    names = sorted(checkpointer.state.variables)[:min(bad, 3)]
     checkpointer.state.step.assign(2)
     with pytest.raises(TrainingDivergedError) as raised:
         checkpointer.save()
@@ -285,3 +289,39 @@ def test_a_non_finite_state_is_not_saved_and_the_error_names_three(trainer, tmp_
         f"not saving step 2: {bad} variable(s) are not finite ({listed.format(*names)}); the "
         f"last good checkpoint stays {tmp_path}/ckpt-1; try a lower --init_learning_rate "
         f"(now 0.1)")
+
+
+def test_a_nan_in_an_optimizer_slot_alone_is_not_saved(trainer, tmp_path):
+    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
+    _save_at(checkpointer, 1)
+    key = sorted(checkpointer.state.slots)[0]
+    [(name, slot)] = checkpointer.state.slots[key].items()  # momentum's one slot
+    slot.assign(ckpt_lib.tf.fill(slot.shape, float("inf")))
+    checkpointer.state.step.assign(2)
+    with pytest.raises(TrainingDivergedError, match=rf"^not saving step 2: 1 variable\(s\) are "
+                                                    rf"not finite \({key}/{name}\)"):
+        checkpointer.save()
+
+
+def test_a_step_saved_once_is_not_written_again(trainer, tmp_path, monkeypatch):
+    """The run's end saves the step a periodic save just wrote: once is enough
+    (step 1000: equal steps past 256 are distinct ints)."""
+    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
+    _save_at(checkpointer, 1000)
+    writes = []
+    monkeypatch.setattr(checkpointer.manager, "save", lambda **kw: writes.append(kw))
+    assert checkpointer.save() == str(tmp_path / "ckpt-1000")
+    assert writes == []
+
+
+def test_a_failed_save_removes_its_temporary_folder_and_its_own_files_only(tmp_path):
+    """A save that failed while its files were moved into place leaves some
+    of ckpt-N.* beside ckpt-N_temp/; the other checkpoints stay."""
+    for name in ("ckpt-4.index", "ckpt-4.data-00000-of-00001", "ckpt-40.index",
+                 "ckpt-5.index", "ckpt-5.data-00000-of-00001"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "ckpt-5_temp").mkdir()
+    (tmp_path / "ckpt-5_temp" / "part").write_bytes(b"x")
+    checkpointing.Checkpointer._remove_partial(str(tmp_path / "ckpt-5"))
+    assert sorted(os.listdir(tmp_path)) == ["ckpt-4.data-00000-of-00001", "ckpt-4.index",
+                                            "ckpt-40.index"]
