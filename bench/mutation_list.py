@@ -3496,4 +3496,13 @@ MUTATIONS = [
         "                time.monotonic() - self._last_save_time >= self.save_secs):",
         "                time.monotonic() % self._last_save_time >= self.save_secs):",
         [SAVER + "test_saves_once_save_secs_have_passed_not_a_moment_before"]),
+    # Ctrl-C while TensorFlow imports left to Python's KeyboardInterrupt, which
+    # a library's bare `except:` swallows: the run trains on.
+    Mutation(
+        "sigint_left_to_keyboard_interrupt", "towertrain/commands/common.py",
+        "    previous = signal.signal(signal.SIGINT, lambda signum, frame: _exit_on_sigint(command,\n"
+        "                                                                                  stderr))",
+        "    previous = signal.getsignal(signal.SIGINT)",
+        [T + "callbacks/test_signals.py::"
+         "test_ctrl_c_during_an_import_that_catches_every_exception_still_exits_130"]),
 ]

@@ -150,3 +150,38 @@ def test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130(tmp_path):
     assert (proc.returncode, out, err.splitlines()) == (130, "", [
         "towertrain: received SIGINT outside a training step: exiting with status 130 (a run "
         "with --train_dir resumes from its last checkpoint)"]), (proc.returncode, out, err)
+
+
+SWALLOWING_COMMAND = """
+import sys, time
+from absl import flags
+from towertrain.commands import common
+
+def main(argv):
+    print("importing", flush=True)
+    try:  # as a library imported on the way may: every exception caught
+        time.sleep(60)
+    except:  # noqa: E722
+        pass
+    print("trained anyway", flush=True)
+
+common.run_app(main, lambda argv: flags.FLAGS(argv))
+"""
+
+
+def test_ctrl_c_during_an_import_that_catches_every_exception_still_exits_130():
+    """Python's KeyboardInterrupt is raised into whatever code runs; a bare
+    `except:` there swallowed it and the run went on to train."""
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWING_COMMAND], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=helpers.cli.unbuffered_env())
+    try:
+        assert proc.stdout.readline() == "importing\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out, err.splitlines()) == (130, "", [
+        "towertrain: received SIGINT outside a training step: exiting with status 130 (a run "
+        "with --train_dir resumes from its last checkpoint)"]), (proc.returncode, out, err)

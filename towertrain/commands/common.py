@@ -6,6 +6,7 @@ one line `<command>: error: ...` with exit status 2, never absl's FATAL log.
 """
 import os
 import re
+import signal
 import sys
 import textwrap
 
@@ -24,17 +25,30 @@ def run_app(main, flags_parser, command="towertrain"):
     TensorFlow imports, the model builds or the checkpoint restores; a step
     has its own handler) one line and status 130 instead of KeyboardInterrupt's
     60-200 line traceback."""
+    # A handler of its own rather than Python's KeyboardInterrupt: a library
+    # that catches every exception while TensorFlow imports swallowed it, and
+    # the run went on to train. It writes to the stderr of the start: the
+    # import's start-up lines are caught on fd 2 meanwhile (tf_import).
+    stderr = os.dup(2)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: _exit_on_sigint(command,
+                                                                                  stderr))
     from absl import app
     try:
         app.run(main, flags_parser=flags_parser)
-    except KeyboardInterrupt:
-        print(f"{command}: received SIGINT outside a training step: exiting with status 130 "
-              "(a run with --train_dir resumes from its last checkpoint)", file=sys.stderr,
-              flush=True)
-        sys.stdout.flush()
-        # At once: a TensorFlow interrupted in its import can hang the interpreter's
-        # teardown; the trainer was closed on the way out, the kernel frees the lock.
-        os._exit(130)
+    except KeyboardInterrupt:  # raised where a handler of TensorFlow's took over
+        _exit_on_sigint(command, stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        os.close(stderr)
+
+
+def _exit_on_sigint(command, stderr):
+    sys.stdout.flush()
+    os.write(stderr, f"{command}: received SIGINT outside a training step: exiting with status "
+                     "130 (a run with --train_dir resumes from its last checkpoint)\n".encode())
+    # At once: a TensorFlow interrupted in its import can hang the interpreter's
+    # teardown; the kernel frees the train_dir's lock.
+    os._exit(130)
 
 
 def import_tensorflow_quietly():
