@@ -1380,7 +1380,13 @@ MUTATIONS = [
     # Ctrl-C while the CLI starts (imports, building): KeyboardInterrupt's traceback.
     Mutation(
         "ctrl_c_at_start_traceback", "towertrain/commands/common.py",
-        "    except KeyboardInterrupt:\n        print(", "    except ZeroDivisionError:\n        print(",
+        "    previous = signal.signal(signal.SIGINT, lambda signum, frame: _exit_on_sigint(command,\n"
+        "                                                                                  stderr))\n"
+        "    from absl import app\n    try:\n        app.run(main, flags_parser=flags_parser)\n"
+        "    except KeyboardInterrupt:  # raised where a handler of TensorFlow's took over\n"
+        "        _exit_on_sigint(command, stderr)\n",
+        "    previous = signal.getsignal(signal.SIGINT)\n"
+        "    from absl import app\n    try:\n        app.run(main, flags_parser=flags_parser)\n",
         [T + "callbacks/test_signals.py::test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130"]),
     # The step watchdog: a blocked step is never ended / the phase not named /
     # the limit not the slowest step after warm-up.

@@ -131,25 +131,32 @@ def test_sigterm_through_the_cli_saves_the_step_it_names_and_exits_zero(tmp_path
     assert int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE")) == step
 
 
-def test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130(tmp_path):
-    """SIGINT a second in (TensorFlow's import, long before the first step):
-    KeyboardInterrupt printed a 60-200 line traceback."""
-    proc = subprocess.Popen(helpers.cli.command("--model=trivial", "--device=cpu",
-                                                "--num_batches=100000",
-                                                f"--train_dir={tmp_path}"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+ONE_LINE_130 = (130, "", [
+    "towertrain: received SIGINT outside a training step: exiting with status 130 (a run "
+    "with --train_dir resumes from its last checkpoint)"])
+
+
+def _interrupted(command, until_ready):
+    """(status, stdout, stderr lines) of `command` sent SIGINT once until_ready(proc) returns."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=helpers.cli.unbuffered_env())
     try:
-        time.sleep(1)
+        until_ready(proc)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert (proc.returncode, out, err.splitlines()) == (130, "", [
-        "towertrain: received SIGINT outside a training step: exiting with status 130 (a run "
-        "with --train_dir resumes from its last checkpoint)"]), (proc.returncode, out, err)
+    return proc.returncode, out, err.splitlines()
+
+
+def test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130(tmp_path):
+    """SIGINT a second in (TensorFlow's import, long before the first step):
+    KeyboardInterrupt printed a 60-200 line traceback."""
+    command = helpers.cli.command("--model=trivial", "--device=cpu", "--num_batches=100000",
+                                  f"--train_dir={tmp_path}")
+    assert _interrupted(command, lambda proc: time.sleep(1)) == ONE_LINE_130
 
 
 SWALLOWING_COMMAND = """
@@ -172,16 +179,6 @@ common.run_app(main, lambda argv: flags.FLAGS(argv))
 def test_ctrl_c_during_an_import_that_catches_every_exception_still_exits_130():
     """Python's KeyboardInterrupt is raised into whatever code runs; a bare
     `except:` there swallowed it and the run went on to train."""
-    proc = subprocess.Popen([sys.executable, "-c", SWALLOWING_COMMAND], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=helpers.cli.unbuffered_env())
-    try:
+    def importing(proc):
         assert proc.stdout.readline() == "importing\n"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert (proc.returncode, out, err.splitlines()) == (130, "", [
-        "towertrain: received SIGINT outside a training step: exiting with status 130 (a run "
-        "with --train_dir resumes from its last checkpoint)"]), (proc.returncode, out, err)
+    assert _interrupted([sys.executable, "-c", SWALLOWING_COMMAND], importing) == ONE_LINE_130
