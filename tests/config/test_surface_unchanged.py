@@ -41,4 +41,4 @@ def test_the_refusal_walk_finds_messages_in_any_module(tmp_path):
                     "        fail('x', self.x, f'must be >= 1, not {self.x}')\n"
                     "    raise errors.ParamsError('--y: ' + 'bad')\n")
     assert sorted(surface.message_templates(str(path))) == [
-        "--y: bad", "x | {…} | must be >= 1, not {…}"]
+        "--y: bad", "must be >= 1, not {…}"]

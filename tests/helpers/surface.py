@@ -90,8 +90,11 @@ def tfcnn_table():
 
 
 # Refusal messages, read off the source: the text of every `raise
-# ParamsError(...)` and of every call of a function named fail/_fail, wherever
-# that code lives. An f-string's expressions become {…}; a non-literal argument {…}.
+# ParamsError(...)` and the message of every call of a function named
+# fail/_fail (fail(flag, value, message): the message, which follows the flag
+# named in the first), wherever that code lives. An f-string's expressions
+# become {…}; a non-literal argument {…}. Compared as a set: a check written
+# once for many flags (or split in two) says the same words.
 
 def _text(node):
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -123,19 +126,20 @@ def message_templates(path):
         elif isinstance(node, ast.Call) and _callee(node) in ("fail", "_fail"):
             call = node
         if call is not None and call.args:
-            found.append(" | ".join(_text(a) for a in call.args))
+            message = call.args[2:] if _callee(call) != "ParamsError" else call.args
+            found.append(" | ".join(_text(a) for a in message or call.args))
     return found
 
 
 def refusals(root=ROOT):
-    """Every refusal template of the product, one a line, sorted (a multiset)."""
+    """Every refusal template of the product, one a line, sorted, each once."""
     found = []
     for folder in PRODUCT:
         for dirpath, _, files in os.walk(os.path.join(root, folder)):
             for name in files:
                 if name.endswith(".py"):
                     found += message_templates(os.path.join(dirpath, name))
-    return "\n".join(sorted(t.replace("\n", "\\n") for t in found)) + "\n"
+    return "\n".join(sorted({t.replace("\n", "\\n") for t in found})) + "\n"
 
 
 MAKERS = {"flag_reference.txt": flag_reference, "helpfull.txt": helpfull,
