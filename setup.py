@@ -39,7 +39,7 @@ setup(
         "test": ["pytest", "pytest-xdist", *DOCS],
         "docs": DOCS,  # mkdocs build / mkdocs serve (mkdocs.yml)
         "plot": ["matplotlib"],  # the PNG of python -m towertrain.scaling
-        "mutation": ["cosmic-ray"],  # bench/generated_mutants.py (not the suite)
+        "mutation": ["cosmic-ray"],  # mutation/generated_mutants.py (not the suite)
     },
     entry_points={"console_scripts": ["towertrain=towertrain.commands.train:run"]},
 )

@@ -235,7 +235,7 @@ def _hierarchical_sum_on_cpus(monkeypatch, timeout):
 
 def test_cpu_analog_every_member_runs_and_the_sum_arrives(monkeypatch):
     # Before the fix only member 0's output was read: member 1 was pruned and
-    # member 0 waited until DeadlineExceeded (bench/mutation_list.py:
+    # member 0 waited until DeadlineExceeded (mutation/mutation_list.py:
     # nccl_member_outputs_dropped).
     assert _hierarchical_sum_on_cpus(monkeypatch, timeout=20.0) == [[3.0] * 3, [3.0] * 3]
 

@@ -1,19 +1,20 @@
-"""Scripts of bench/ (not a package) imported as modules, for tests that call
-their main() in-process."""
+"""Scripts of bench/ and mutation/ (not packages) imported as modules, for
+tests that call their main() or functions in-process."""
 import importlib.util
 import os
 import sys
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "bench")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "bench")
+MUTATION = os.path.join(ROOT, "mutation")
 
 
-def load(name):
-    """bench/<name>.py as a fresh module (bench/ on sys.path: scripts import
-    their neighbours)."""
-    if BENCH not in sys.path:
-        sys.path.insert(0, BENCH)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
+def load(name, folder=BENCH):
+    """<folder>/<name>.py as a fresh module (the folder on sys.path: scripts
+    import their neighbours)."""
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

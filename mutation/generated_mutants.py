@@ -1,14 +1,17 @@
-"""Generated mutants of the guard modules, beside bench/mutations.py's
+"""Generated mutants of the guard modules, beside mutations.py's
 hand-written list: cosmic-ray (`pip install -e .[mutation]`) makes every small
 change its operators know (a comparison flipped or moved by one, a number
 changed, a `not` added or dropped, `and` for `or`, ...) to one module, and runs
 that module's feature tests on each mutant in a fresh process (TensorFlow is
 imported per mutant, never forked after import).
 
-    python bench/generated_mutants.py --list
-    python bench/generated_mutants.py --module cluster_checks [--cap 840] [--rev HEAD]
+    python mutation/generated_mutants.py --list
+    python mutation/generated_mutants.py --module cluster_checks [--cap 840] [--rev HEAD]
 
-Each run works in a scratch copy (bench/mutations.py's copy_repo: the working
+Each module is named by its dotted name or a suffix of it ("cluster_checks",
+"state.run_record"), found in the copied tree as mutations.py's Module()
+places are (locate.py), so a module moved to another folder is still found.
+Each run works in a scratch copy (mutations.py's copy_repo: the working
 tree, or the committed tree at --rev), stops after --cap seconds (what is not
 run is reported as such), and prints the score (killed / run) and every
 surviving mutant with its line and diff. Survivors are either holes in the
@@ -28,6 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import locate  # noqa: E402
 import mutations  # noqa: E402  (copy_repo, environment)
 
 # The guard modules and the feature tests that prove their claims: small
@@ -35,11 +39,11 @@ import mutations  # noqa: E402  (copy_repo, environment)
 # mutants at ~13 s, and exchange_checks, ~280, need a bigger --cap).
 MODULES = {
     "cluster_checks": dict(
-        path="towertrain/config/cluster_checks.py",
+        module="cluster_checks",
         tests=["tests/config/test_refusal_table.py", "-k",
                "worker or task or slurm or cluster or sync or collective or refusals_only"]),
     "native_precision": dict(
-        path="towertrain/recipe/native_precision.py",
+        module="native_precision",
         tests=["tests/recipe/test_gpu_capability.py", "tests/recipe/test_native_precision.py",
                "-k", "not cli"]),
     # The state a resume compares, the train_dir lock, the run's length and
@@ -47,7 +51,7 @@ MODULES = {
     # checkpoint saving (the slower selections: ~150 mutants each, some of
     # whose tests train and resume; a --cap of hours on 2 cores).
     "run_record": dict(
-        path="towertrain/state/run_record.py",
+        module="run_record",
         tests=["tests/state/test_run_record.py", "tests/state/test_record_fields.py",
                "tests/state/test_refusal_operands.py", "tests/state/test_state_leftovers.py",
                "tests/state/test_user_model_record.py", "tests/state/test_resume_input.py",
@@ -55,20 +59,20 @@ MODULES = {
                "tests/state/test_run_record_values.py",
                "-k", "not another_optimizer"]),
     "train_dir_lock": dict(
-        path="towertrain/state/train_dir_lock.py",
+        module="train_dir_lock",
         tests=["tests/state/test_train_dir_lock.py", "tests/state/test_state_leftovers.py"]),
     "steps": dict(
-        path="towertrain/plan/steps.py",
+        module="steps",
         tests=["tests/plan/test_plan.py", "tests/plan/test_synthetic_epochs.py",
                "tests/plan/test_multiworker_numbers.py",
                "tests/input/test_batch_larger_than_epoch.py",
                "tests/state/test_refusal_operands.py", "tests/engine/test_staging_warmup.py"]),
     "describe": dict(
-        path="towertrain/plan/describe.py",
+        module="describe",
         tests=["tests/plan/test_plan.py", "tests/plan/test_synthetic_epochs.py",
                "tests/plan/test_multiworker_numbers.py"]),
     "checkpointing": dict(
-        path="towertrain/callbacks/checkpointing.py",
+        module="checkpointing",
         # The quick tests first: with -x a mutant is killed by the first failure.
         tests=["tests/callbacks/test_checkpoint_saver.py",
                "tests/state/test_checkpoint_files.py", "tests/state/test_train_dir_remains.py",
@@ -92,10 +96,10 @@ def _selection(module, repo):
     return kept
 
 
-def _config(module, timeout, repo):
+def _config(module, path, timeout, repo):
     tests = " ".join(shlex.quote(part) for part in _selection(module, repo))
     excluded = ", ".join(json.dumps(pattern) for pattern in EXCLUDED_OPERATORS)
-    return (f'[cosmic-ray]\nmodule-path = "{module["path"]}"\ntimeout = {timeout}\n'
+    return (f'[cosmic-ray]\nmodule-path = "{path}"\ntimeout = {timeout}\n'
             f"excluded-modules = []\n"
             f'test-command = "{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"\n'
             f'\n[cosmic-ray.distributor]\nname = "local"\n'
@@ -114,10 +118,11 @@ def run_module(name, cap, rev, per_mutant_timeout, keep):
     try:
         mutations.copy_repo(os.path.join(scratch, "repo"), rev)
         repo = os.path.join(scratch, "repo")
+        path = module_path(module, repo)
         env = dict(mutations.environment(repo), PYTHONPATH=os.pathsep.join(
             [repo, os.path.join(repo, "tests")]))
         with open(os.path.join(scratch, "config.toml"), "w") as f:
-            f.write(_config(module, per_mutant_timeout, repo))
+            f.write(_config(module, path, per_mutant_timeout, repo))
         config, session = os.path.join(scratch, "config.toml"), os.path.join(scratch, "s.sqlite")
 
         def cosmic(*args, timeout=None):
@@ -143,7 +148,7 @@ def run_module(name, cap, rev, per_mutant_timeout, keep):
         except subprocess.TimeoutExpired:  # the cap: what ran is in cosmic-ray's session file
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
-        report(name, module, _results(repo, session), time.monotonic() - started)
+        report(name, path, _results(repo, session), time.monotonic() - started)
     finally:
         if keep:
             print(f"kept {scratch}")
@@ -151,7 +156,15 @@ def run_module(name, cap, rev, per_mutant_timeout, keep):
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def report(name, module, results, seconds):
+def module_path(module, repo):
+    """The file of the module's dotted name (or suffix) in the tree at `repo`."""
+    try:
+        return locate.Index(repo).module_path(module["module"])
+    except locate.Unresolved as problem:
+        sys.exit(f"{problem}: update MODULES")
+
+
+def report(name, path, results, seconds):
     counts = {"killed": 0, "survived": 0, "incompetent": 0, "not run": 0, "skipped": 0}
     survivors = []
     for item, result in results:
@@ -167,7 +180,7 @@ def report(name, module, results, seconds):
             survivors.append((item, result))
     scored = counts["killed"] + counts["survived"]
     score = f"{100.0 * counts['killed'] / scored:.0f}%" if scored else "n/a"
-    print(f"{name} ({module['path']}): {len(results)} mutants, killed {counts['killed']}, "
+    print(f"{name} ({path}): {len(results)} mutants, killed {counts['killed']}, "
           f"survived {counts['survived']}, incompetent {counts['incompetent']}, filtered "
           f"{counts['skipped']}, not run {counts['not run']}; score {score} of those run "
           f"({seconds / 60:.1f} min)")
@@ -193,7 +206,8 @@ def main():
     args = parser.parse_args()
     if args.list:
         for name, module in MODULES.items():
-            print(f"{name}: {module['path']} <- {' '.join(module['tests'])}")
+            print(f"{name}: {module_path(module, mutations.ROOT)} <- "
+                  f"{' '.join(module['tests'])}")
         return
     if shutil.which("cosmic-ray") is None:
         sys.exit("cosmic-ray is not installed: pip install -e .[mutation]")

@@ -1,18 +1,22 @@
 """Break a documented claim in a scratch copy; the tests that prove it must fail.
 
-    python bench/mutations.py            # every breakage (399; at 260 the run took 48 min on a 2-core Zen 4)
-    python bench/mutations.py --list     # names, files and tests
-    python bench/mutations.py --only NAME [--only NAME2 ...]
-    python bench/mutations.py --selfcheck   # proves the scratch code is what runs
+    python mutation/mutations.py            # every breakage (399; at 260 the run took 48 min on a 2-core Zen 4)
+    python mutation/mutations.py --list     # names, places, files and tests
+    python mutation/mutations.py --only NAME [--only NAME2 ...]
+    python mutation/mutations.py --check    # every entry resolves, its tests exist (no run)
+    python mutation/mutations.py --where FILE 'old text'   # the place a new entry names
+    python mutation/mutations.py --selfcheck   # proves the scratch code is what runs
 
-Each breakage is a small text patch: (file, exact old text, new text, tests).
-For each one the script copies the repository to a fresh scratch directory,
+Each breakage is a small text patch: (place, old text, new text, tests),
+the place being the function, method, class or module-level name that holds
+the old text, found by parsing the product (locate.py), not a file path. For
+each one the script copies the repository to a fresh scratch directory,
 applies the patch there, runs the named tests in that copy and reports
 
     CAUGHT   the tests failed (the failing test ids are listed),
     MISSED   the tests passed: the claim is not proven, write a test,
-    BROKEN   the old text is no longer in the file (or is there more than once):
-             the code moved; update the entry so it breaks the same claim again.
+    BROKEN   the place or the old text is not found exactly once: the code was
+             renamed or changed; update the entry so it breaks the same claim.
 
 A baseline run of every named test on the unpatched copy comes first (skip it
 with --no-baseline): a test that already fails there cannot tell anything and
@@ -33,7 +37,7 @@ and towertrain.input_pipeline import from in a scratch copy (all must be
 under it) and applies a patch that makes each of them raise on import, which
 must fail.
 
-It need not run in CI. The breakages live in bench/mutation_list.py: add an
+It need not run in CI. The breakages live in mutation/mutation_list.py: add an
 entry there whenever a documented claim gets a test.
 """
 import argparse
@@ -60,7 +64,9 @@ def IGNORE(directory, names):
             if os.path.isdir(os.path.join(directory, name))}
     return set(_IGNORE_NAMES(directory, names)) | runs
 
-from mutation_list import MUTATIONS  # noqa: E402 - bench/ is the script's dir
+import locate  # noqa: E402 - mutation/ is the script's dir
+import named_tests  # noqa: E402
+from mutation_list import MUTATIONS  # noqa: E402
 
 
 
@@ -98,17 +104,27 @@ def environment(scratch):
 
 def apply(scratch, mutation):
     """Patches the scratch copy; returns None, or why the patch cannot apply."""
-    path = os.path.join(scratch, mutation.file)
-    if not os.path.exists(path):
-        return f"{mutation.file} does not exist"
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    count = text.count(mutation.old)
-    if count != 1:
-        return (f"old text found {count} times in {mutation.file} (expected exactly once)")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text.replace(mutation.old, mutation.new))
+    try:
+        locate.apply(locate.resolve(mutation.place, mutation.old, mutation.new, root=scratch),
+                     scratch)
+    except locate.Unresolved as problem:
+        return str(problem)
     return None
+
+
+def check(mutations, root=ROOT):
+    """Why each entry would not run in the tree at `root`: its place or old
+    text not found exactly once, or a test it names missing. [] when none."""
+    index = locate.Index(root)
+    problems = []
+    for mutation in mutations:
+        try:
+            locate.resolve(mutation.place, mutation.old, mutation.new, index, root)
+        except locate.Unresolved as problem:
+            problems.append(f"{mutation.name}: {problem}")
+        problems += [f"{mutation.name}: {why}" for why in
+                     filter(None, (named_tests.problem(t, root) for t in mutation.tests))]
+    return problems
 
 
 FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
@@ -164,6 +180,10 @@ def selfcheck(workdir, rev=None, overlay=()):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the breakages and exit")
+    parser.add_argument("--check", action="store_true",
+                        help="check that every entry resolves and its tests exist, and exit")
+    parser.add_argument("--where", nargs=2, metavar=("FILE", "OLD_TEXT"),
+                        help="print the place a new entry for OLD_TEXT in FILE names, and exit")
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="run only this breakage (repeatable)")
     parser.add_argument("--no-baseline", action="store_true",
@@ -182,9 +202,21 @@ def main():
 
     names = [m.name for m in MUTATIONS]
     assert len(set(names)) == len(names), "duplicate breakage names"
+    if args.where:
+        print(repr(locate.enclosing(*args.where)))
+        return 0
+    if args.check:
+        problems = check(MUTATIONS)
+        print("\n".join(problems) or f"all {len(MUTATIONS)} entries resolve; their tests exist")
+        return 1 if problems else 0
     if args.list:
+        index = locate.Index()
         for m in MUTATIONS:
-            print(f"{m.name}\n    {m.file}\n    tests: {' '.join(m.tests)}")
+            try:
+                where = locate.resolve(m.place, m.old, m.new, index).where
+            except locate.Unresolved as problem:
+                where = f"BROKEN: {problem}"
+            print(f"{m.name}\n    {where}\n    tests: {' '.join(m.tests)}")
         return 0
     unknown = set(args.only) - set(names)
     if unknown:
