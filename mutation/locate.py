@@ -3,14 +3,17 @@
 A hand-written breakage names the code it changes by the definition that
 holds it, never by a path:
 
-    At("StagingArea.get")                     a method (class, then method)
-    At("slice_global_batch")                  a function (any module)
-    At("cifar_train.crop")                    a function nested in another
-    At("IMAGENET_EVAL_CROP")                  a module-level assignment
-    At("Topology.devices")                    a class-level assignment
-    At("_validate", module="exchange.ring")   a name defined in several modules
+    At("StagedInput.tower_batches")           a method (class, then method)
+    At("split_to_devices")                    a function (any module)
+    At("exchange_packs.run")                  a function nested in another
+    At("GPU_MINIMUM")                         a module-level assignment
+    At("learning_rate", module="schedule")    a name defined in several modules
     Module("plan.steps")                      a module's code in no definition
                                               (its imports)
+
+The definitions are functions, classes and assignments at module or class
+level, at any depth of classes and functions (not assignments inside a
+function: their text belongs to the function).
 
 Every product .py file (towertrain/, models/, input_pipeline/) is parsed;
 the name must be defined exactly once. What survives what:
@@ -34,6 +37,8 @@ block), and the new text is shifted alike.
 
 Files that are not product code (docs, README, BUILD, bench/ scripts) are
 named by path, File("README.md"), and the old text must occur once in the file.
+`enclosing` is the inverse: the smallest definition around a text, for a new
+entry (mutations.py --where) and for re-placing entries after a move.
 """
 import ast
 import dataclasses
@@ -72,10 +77,13 @@ class Module:
         return f"module {self.name}"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class File:
     """A file that is not product code, by its path from the repository root."""
     path: str
+
+    def __repr__(self):
+        return f'File("{self.path}")'
 
     def __str__(self):
         return self.path
@@ -298,9 +306,13 @@ def apply(patch, root):
 
 def enclosing(path, old, index=None, root=ROOT):
     """The At() naming the smallest definition around `old`'s one occurrence
-    in the product file `path`: what a new entry writes (mutations.py --where).
+    in the product file `path`: what a new entry writes (mutations.py --where);
+    File(path) for a file that is not product code.
     A Module() when the text sits in no definition (an import)."""
     index = index or Index(root)
+    if path not in index.sources:  # not product code: named by its path
+        resolve(File(path), old, old, root=root)
+        return File(path)
     text = index.sources[path]
     if text.count(old) != 1:
         raise Unresolved(f"{path}: the old text occurs {text.count(old)} times")

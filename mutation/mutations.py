@@ -203,7 +203,10 @@ def main():
     names = [m.name for m in MUTATIONS]
     assert len(set(names)) == len(names), "duplicate breakage names"
     if args.where:
-        print(repr(locate.enclosing(*args.where)))
+        try:
+            print(repr(locate.enclosing(*args.where)))
+        except locate.Unresolved as problem:
+            sys.exit(str(problem))
         return 0
     if args.check:
         problems = check(MUTATIONS)
