@@ -261,6 +261,7 @@ class Patch:
 
 def resolve(place, old, new, index=None, root=ROOT):
     """The Patch an entry's place and texts make, or Unresolved."""
+    root = index.root if index else root
     if isinstance(place, File):
         full = os.path.join(root, place.path)
         if not os.path.exists(full):
@@ -305,38 +306,39 @@ def apply(patch, root):
 
 
 def enclosing(path, old, index=None, root=ROOT):
-    """The At() naming the smallest definition around `old`'s one occurrence
-    in the product file `path`: what a new entry writes (mutations.py --where);
-    File(path) for a file that is not product code.
-    A Module() when the text sits in no definition (an import)."""
+    """The place naming the smallest definition around `old`'s one occurrence
+    (re-indented or not) in the file `path`: what a new entry writes
+    (mutations.py --where). A Module() when the text sits in no definition
+    (an import); File(path) for a file that is not product code."""
     index = index or Index(root)
     if path not in index.sources:  # not product code: named by its path
         resolve(File(path), old, old, root=root)
         return File(path)
-    text = index.sources[path]
-    if text.count(old) != 1:
-        raise Unresolved(f"{path}: the old text occurs {text.count(old)} times")
-    lines = _line_offsets(text)
-    start = text.index(old)
-    end = start + len(old)
+    start, found, _ = find_text(index.sources[path], old, old, path)
+    return place_of(path, start, start + len(found), index)
+
+
+def place_of(path, start, end, index):
+    """The place of the smallest definition of product file `path` holding
+    the characters start..end, with the module hint its name needs."""
+    lines = _line_offsets(index.sources[path])
     around = [d for ds in index.by_name.values() for d in ds
               if d.path == path and lines[d.first_line - 1] <= start
               and end <= lines[d.last_line]]
     if not around:
-        parts = module_name(path).split(".")
-        for k in range(1, len(parts) + 1):
-            hint = ".".join(parts[-k:])
-            if [m for m in index.modules if m == hint or m.endswith("." + hint)] == [
-                    module_name(path)]:
-                return Module(hint)
+        return Module(_shortest_suffix(module_name(path), list(index.modules)))
     smallest = min(around, key=lambda d: (d.last_line - d.first_line, -d.name.count(".")))
-    modules = {d.module for d in index.by_name[smallest.name]}
+    modules = sorted({d.module for d in index.by_name[smallest.name]})
     if len(modules) == 1:
         return At(smallest.name)
-    parts = smallest.module.split(".")
+    return At(smallest.name, _shortest_suffix(smallest.module, modules))
+
+
+def _shortest_suffix(module, modules):
+    """The shortest dotted suffix of `module` that no other of `modules` ends with."""
+    parts = module.split(".")
     for k in range(1, len(parts) + 1):
         hint = ".".join(parts[-k:])
-        if {d.module for d in index.by_name[smallest.name] if d.matches(hint)} == {
-                smallest.module}:
-            return At(smallest.name, hint)
-    raise AssertionError(f"{smallest.module}: no suffix names it alone")
+        if [m for m in modules if m == hint or m.endswith("." + hint)] == [module]:
+            return hint
+    raise AssertionError(f"{module}: no suffix names it alone")

@@ -11,6 +11,9 @@ text must occur once in that definition. To write a new entry's place:
 
     python mutation/mutations.py --where towertrain/some/file.py 'the old text'
 
+and after code moved, python mutation/relocate.py re-places the entries it
+broke whose old text is still in the product, once.
+
 tests/package/test_mutation_list.py checks that every entry resolves and
 that every test it names exists."""
 import collections

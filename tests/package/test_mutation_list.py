@@ -156,3 +156,22 @@ def test_where_names_the_smallest_definition_around_the_text(tree):
     assert locate.enclosing("models/sum.py", "a + b", index) == At("merge", "models.sum")
     assert locate.enclosing("towertrain/exchange/sum.py", "import math", index) == Module(
         "exchange.sum")
+
+
+def test_relocate_re_places_an_entry_whose_definition_was_renamed(tree):
+    relocate = bench_scripts.load("relocate", bench_scripts.MUTATION)
+    path = os.path.join(tree, "towertrain", "exchange", "sum.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace("def hop(", "def step("))
+    entries = [Mutation("renamed", At("Ring.hop"), "x - 1", "x", []),
+               Mutation("gone", At("Ring.hop"), "x * 2", "x", []),
+               Mutation("kept", At("LIMIT"), "4", "5", [])]
+    moved, left = relocate.new_places(entries, locate.Index(tree))
+    assert moved == {"renamed": At("Ring.step")}
+    assert [why.split(":")[0] for why in left] == ["gone"]
+    source = ('MUTATIONS = [\n    Mutation(\n        "renamed", At("Ring.hop"),\n'
+              '        "x - 1", "x", []),\n    Mutation("kept", At("LIMIT"), "4", "5", [])]\n')
+    assert relocate.rewrite(source, moved) == source.replace('At("Ring.hop")',
+                                                             'At("Ring.step")')
