@@ -7,13 +7,19 @@ A definition renamed, or its code moved into another one, breaks the entries
 that name it. Where such an entry's old text now occurs once in the whole
 product (re-indented or not), its place is rewritten to the definition that
 holds the text now (locate.place_of), in mutation_list.py's own source, so
-its comments and layout stay. The others are listed: their old text changed
-or is in several places, and a person decides what the breakage now breaks
-(or drops it when its code is gone). Run --check afterwards.
+its comments and layout stay. A test file that was moved or renamed (git's
+rename record, else the one file of that name under tests/) is rewritten
+wherever the list names it. The others are listed: their old text changed
+or is in several places, or a test was renamed, and a person decides what
+the breakage now breaks (or drops it when its code is gone). Run
+mutations.py --check afterwards.
 """
 import argparse
 import ast
+import glob
 import os
+import re
+import subprocess
 import sys
 
 import locate
@@ -66,6 +72,43 @@ def new_places(mutations, index):
     return moved, left
 
 
+def test_file_moves(mutations, root):
+    """{missing test file: where it is now}, for the files the entries name
+    that are gone: followed through git's renames, else found by basename."""
+    named = {t.split("::")[0] for m in mutations for t in m.tests}
+    missing = sorted(p for p in named if not os.path.exists(os.path.join(root, p)))
+    if not missing:
+        return {}
+    renames = {}
+    log = subprocess.run(["git", "-C", root, "log", "-M", "--diff-filter=R", "--name-status",
+                          "--format=", "--", "tests"], capture_output=True, text=True)
+    for line in reversed(log.stdout.splitlines()):  # oldest first: chains end newest
+        status, old, new = (line.split("\t") + ["", ""])[:3]
+        if status.startswith("R"):
+            renames[old] = new
+    moves = {}
+    for path in missing:
+        now = path
+        while now in renames and now != renames[now]:
+            now = renames[now]
+        if not os.path.exists(os.path.join(root, now)):
+            same_name = glob.glob(os.path.join(root, "tests", "**", os.path.basename(path)),
+                                  recursive=True)
+            now = os.path.relpath(same_name[0], root) if len(same_name) == 1 else None
+        if now:
+            moves[path] = now.replace(os.sep, "/")
+    return moves
+
+
+def rewrite_test_files(source, moves):
+    """The list's source with each moved test file's path replaced: written in
+    full ("tests/a/test_x.py") or after the T prefix ("a/test_x.py")."""
+    for old, new in moves.items():
+        tail_old, tail_new = old[len("tests/"):], new[len("tests/"):]
+        source = re.sub(r'(?<=["/])' + re.escape(tail_old) + r'(?=["\[:])', tail_new, source)
+    return source
+
+
 def rewrite(source, moved):
     """mutation_list.py's source with the place argument of each entry in
     `moved` replaced."""
@@ -99,11 +142,14 @@ def main():
     moved, left = new_places(MUTATIONS, locate.Index(args.root))
     for name, place in moved.items():
         print(f"{name}: {place!r}")
-    if moved and not args.dry_run:
+    moves = test_file_moves(MUTATIONS, args.root)
+    for old, new in moves.items():
+        print(f"{old} -> {new}")
+    if (moved or moves) and not args.dry_run:
         with open(LIST, encoding="utf-8") as f:
             source = f.read()
         with open(LIST, "w", encoding="utf-8") as f:
-            f.write(rewrite(source, moved))
+            f.write(rewrite_test_files(rewrite(source, moved), moves))
     if left:
         print(f"\nleft to fix by hand ({len(left)}):", *left, sep="\n")
     return 1 if left else 0

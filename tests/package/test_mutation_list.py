@@ -175,3 +175,17 @@ def test_relocate_re_places_an_entry_whose_definition_was_renamed(tree):
               '        "x - 1", "x", []),\n    Mutation("kept", At("LIMIT"), "4", "5", [])]\n')
     assert relocate.rewrite(source, moved) == source.replace('At("Ring.hop")',
                                                              'At("Ring.step")')
+
+
+def test_relocate_follows_a_test_file_moved_to_another_folder(tree):
+    relocate = bench_scripts.load("relocate", bench_scripts.MUTATION)
+    os.makedirs(os.path.join(tree, "tests", "exchange"))
+    shutil.move(os.path.join(tree, "tests", "test_sum.py"),
+                os.path.join(tree, "tests", "exchange", "test_sum.py"))
+    entries = [Mutation("m", At("Ring.hop"), "x - 1", "x", ["tests/test_sum.py::test_merge"])]
+    moves = relocate.test_file_moves(entries, tree)
+    assert moves == {"tests/test_sum.py": "tests/exchange/test_sum.py"}
+    source = 'SUM = T + "test_sum.py::"\nA = ["tests/test_sum.py", "tests/test_sum.pyc"]\n'
+    assert relocate.rewrite_test_files(source, moves) == (
+        'SUM = T + "exchange/test_sum.py::"\nA = ["tests/exchange/test_sum.py", '
+        '"tests/test_sum.pyc"]\n')
