@@ -3,6 +3,7 @@
     python mutation/mutations.py            # every breakage (399; at 260 the run took 48 min on a 2-core Zen 4)
     python mutation/mutations.py --list     # names, places, files and tests
     python mutation/mutations.py --only NAME [--only NAME2 ...]
+    python mutation/mutations.py --sample 30   # 30 spread over the wings (--seed picks another)
     python mutation/mutations.py --check    # every entry resolves, its tests exist (no run)
     python mutation/mutations.py --where FILE 'old text'   # the place a new entry names
     python mutation/mutations.py --selfcheck   # proves the scratch code is what runs
@@ -45,6 +46,7 @@ import collections
 import fnmatch
 import glob
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -149,6 +151,37 @@ def run_tests(scratch, tests, timeout):
     return proc.returncode == 0, failing, time.monotonic() - start, proc.stdout[-3000:]
 
 
+def wing(patch):
+    """The part of the project a resolved entry breaks: towertrain's
+    subpackage ("engine", "state"; "towertrain" for its top modules),
+    "models", "input_pipeline", or "outside the product" (docs, scripts)."""
+    parts = patch.path.split("/")
+    if parts[0] not in locate.PRODUCT:
+        return "outside the product"
+    return parts[1] if parts[0] == "towertrain" and len(parts) > 2 else parts[0]
+
+
+def spread(mutations, count, seed=0):
+    """`count` entries taken in turn from each wing (a fixed shuffle within a
+    wing), so a sample covers the project rather than the list's first pages.
+    Entries that do not resolve are left out (--check names them)."""
+    index = locate.Index()
+    by_wing = collections.defaultdict(list)
+    for mutation in mutations:
+        try:
+            patch = locate.resolve(mutation.place, mutation.old, mutation.new, index)
+        except locate.Unresolved:
+            continue
+        by_wing[wing(patch)].append(mutation)
+    queues = [random.Random(seed).sample(by_wing[w], len(by_wing[w])) for w in sorted(by_wing)]
+    taken = []
+    while len(taken) < count and any(queues):
+        for queue in queues:
+            if queue and len(taken) < count:
+                taken.append(queue.pop())
+    return taken
+
+
 def selfcheck(workdir, rev=None, overlay=()):
     scratch = os.path.join(workdir, "selfcheck")
     copy_repo(scratch, rev, overlay)
@@ -192,6 +225,9 @@ def main():
                         help="check that the scratch copy is what gets imported")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="run N entries spread over the wings (of --only's, if given)")
+    parser.add_argument("--seed", type=int, default=0, help="which --sample (default 0)")
     parser.add_argument("--rev", default=None,
                         help="copy the committed tree at this git revision (e.g. HEAD) "
                         "instead of the working tree (useful while others edit it)")
@@ -225,6 +261,8 @@ def main():
     if unknown:
         parser.error(f"unknown breakage(s) {sorted(unknown)}; see --list")
     selected = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    if args.sample:
+        selected = spread(selected, args.sample, args.seed)
 
     workdir = tempfile.mkdtemp(prefix="towertrain_mutations_")
     try:

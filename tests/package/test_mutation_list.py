@@ -189,3 +189,12 @@ def test_relocate_follows_a_test_file_moved_to_another_folder(tree):
     assert relocate.rewrite_test_files(source, moves) == (
         'SUM = T + "exchange/test_sum.py::"\nA = ["tests/exchange/test_sum.py", '
         '"tests/test_sum.pyc"]\n')
+
+
+def test_a_sample_takes_every_wing_in_turn():
+    sample = mutations.spread(mutations.MUTATIONS, 30)
+    index = locate.Index()
+    wings = [mutations.wing(locate.resolve(m.place, m.old, m.new, index)) for m in sample]
+    assert len({m.name for m in sample}) == 30
+    assert max(wings.count(w) for w in wings) - min(wings.count(w) for w in wings) <= 1
+    assert {"engine", "state", "models", "input_pipeline", "outside the product"} <= set(wings)
