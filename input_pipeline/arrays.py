@@ -7,6 +7,7 @@ the in-memory, generator and file readers alike.
 import numpy as np
 import tensorflow as tf
 
+from towertrain import tf_errors
 from towertrain.errors import ParamsError
 
 from . import array_checks, dataset_options
@@ -26,10 +27,10 @@ class DatasetInput(Input):
 
     name = "dataset"
     # (lowest, highest) label, where the data is in memory (from_arrays): lets
-    # towertrain.engine.run.model_checks say "label 12 outside the model's 10 classes" up front.
+    # towertrain.engine.contract.up_front say "label 12 outside the model's 10 classes" up front.
     label_range = None
     # Data not seen up front: `door` names the entry point (from_dataset,
-    # from_generator) for errors; towertrain.engine.run.model_checks sets label_classes
+    # from_generator) for errors; towertrain.engine.contract.up_front sets label_classes
     # (the model's classes, default loss) and each global batch's labels are
     # then checked on the CPU in the step: one min and one max.
     door = None
@@ -102,9 +103,6 @@ class DatasetInput(Input):
         return None if self.start_position is not None else self._iterator
 
 
-LABEL_CHECK = "towertrain label check:"  # towertrain.engine.run.model_checks.error_from reads it
-
-
 def checked_labels(labels, num_classes, door):
     """`labels`, after an assertion that they lie in 0 .. num_classes - 1."""
     check = label_check(labels, num_classes, f"towertrain.{door}" if door else "the")
@@ -122,7 +120,7 @@ def label_check(labels, num_classes, where):
     low = tf.cast(tf.reduce_min(labels), tf.float64)
     high = tf.cast(tf.reduce_max(labels), tf.float64)
     in_range = tf.logical_and(low >= 0, high < num_classes)
-    return tf.debugging.Assert(in_range, [LABEL_CHECK, where, low, high, num_classes])
+    return tf.debugging.Assert(in_range, [tf_errors.LABEL_CHECK, where, low, high, num_classes])
 
 
 def to_data_format(images, data_format):

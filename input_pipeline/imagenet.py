@@ -11,13 +11,15 @@ reports a truncated or corrupt shard by name before any step runs. A payload
 damaged inside an intact frame is caught by TensorFlow's own CRC check when it
 is read. The first records of the shards are parsed and decoded up front
 (check_sample: labels in range, JPEG images); a bad record met later stops
-the step with one line naming its shard (model_checks.error_from).
+the step with one line naming its shard (towertrain.engine.contract.in_step.error_from).
 """
 import glob
 import os
 import struct
 
 import tensorflow as tf
+
+from towertrain import tf_errors
 
 from . import dataset_options, preprocessing
 from .arrays import (SHARDS, InputError, epoch_seed, eval_records, records_input,
@@ -82,8 +84,6 @@ _FEATURES = {
 }
 
 
-LABEL_ASSERT = "label out of range [0, num_classes) after offset; shard:"
-JPEG_ASSERT = "image/encoded is not a JPEG; shard:"
 SAMPLE_PER_SHARD, SAMPLE_SHARDS = 2, 64
 
 
@@ -115,9 +115,8 @@ def check_sample(files, num_classes, label_offset=1):
 
 
 def _tf_reason(err):
-    import re
-    text = re.sub(r"\{\{.*?\}\}\s*", "", str(err).strip().splitlines()[0])
-    return re.sub(r"\s*\[Op:\w+\].*$", "", text)
+    text = tf_errors.FUNCTION_NODE.sub("", str(err).strip().splitlines()[0])
+    return tf_errors.OP_SUFFIX.sub("", text)
 
 
 def label_message(path, index, label, label_offset, num_classes):
@@ -144,11 +143,11 @@ def parse(record, filename, num_classes, label_offset=1):
     label = tf.cast(features["image/class/label"], tf.int32) - label_offset
     check = tf.debugging.Assert(
         tf.logical_and(label >= 0, label < num_classes),
-        [LABEL_ASSERT, filename, "label:", label + label_offset, "offset:", label_offset,
+        [tf_errors.SHARD_LABEL_CHECK, filename, "label:", label + label_offset, "offset:", label_offset,
          "num_classes:", num_classes])
     # Not a JPEG: the decode's error names neither the file nor the record.
     is_jpeg = tf.debugging.Assert(tf.io.is_jpeg(features["image/encoded"]),
-                                  [JPEG_ASSERT, filename])
+                                  [tf_errors.SHARD_JPEG_CHECK, filename])
     with tf.control_dependencies([check, is_jpeg]):
         label = tf.identity(label)
     coords = [tf.sparse.to_dense(features[f"image/object/bbox/{k}"])

@@ -19,13 +19,14 @@ import tensorflow as tf
 
 from towertrain import models
 from towertrain import plan as plan_lib
+from towertrain import tf_errors
 from towertrain.plan import cluster as plan_cluster
 from towertrain.plan import steps as steps_plan
 from towertrain.engine.step import accumulate
 from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
 from towertrain.engine.run import header
-from towertrain.engine.run import model_checks
+from towertrain.engine.contract import in_step, up_front
 from towertrain.engine.run import watchdog
 from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
@@ -53,8 +54,8 @@ from towertrain.input_pipeline.arrays import InputError
 def join_cluster(params):
     """Joins the cluster `params` describe (multi-worker; nothing for one
     process) before TensorFlow runs any op: the library's door, as the CLI
-    does it. Returns the cluster (towertrain.engine.run.joining)."""
-    from towertrain.engine.run import joining
+    does it. Returns the cluster (towertrain.engine.distributed.joining)."""
+    from towertrain.engine.distributed import joining
     return joining.join(plan_lib.lay_out(params))
 
 
@@ -84,7 +85,7 @@ class Trainer:
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
         self.params = params
-        model_checks.check_one_model(params.model, model)  # before any work
+        up_front.check_one_model(params.model, model)  # before any work
         # The plan's first half: devices, layout, runtime, exchange, what to read.
         layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
             plan_cluster.resolve(params), params.worker_hosts))
@@ -95,7 +96,7 @@ class Trainer:
         self.model = model or self._build_model(layout)
         self.user_model = model is not None  # the run record names it as the user's
         if model is not None:  # before anything reads its inputs or outputs
-            model_checks.check_built(model, input_source)
+            up_front.check_built(model, input_source)
         self._prepare_model(layout, user_model=model is not None, loss_fn=loss_fn)
         self.input = self._make_input(layout, input_source)
         # The whole plan: batches, steps, epochs, schedules (towertrain.plan).
@@ -107,7 +108,7 @@ class Trainer:
             with tf.device("/cpu:0"):
                 self.stop_request = tf.Variable(0, trainable=False, name="stop_request")
         # The model and the input fit each other, or an error in the user's terms.
-        self._tower_labels = model_checks.check(  # a user Input's: checked in the step
+        self._tower_labels = up_front.check(  # a user Input's: checked in the step
             self.model, self.input, self.data_format, user_model=model is not None,
             default_loss=loss_fn is None)
         epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
@@ -238,12 +239,12 @@ class Trainer:
             if not step_lib.from_input_pipeline(err):
                 raise
             raise InputError(f"bad input data in {self._input_name()}: "
-                             f"{model_checks.error_text(err)}") from err
+                             f"{tf_errors.error_text(err)}") from err
         except InputError as err:
             head, _, rest = str(err).partition(": ")
             if "\n" not in rest:
                 raise
-            raise InputError(f"{head}: {model_checks.error_text(rest)}") from err
+            raise InputError(f"{head}: {tf_errors.error_text(rest)}") from err
 
     def _input_name(self):
         return getattr(self.input, "description", None) or self.input_origin or "the input"
@@ -402,7 +403,7 @@ class Trainer:
             stop_request=self.stop_request,
             trace_step=self.trace_step, settings=dataclasses.asdict(self.params),
             loss_probe=self.user_loss_fn and (
-                lambda: model_checks.loss_fn_problem(self.user_loss_fn, self.model)))
+                lambda: in_step.loss_fn_problem(self.user_loss_fn, self.model)))
 
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the

@@ -200,7 +200,7 @@ def _port_in_use(mp):
     import errno
     import socket
     from towertrain.config.cluster_spec import Cluster
-    from towertrain.engine.run import joining
+    from towertrain.engine.distributed import joining
 
     def in_use(self, address):
         raise OSError(errno.EADDRINUSE, "Address already in use")

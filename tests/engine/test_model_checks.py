@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 import towertrain
-from towertrain.engine.run.model_checks import ModelError
+from towertrain.errors import ModelError
 
 
 def conv_net(input_shape=(8, 8, 3), classes=5, head=None):

@@ -5,7 +5,6 @@ and exit status 2; --help lists towertrain's flags and exits 0. TensorFlow's
 own logging stays off the output unless --verbose asks for it.
 """
 import os
-import re
 import sys
 import textwrap
 
@@ -107,13 +106,13 @@ def _op_error():
 def step_failure(err, params):
     """One line for TensorFlow's error in a step: the model, the op (its node
     names the tower and layer), what the kernel said, and what is kept."""
-    from towertrain.engine.run import model_checks
-    node = re.search(r"Detected at node '?([^\s']+?)'?(?: defined at|\s|$)", err.message)
+    from towertrain import tf_errors
+    node = tf_errors.FAILED_NODE.search(err.message)
     at = f" at node {node.group(1)}" if node else ""
     kept = (f"--train_dir={params.train_dir} keeps its last checkpoint" if params.train_dir
             else "no --train_dir: nothing was saved")
     return (f"--model={params.model}: a training step failed in TensorFlow{at}: "
-            f"{model_checks.error_text(err)} ({type(err).__name__}); {kept}")
+            f"{tf_errors.error_text(err)} ({type(err).__name__}); {kept}")
 
 
 # The README's first command: what a newcomer runs first.

@@ -18,6 +18,7 @@ import tempfile
 import tensorflow as tf
 
 from towertrain import private_api
+from towertrain import tf_errors
 from towertrain.errors import CheckpointError  # noqa: F401 - raised here
 
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -207,10 +208,9 @@ def _damage(path):
             if dtype != tf.variant:  # an input's iterator state: not readable as numpy
                 reader.get_tensor(name)
     except (tf.errors.OpError, ValueError, IndexError) as err:
-        text = re.sub(r"\{\{.*?\}\}\s*", "", first_line(err))
-        text = re.sub(r"\s*\[Op:\w+\]$", "", text)
-        if "Checksum does not match" in text:
-            return "a data file fails its checksum: Checksum does not match"
+        text = tf_errors.OP_SUFFIX.sub("", tf_errors.FUNCTION_NODE.sub("", first_line(err)))
+        if tf_errors.CHECKSUM_MISMATCH in text:
+            return f"a data file fails its checksum: {tf_errors.CHECKSUM_MISMATCH}"
         return text.rsplit("): ", 1)[-1]
     return None
 
@@ -361,8 +361,7 @@ def _write_error_reason(err):
     <temporary file>; No space left on device [Op:SaveV2]' (an OSError's strerror)."""
     if isinstance(err, OSError) and err.strerror:
         return err.strerror
-    text = re.sub(r"\{\{.*?\}\}\s*", "", first_line(err))
-    text = re.sub(r"\s*\[Op:\w+\]$", "", text)
+    text = tf_errors.OP_SUFFIX.sub("", tf_errors.FUNCTION_NODE.sub("", first_line(err)))
     return text.rsplit("; ", 1)[-1]
 
 

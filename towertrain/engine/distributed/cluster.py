@@ -22,6 +22,7 @@ task in the cluster (not 0.0.0.0).
 import socket
 import time
 
+from towertrain import tf_errors
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster  # noqa: F401
 from towertrain.errors import ClusterError  # noqa: F401 - a ParamsError: one-line flag error
 
@@ -127,8 +128,7 @@ def failure_message(cluster: Cluster, err) -> str:
         dead = unreachable_tasks(cluster)
     what = type(err).__name__
     lines = [line.strip() for line in (getattr(err, "message", None) or str(err)).splitlines()]
-    useful = [line for line in lines if line and not line.startswith(
-        ("Graph execution error", "Detected at node", "File ", "[[", "The error could be"))]
+    useful = [line for line in lines if line and not tf_errors.is_boilerplate(line)]
     detail = (useful or lines or [""])[0][:200]
     if dead:
         names = ", ".join(cluster.describe(i) for i in dead)

@@ -105,14 +105,14 @@ class Evaluator:
 def check_labels(labels, model, eval_data):
     """A batch's labels against the model's classes, as training checks them:
     one outside them scored 'Accuracy @ 1 = 0.0000' without a word."""
-    from towertrain.engine.run import model_checks
+    from towertrain.engine.contract import up_front
     classes = model.output_shape[-1]
     values = np.asarray(labels).reshape(-1)
     if classes is None or not values.size or not np.issubdtype(values.dtype, np.number):
         return
     low, high = values.min(), values.max()
     if low < 0 or high >= classes:
-        raise InputError(model_checks.label_range_message(
+        raise InputError(up_front.label_range_message(
             low, high, classes, f"the eval set ({eval_data.description})"))
 
 

@@ -1,1 +1,1 @@
-"""The run shell: the loop, the header, the benchmark log, model checks."""
+"""The run shell: the loop, its watchdog, the header, the benchmark log, the run handles."""

@@ -10,7 +10,7 @@ import keras
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.engine.run import model_checks
+from towertrain.engine.contract import in_step
 from towertrain.recipe import l2_loss
 
 # correct: how many examples the logits classify right (None: not a classifier).
@@ -66,7 +66,7 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
     outputs = tf.nest.map_structure(_as_float32, outputs)
     per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
     if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
-        per_example = model_checks.per_example_losses(per_example, images, loss_fn)
+        per_example = in_step.per_example_losses(per_example, images, loss_fn)
     denominator = tf.cast(denominator, tf.float32)
     base = loss = tf.reduce_sum(per_example) / denominator
     options = loss_options or l2_loss.LossOptions()

@@ -13,9 +13,10 @@ import contextlib
 import tensorflow as tf
 
 from towertrain import private_api
+from towertrain import tf_errors
 from towertrain.engine.exchange import tail as tail_lib
 from towertrain.engine.step import accumulate, phase_marks
-from towertrain.engine.run import model_checks
+from towertrain.engine.contract import in_step
 from towertrain.engine.run import watchdog
 from towertrain.engine.step import step_outputs
 from towertrain.engine.step import tower
@@ -37,7 +38,7 @@ def input_errors(input_source, staging, global_step):
             # A queue input whose feeder thread failed closes its queue: say why.
             input_source.raise_pending_error()
         elif isinstance(err, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
-            found = model_checks.error_from(err)
+            found = in_step.error_from(err)
             if found is not None:
                 raise found from err
             # Only an error of the input pipeline is the data's: a kernel's (a
@@ -52,7 +53,8 @@ def from_input_pipeline(err):
     """Whether a step's error arose in a tf.data iterator (where files are read
     and decoded): TensorFlow names the iterator's node ([[IteratorGetNext]],
     'with iterator: Iterator::...') in the message of such errors."""
-    return "IteratorGetNext" in err.message or "Iterator::" in err.message
+    return (tf_errors.ITERATOR_NODE in err.message
+            or tf_errors.ITERATOR_PIPELINE in err.message)
 
 
 # The step's example counts: this process's, the update's denominator, the

@@ -1,4 +1,5 @@
-"""Checks that a model and its input fit each other, with errors in a user's terms.
+"""Checks that a model and its input fit each other, before any step, with
+errors in a user's terms.
 
 Run once by the Trainer after the model and input exist, before any step is
 traced: a mistake here would otherwise surface as a shape error deep inside
@@ -8,23 +9,18 @@ the step function. Each check names the problem and the fix:
   transpose, data in the other layout than --data_format);
 - labels outside the model's classes, or one-hot labels, with the default loss
   (from_arrays: up front; from_dataset, from_generator: each batch in the step,
-  see watch_labels and error_from);
-- a custom loss_fn that does not return one loss per example (per_example_losses);
+  see watch_labels and towertrain.engine.contract.in_step);
 - a model that does not emit logits of rank 2 (batch, classes) with the
-  default loss (a custom loss_fn may take any outputs);
+  default loss (a custom loss_fn may take any outputs; that it returns one
+  loss per example is checked in the step: in_step.per_example_losses);
 - a model that is not built, or a layer that creates variables when called
   (the engine owns every variable before the first step).
 """
-import re
-
 import keras
 import tensorflow as tf
 
-from towertrain.input_pipeline import imagenet
-from towertrain.input_pipeline.arrays import LABEL_CHECK, InputError
-from towertrain.errors import ParamsError
-from towertrain.errors import ModelError  # noqa: F401 - raised here
-
+from towertrain import tf_errors
+from towertrain.errors import ModelError, ParamsError
 
 
 def check(model, input_source, data_format, user_model=True, default_loss=True):
@@ -125,54 +121,6 @@ def _inputs(model):
         return list(model.inputs or [])
     except (AttributeError, ValueError):  # a subclassed model: no symbolic inputs
         return []
-
-
-def loss_fn_problem(loss_fn, model):
-    """What a user's loss_fn returns on finite logits (zeros) and classes 0
-    and 1, when that is not finite: the text naming it, else None. Asked only
-    once a first step from the initial weights was not finite (a recording
-    loss_fn would count the call), to tell the loss from the input."""
-    try:
-        num_classes = int(model.output_shape[-1])
-        labels = tf.constant([0, min(1, num_classes - 1)], tf.int32)
-        with tf.device("/cpu:0"):
-            losses = tf.convert_to_tensor(loss_fn(labels, tf.zeros((2, num_classes))))
-        finite = bool(tf.reduce_all(tf.math.is_finite(tf.cast(losses, tf.float32))))
-    except Exception:  # noqa: BLE001 - other label forms: nothing to say
-        return None
-    if finite:
-        return None
-    return (f"loss_fn '{_name(loss_fn)}' returns {losses.numpy().tolist()} for finite logits "
-            "(zeros) and labels 0 and 1, so the NaN or Inf comes from the loss itself; fix "
-            "the loss_fn (a log or a division of 0?)")
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_RAISED = re.compile(r"^(\w+(?:Error|Exception)): (.*)$")
-
-
-def error_text(err):
-    """The line of an exception that says what went wrong: TensorFlow's traced
-    errors start 'in user code:' and end with the raised one, which Keras may
-    wrap ('Exception encountered when calling X.call().' then the message)."""
-    lines = [line.strip() for line in _ANSI.sub("", str(err)).splitlines() if line.strip()]
-    raised = [i for i, line in enumerate(lines) if _RAISED.match(line)]
-    if raised:
-        kind, message = _RAISED.match(lines[raised[-1]]).groups()
-        wrapped = re.match(r"Exception encountered when calling (\w+)\.call\(\)", message)
-        if wrapped and raised[-1] + 1 < len(lines):
-            return f"{kind} in layer {wrapped.group(1)}: {lines[raised[-1] + 1]}"
-        return f"{kind}: {message}"
-    useful = [line for line in lines if not line.startswith((
-        "File ", "in user code:", "Graph execution error", "Detected at node", "[[",
-        "<stack traces", "Traceback", "^")) and not re.match(r"\d+ root error\(s\) found", line)]
-    line = re.sub(r"\s*\[Op:[^\]]*\]$", "", (useful or lines or [type(err).__name__])[0])
-    # Several errors at once: '(0) INVALID_ARGUMENT:  <what>'.
-    line = re.sub(r"^\(\d+\) [A-Z_]+:\s*", "", line)
-    # A tf.data function's error: 'Error in user-defined function passed to
-    # MapDataset:1 transformation with iterator: Iterator::Root::...: <what>'.
-    found = re.search(r"with iterator: \S+: (.*)$", line)
-    return found.group(1) if found else line
 
 
 def check_images(model, image_spec, data_format):
@@ -290,85 +238,6 @@ def watch_labels(input_source, num_classes):
     return type(input_source).__name__
 
 
-def per_example_losses(losses, images, loss_fn):
-    """`losses` (what loss_fn returned for a tower's slice), checked to hold one
-    value per example: at trace time where the shapes are static, else with one
-    cheap assertion in the step (turned into a ModelError by error_from)."""
-    batch = tf.nest.flatten(images)[0]
-    shape, size = losses.shape, batch.shape[0]
-    if shape.rank is not None:
-        got = _shape(shape)
-        if len(got) != 1 or (None not in (got[0], size) and got[0] != size):
-            error = ModelError(_loss_shape_message(_name(loss_fn), got, size))
-            error.ag_pass_through = True  # raised while tracing: autograph keeps it as is
-            raise error
-        if got[0] is not None and size is not None:
-            return losses
-    ok = tf.logical_and(tf.equal(tf.rank(losses), 1),
-                        tf.equal(tf.size(losses), tf.shape(batch)[0]))
-    name = _name(loss_fn).replace("[", "(").replace("]", ")")
-    check = tf.debugging.Assert(ok, [LOSS_CHECK, name, tf.shape(losses), tf.shape(batch)[0]])
-    with tf.control_dependencies([check]):
-        return tf.identity(losses)
-
-
-LOSS_CHECK = "towertrain loss check:"
-
-
-def _name(loss_fn):
-    name = getattr(loss_fn, "__name__", None)
-    return name if isinstance(name, str) else type(loss_fn).__name__
-
-
-def _loss_shape_message(name, got, size):
-    what = "a single value, shape ()" if not got else f"shape {got}"
-    where = f"a slice of {size} examples" if size is not None else "a tower's slice"
-    want = f"({size},)" if size is not None else "(examples,)"
-    return (f"loss_fn '{name}' returned {what} for {where}; towertrain needs one loss per "
-            f"example, shape {want}, which it sums and divides by the global batch: return "
-            "per-example losses, e.g. keras.losses.SparseCategoricalCrossentropy("
-            "from_logits=True, reduction=None) or "
-            "keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)")
-
-
-_LABEL_FAILED = re.compile(r"assertion failed: \[" + re.escape(LABEL_CHECK)
-                           + r"\] \[([^\]]*)\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
-_LOSS_FAILED = re.compile(r"assertion failed: \[" + re.escape(LOSS_CHECK)
-                          + r"\] \[([^\]]*)\] \[([^\]]*)\] \[(\d+)\]")
-
-
-_SHARD_LABEL = re.compile(r"assertion failed: \[" + re.escape(imagenet.LABEL_ASSERT)
-                          + r"\] \[([^\]]*)\] \[label:\] \[(-?\d+)\] \[offset:\] \[(\d+)\] "
-                          r"\[num_classes:\] \[(\d+)\]")
-_SHARD_JPEG = re.compile(r"assertion failed: \[" + re.escape(imagenet.JPEG_ASSERT)
-                         + r"\] \[([^\]]*)\]")
-
-
-def error_from(err):
-    """The ModelError (InputError for a shard's record) for a step that failed
-    one of the in-graph checks (labels, per-example losses, ImageNet
-    records), or None for any other error."""
-    text = getattr(err, "message", None) or str(err)
-    found = _SHARD_LABEL.search(text)
-    if found:
-        path, label, offset, classes = found.groups()
-        return InputError(imagenet.label_message(path, None, int(label), int(offset),
-                                                 int(classes)))
-    found = _SHARD_JPEG.search(text)
-    if found:
-        return InputError(imagenet.jpeg_message(found.group(1), None, "tf.io.is_jpeg: no"))
-    found = _LABEL_FAILED.search(text)
-    if found:
-        where, low, high, classes = found.groups()
-        return ModelError(label_range_message(float(low), float(high), int(classes), where))
-    found = _LOSS_FAILED.search(text)
-    if found:
-        name, shape, size = found.groups()
-        got = tuple(int(d) for d in shape.split())
-        return ModelError(_loss_shape_message(name, got, int(size)))
-    return None
-
-
 def check_no_variables_on_call(model, image_spec=None):
     """Traces the forward pass once (no compute) and fails if it made new variables."""
     if image_spec is not None and image_spec.shape.rank is not None:
@@ -385,10 +254,10 @@ def check_no_variables_on_call(model, image_spec=None):
     except ModelError:
         raise
     except Exception as err:  # noqa: BLE001 - said in the user's terms, cause attached
-        if "variable" in str(err).lower() and "creat" in str(err).lower():
+        if tf_errors.says_variable_created(str(err)):
             raise ModelError(_variables_on_call_message(model, [], err)) from err
         raise ModelError(f"model '{model.name}' fails when called on images of shape "
-                         f"{_shape(spec.shape[1:])}: {error_text(err)}") from err
+                         f"{_shape(spec.shape[1:])}: {tf_errors.error_text(err)}") from err
     created = [v.path for v in model.variables if id(v) not in before]
     # A tf.Variable a layer made lazily in call() is used but not tracked by
     # Keras: the engine would neither copy it to the devices nor train it.
