@@ -9,6 +9,7 @@ A deliberate change of the surface regenerates the copy:
     python tests/helpers/surface.py tests/config/surface_before
 """
 import os
+import re
 
 import pytest
 
@@ -22,7 +23,24 @@ def _before(name):
         return f.read()
 
 
-@pytest.mark.parametrize("part", surface.PARTS)
+def _unmatched(templates, others):
+    """The templates no template of `others` can say: {…} there stands for any
+    text, so a check written once for many flags ("must be one of {…}") says
+    what each flag's own check said ("must be one of strong, relaxed")."""
+    patterns = [re.compile("^" + ".*".join(map(re.escape, t.split("{…}"))) + "$")
+                for t in others]
+    return sorted(t for t in templates if t not in others and
+                  not any(p.match(t) for p in patterns))
+
+
+def test_every_refusal_message_is_still_said_and_none_added():
+    now = surface.refusals().splitlines()
+    before = _before("refusals.txt").splitlines()
+    assert _unmatched(before, now) == [], "refusal messages gone"
+    assert _unmatched(now, before) == [], "refusal messages added"
+
+
+@pytest.mark.parametrize("part", [p for p in surface.PARTS if p != "refusals.txt"])
 def test_surface_part_unchanged(part):
     now = surface.MAKERS[part]()
     before = _before(part)

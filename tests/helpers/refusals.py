@@ -17,13 +17,15 @@ import traceback
 
 from helpers.doc_blocks import ROOT
 
-# Where refusals live (the flag checks and the run plan) and what raises one.
+# Where refusals live (the flag checks, the run plan and each section that
+# declares settings beside its reader, a settings.py) and what raises one.
 REFUSAL_DIRS = ("towertrain/config", "towertrain/plan")
+DECLARATIONS = "settings.py"
 REFUSAL_ERRORS = ("ParamsError", "ClusterError")
 # The flag checks' parsers raise ValueError with the reason their caller's
 # fail(...) puts in the message: each reason is a refusal of its own. (Other
 # ValueErrors there check towertrain's own tables, not a user's input.)
-REASON_FILES = "_checks.py"
+REASON_FILES = ("_checks.py", "/settings.py")
 FAIL_HELPERS = ("fail", "_fail")  # fail(flag, value, message) raises ParamsError
 
 
@@ -57,30 +59,39 @@ def _is_site(node, path):
     if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
         func = node.exc.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        return name in REFUSAL_ERRORS or (name == "ValueError" and path.endswith(REASON_FILES))
+        return name in REFUSAL_ERRORS or (name == "ValueError" and path.endswith(REASON_FILES)
+                                          and path != "towertrain/config/settings.py")
     return False
 
 
 def refusal_sites():
     """Every `fail(...)` call and `raise ParamsError/ClusterError(...)` in the
-    flag checks and the run plan, and every `raise ValueError(...)` (a
-    reason) in the flag checks, found by walking their syntax trees."""
+    flag checks, the run plan and the settings' sections, and every `raise
+    ValueError(...)` (a reason) in the flag checks and sections, found by
+    walking their syntax trees."""
     sites = []
-    for folder in REFUSAL_DIRS:
-        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
-            if not name.endswith(".py"):
-                continue
-            path = f"{folder}/{name}"
-            with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-                text = f.read()
-            tree = ast.parse(text)
-            skip = _helper_bodies(tree)
-            lines = text.splitlines()
-            for node in ast.walk(tree):
-                if id(node) not in skip and _is_site(node, path):
-                    sites.append(Site(path, node.lineno, node.end_lineno,
-                                      lines[node.lineno - 1].strip()))
+    for path in _refusal_files():
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            text = f.read()
+        tree = ast.parse(text)
+        skip = _helper_bodies(tree)
+        lines = text.splitlines()
+        for node in ast.walk(tree):
+            if id(node) not in skip and _is_site(node, path):
+                sites.append(Site(path, node.lineno, node.end_lineno,
+                                  lines[node.lineno - 1].strip()))
     return sorted(sites, key=lambda s: (s.path, s.first))
+
+
+def _refusal_files():
+    """The flag checks, the run plan, and every settings.py of the product."""
+    paths = {f"{folder}/{name}" for folder in REFUSAL_DIRS
+             for name in os.listdir(os.path.join(ROOT, folder)) if name.endswith(".py")}
+    for top in ("towertrain", "models", "input_pipeline"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
+            if DECLARATIONS in files:
+                paths.add(os.path.relpath(os.path.join(dirpath, DECLARATIONS), ROOT))
+    return sorted(p.replace(os.sep, "/") for p in paths)
 
 
 class Recorder:

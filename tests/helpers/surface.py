@@ -45,6 +45,9 @@ def flag_reference():
         elif line.startswith("| `--"):
             rows.append(f"{heading}\t{line}")
         elif line.strip() and not line.startswith("|"):
+            if "It also reads these flags" in line:  # a list whose order follows the groups
+                lead, names = line.split(": ", 1)
+                line = lead + ": " + ", ".join(sorted(names.rstrip(".").split(", "))) + "."
             rows.append(f"{heading}\t{line}")
     return "\n".join(sorted(rows)) + "\n"
 

@@ -16,6 +16,12 @@ works" draws them):
     trainer                      the library's Trainer: wires the wings
     commands                     every command line; nothing imports them
 
+A settings declaration (a `settings.py` beside its reader, declaring that
+component's settings: towertrain/recipe/settings.py, ...) and the way to
+declare one (towertrain.config.declare) stand below config, whatever their
+folder: config collects them into Params and the flags, and their readers
+take them. They import only each other, the models' names and errors.
+
 `python -m towertrain[.export|.scaling]` start through launchers
 (towertrain/__main__.py, export.py, scaling.py) whose only code is a
 `__main__` guard, and towertrain/__init__.py is the lazy public door.
@@ -28,6 +34,9 @@ from helpers.source_tree import DOOR, ROOT, SOURCES, find_modules, wing
 
 LAYERS = [("errors", "private_api", "tf_import", "tf_errors"), ("models", "input_pipeline"), ("config",), ("plan",),
           ("recipe",), ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
+DECLARE = "towertrain.config.declare"
+# Where the declarations rank: above models and input, below config.
+DECLARATIONS_RANK = 1.5
 LAUNCHERS = ("towertrain.__main__", "towertrain.export", "towertrain.scaling", "towertrain.launch")
 
 
@@ -90,7 +99,15 @@ def cycles(graph):
     return groups
 
 
+def is_declaration(module):
+    """A module that declares settings beside their reader, or the way to."""
+    return module == DECLARE or (module.endswith(".settings")
+                                 and module != "towertrain.config.settings")
+
+
 def rank(module):
+    if is_declaration(module):
+        return DECLARATIONS_RANK
     for level, wings in enumerate(LAYERS):
         if wing(module) in wings:
             return level
@@ -105,7 +122,10 @@ def upward_imports(graph):
         if importer in LAUNCHERS or importer == DOOR:
             continue
         for target in targets:
-            if wing(target) == wing(importer):
+            if is_declaration(target) and is_declaration(importer):
+                continue  # declarations use the way to declare, and each other
+            if wing(target) == wing(importer) and \
+                    is_declaration(target) == is_declaration(importer):
                 continue
             if target == DOOR:
                 if wing(importer) != "commands":  # the door's names hide their wing

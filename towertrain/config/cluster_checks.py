@@ -2,7 +2,6 @@
 --collective_timeout_secs, --cluster_source, --slurm_port_base), kept apart from params.py so each file stays
 small. Every message starts with the flag at fault."""
 from towertrain.config import cluster_spec
-from towertrain.config.settings import CLUSTER_SOURCES, COLLECTIVE_IMPLEMENTATIONS
 from towertrain.errors import ClusterError
 
 
@@ -34,13 +33,8 @@ def validate_cluster(p, fail):
 
 
 def _validate_source(p, fail):
-    if p.cluster_source not in CLUSTER_SOURCES:
-        fail("cluster_source", p.cluster_source, f"must be one of {', '.join(CLUSTER_SOURCES)}")
     if not 0 < p.slurm_port_base < 65536:
         fail("slurm_port_base", p.slurm_port_base, "must be a port number in 1..65535")
-    if p.collective_implementation not in COLLECTIVE_IMPLEMENTATIONS:
-        fail("collective_implementation", p.collective_implementation,
-             f"must be one of {', '.join(COLLECTIVE_IMPLEMENTATIONS)}")
     if p.cluster_source == "flags" and p.worker_hosts is None:
         fail("cluster_source", "flags", "needs --worker_hosts (and --task_index)")
     if p.cluster_source in ("tf_config", "slurm"):

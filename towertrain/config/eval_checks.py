@@ -1,7 +1,6 @@
 """Checks of the evaluation flags (eval during training, how much to evaluate,
 following a training run, early stop) and of the reported loss, kept apart
 from params.py so each file stays small. Meanings are tf_cnn_benchmarks'."""
-from towertrain.config.settings import LOSS_TYPES, RESIZE_METHODS
 
 # The --eval_during_training_* flags: at most one may be given.
 EVAL_DURING_TRAINING = ("eval_during_training_every_n_steps",
@@ -80,8 +79,3 @@ def validate_eval(p, fail):
              "writes under --summary_dir (or --train_dir)/eval with --summary_verbosity")
     if p.display_perf_ewma is not None and not 0 < p.display_perf_ewma <= 1:
         fail("display_perf_ewma", p.display_perf_ewma, "must be in (0, 1]")
-    if p.loss_type_to_report not in LOSS_TYPES:
-        fail("loss_type_to_report", p.loss_type_to_report,
-             f"must be one of {', '.join(LOSS_TYPES)}")
-    if p.resize_method is not None and p.resize_method not in RESIZE_METHODS:
-        fail("resize_method", p.resize_method, f"must be one of {', '.join(RESIZE_METHODS)}")

@@ -10,6 +10,7 @@ import os
 from typing import Optional
 
 from towertrain.config import cluster_checks as params_cluster
+from towertrain.config import declare
 from towertrain.config import mode_checks
 from towertrain.config import eval_checks as params_eval
 from towertrain.config import exchange_checks as params_exchange
@@ -111,13 +112,9 @@ def validate(p: Params) -> None:
         _fail("model", p.model, (f"unknown model (did you mean {close[0]}?)" if close else
                                  "unknown model") +
               f"; known models: {', '.join(catalog.registered_names())}")
-    for flag in ("variable_update", "all_reduce_spec", "optimizer", "device",
-                 "local_parameter_device", "data_format", "data_name"):
-        _check_choice(p, flag, {
-            "variable_update": VARIABLE_UPDATES, "all_reduce_spec": ALL_REDUCE_SPECS,
-            "optimizer": OPTIMIZERS, "device": DEVICES,
-            "local_parameter_device": DEVICES, "data_format": DATA_FORMATS,
-            "data_name": DATA_NAMES}[flag])
+    for setting in settings.params_settings():  # every enum, against its choices
+        if setting.choices is not None:
+            _check_choice(p, setting.name, setting.choices)
     if p.batch_size is not None and p.batch_size < 1:
         _fail("batch_size", p.batch_size, "must be >= 1 (it is the batch per device)")
     if p.num_batches is not None and p.num_batches < 1:
@@ -128,14 +125,9 @@ def validate(p: Params) -> None:
         _fail("display_every", p.display_every, "must be >= 1")
     if p.num_gpus < 1:
         _fail("num_gpus", p.num_gpus, "must be >= 1")
-    if p.init_learning_rate is not None and not p.init_learning_rate > 0:
-        _fail("init_learning_rate", p.init_learning_rate, "must be > 0")
-    if not 0 <= p.momentum < 1:
-        _fail("momentum", p.momentum, "must be in [0, 1)")
-    if not p.weight_decay >= 0:
-        _fail("weight_decay", p.weight_decay, "must be >= 0")
     _validate_checkpointing(p)
     _validate_input(p)
+    declare.refuse(settings.SECTIONS, p, _fail)  # each section's own checks
     params_recipe.validate_recipe(p, _fail)
     params_observe.validate_observe(p, _fail)
     params_eval.validate_eval(p, _fail)
@@ -182,7 +174,6 @@ def _check_types(p: Params) -> None:
 
 
 def _validate_input(p: Params) -> None:
-    _check_choice(p, "input", INPUTS)
     if p.staging_depth < 0:
         _fail("staging_depth", p.staging_depth, "must be >= 0 (0 turns staging off)")
     if p.num_epochs is not None and p.num_epochs < 1:

@@ -41,12 +41,6 @@ def validate_runtime(p, fail):
         if len(indices) != p.num_gpus:
             fail("gpu_indices", p.gpu_indices, f"lists {len(indices)} GPU(s) for "
                  f"--num_gpus={p.num_gpus} towers; list one GPU per tower")
-    if p.fp16_vars and p.resolved_all_reduce_spec == "nccl":
-        # tf_cnn_benchmarks refuses the same: NCCL all-reduce of float16 variables.
-        fail("fp16_vars", True, "not with --all_reduce_spec=nccl (as tf_cnn_benchmarks); "
-             "use psgpu or ring")
-    if p.variable_consistency not in ("strong", "relaxed"):
-        fail("variable_consistency", p.variable_consistency, "must be one of strong, relaxed")
     if p.batch_group_size > 1 and p.staging_depth == 0:
         fail("batch_group_size", p.batch_group_size, "needs staging (--staging_depth >= 1): "
              "it is the number of batches put on each device at a time")

@@ -1,18 +1,38 @@
-"""Every setting of a run, defined once: name, type, default, help, --help
-group, whether --eval ignores it, which mode reads it, and how the scaling
-command treats it.
+"""Every setting of a run, collected from the sections that declare it
+beside its reader (towertrain.config.declare): name, type, default, help,
+--help group, whether --eval ignores it, which mode reads it, how the scaling
+command treats it, its tf_cnn_benchmarks flag and whether the run record
+keeps it.
 
-Generated from this table: the fields of towertrain.Params (`declare_fields`),
-the absl flags of `python -m towertrain` (towertrain.config.flags), their
---help groups (`groups`), the flags --eval refuses (`training_only`), the
-flags a mode ignores (`mode_dependent`, checked by
-towertrain.config.mode_checks) and the scaling command's lists (`for_scaling`). A new setting is one `Setting` line
-here, plus its check in Params when it needs one.
+Generated from the collected table: the fields of towertrain.Params
+(`declare_fields`), the absl flags of `python -m towertrain`
+(towertrain.config.flags), their --help groups (`groups`), the flags --eval
+refuses (`training_only`), the flags a mode ignores (`mode_dependent`,
+checked by towertrain.config.mode_checks), the scaling command's lists
+(`for_scaling`), tf_cnn_benchmarks' implemented flags
+(towertrain.config.tfcnn_flags) and the run record's (`recorded`). A new
+setting is one field of the section its reader takes (docs/architecture.md,
+"Adding a setting"); the settings still in `_TABLE` below have no section yet.
 """
 import dataclasses
-from typing import Optional, Tuple
 
-from towertrain.config.recipe_checks import LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES
+from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
+    ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
+    STRING, WHEN_APPLIES, Setting, settings_of)
+from towertrain.recipe import settings as recipe_settings
+from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
+    LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES, LOSS_TYPES, OPTIMIZERS)
+
+# The sections that declare settings, in the order their checks run and their
+# fields follow one another within a --help group.
+SECTIONS = (recipe_settings.Optimizer, recipe_settings.LearningRateSettings,
+            recipe_settings.Clipping, recipe_settings.Precision, recipe_settings.Loss)
+
+# The --help groups, in --help order.
+GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning rate",
+                "Optimizer options", "Precision and speed", "Summaries and traces",
+                "Checkpoints and evaluation", "Cluster", "Runtime and threads",
+                "Input pipeline (--data_dir with --input=dataset)", "Output")
 
 # Choices of the enum settings; Params checks values against the same tuples.
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
@@ -20,7 +40,6 @@ VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective
 # local/cross grammar (sum on the worker, then one exchange per worker) or flat.
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
                     "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
-OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
@@ -30,56 +49,7 @@ EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
 COLLECTIVE_IMPLEMENTATIONS = ("auto", "ring", "nccl")  # TensorFlow's CommunicationImplementation
 RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
-LOSS_TYPES = ("base_loss", "total_loss")
 VARIABLE_CONSISTENCIES = ("strong", "relaxed")
-
-# Types: each names its absl DEFINE_<type> and the Python type of its Params field.
-STRING, INTEGER, FLOAT, BOOLEAN, ENUM = "string", "integer", "float", "boolean", "enum"
-PYTHON_TYPES = {STRING: str, INTEGER: int, FLOAT: float, BOOLEAN: bool, ENUM: str}
-
-# How `python -m towertrain.scaling` treats a setting: it reads it like
-# training does, sets it itself for each configuration, or never uses it
-# (it times steps on synthetic data). The last two are errors when given.
-SHARED, PER_CONFIGURATION, NOT_USED = "shared", "set per configuration", "not used"
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    name: str
-    type: str  # STRING, INTEGER, FLOAT, BOOLEAN or ENUM
-    default: object
-    help: str
-    choices: Optional[Tuple[str, ...]] = None  # ENUM only
-    training_only: bool = False  # --eval refuses it (evaluation never reads it)
-    scaling: str = SHARED
-    param: bool = True  # False: a command-line-only flag, no Params field
-    group: str = ""  # the --help group; set by `group`
-    # (mode setting, values): only those values of the mode read this setting;
-    # given with another, it is an error (towertrain.config.mode_checks).
-    applies_with: Optional[Tuple[str, Tuple[object, ...]]] = None
-    # ENUM only: the flag also takes its values in other case (tf_cnn_benchmarks'
-    # --device=GPU); the parsed value is always the listed spelling.
-    case_sensitive: bool = True
-
-    def __post_init__(self):
-        # A malformed entry fails on import, naming itself.
-        if self.type not in PYTHON_TYPES:
-            raise ValueError(f"setting {self.name}: unknown type {self.type!r}")
-        if (self.type == ENUM) != (self.choices is not None):
-            raise ValueError(f"setting {self.name}: choices go with type ENUM, and only there")
-        if not self.case_sensitive and self.type != ENUM:
-            raise ValueError(f"setting {self.name}: case_sensitive=False is for ENUM only")
-        if self.scaling not in (SHARED, PER_CONFIGURATION, NOT_USED):
-            raise ValueError(f"setting {self.name}: unknown scaling {self.scaling!r}")
-        if self.applies_with is not None and (
-                len(self.applies_with) != 2 or not isinstance(self.applies_with[1], tuple)):
-            raise ValueError(f"setting {self.name}: applies_with is (mode name, (values, ...))")
-
-    @property
-    def python_type(self):
-        """The Params field's annotation: Optional[...] when the default is None."""
-        base = PYTHON_TYPES[self.type]
-        return base if self.default is not None else Optional[base]
 
 
 def group(title, *settings):
@@ -96,8 +66,8 @@ def shown_default(name):
     return None
 
 
-# The table, in --help order. Params' fields follow the same order.
-SETTINGS = (
+# The settings not yet declared in a section, by --help group.
+_TABLE = (
     *group("Model and data",
         # None, not "trivial", so Trainer(model=<keras model>) can tell an
         # explicit Params(model=...) apart and refuse it (Params.resolved_model).
@@ -181,95 +151,18 @@ SETTINGS = (
                 "exponentially weighted average of step times with this weight on the "
                 "newest step (0 < w <= 1) instead of the plain average.",
                 training_only=True, scaling=NOT_USED),
-        Setting("optimizer", ENUM, "sgd", "Optimizer.", choices=OPTIMIZERS,
-                training_only=True),
-        Setting("momentum", FLOAT, 0.9, "Momentum for --optimizer=momentum (rmsprop uses "
-                "--rmsprop_momentum).",
-                training_only=True,
-                applies_with=("optimizer", ("momentum",))),
-        Setting("init_learning_rate", FLOAT, None, "Initial learning rate (default: the "
-                "model's own recipe, tf_cnn_benchmarks' schedule for it: docs/migration.md).",
-                training_only=True),
-        Setting("weight_decay", FLOAT, 0.0, "L2 weight decay on the variables the model marks "
-                "for it (conv and dense kernels; never BN or biases).", training_only=True),
-        Setting("single_l2_loss_op", BOOLEAN, False, "Compute the weight decay as one L2 "
-                "loss of all decayed variables concatenated, instead of one per variable.",
-                training_only=True),
-        Setting("loss_type_to_report", ENUM, "total_loss", "The loss the step lines and "
-                "summaries show: total_loss (with weight decay) or base_loss (without).",
-                choices=LOSS_TYPES, training_only=True, scaling=NOT_USED),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
                 "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
                 "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
                 training_only=True, scaling=NOT_USED)),
     *group("Learning rate",
-        Setting("piecewise_learning_rate_schedule", STRING, None, "'LR0;E1;LR1;...;En;LRn': "
-                "LR0 until epoch E1, then LR1, ... (replaces --init_learning_rate).",
-                training_only=True),
-        Setting("num_epochs_per_decay", FLOAT, None, "Multiply the learning rate by "
-                "--learning_rate_decay_factor every this many epochs (staircase).",
-                training_only=True),
-        Setting("learning_rate_decay_factor", FLOAT, None, "See --num_epochs_per_decay.",
-                training_only=True),
-        Setting("minimum_learning_rate", FLOAT, 0.0, "Floor of a decaying learning rate.",
-                training_only=True),
-        Setting("learning_rate_schedule", ENUM, None, "cosine: decay to "
-                "--minimum_learning_rate over the run.", choices=LEARNING_RATE_SCHEDULES,
-                training_only=True),
-        Setting("num_learning_rate_warmup_epochs", FLOAT, None, "Ramp the learning rate "
-                "linearly from 0 over this many epochs.", training_only=True),
-        Setting("scale_learning_rate", ENUM, None, "linear: multiply the learning rate by "
-                "global batch / --base_batch_size.", choices=LEARNING_RATE_SCALINGS,
-                training_only=True),
-        Setting("base_batch_size", INTEGER, None, "The global batch the base learning rate "
-                "was tuned for (with --scale_learning_rate).", training_only=True,
-                applies_with=("scale_learning_rate", ("linear",))),
         Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
                 "(default with --num_epochs or an epoch-based learning rate: the dataset's "
                 "known size, ImageNet 1,281,167, CIFAR-10 50,000); --data_dir sets it from "
                 "its files.",
                 training_only=True)),
-    *group("Optimizer options",
-        Setting("nesterov", BOOLEAN, False, "Nesterov momentum (--optimizer=momentum).",
-                training_only=True,
-                applies_with=("optimizer", ("momentum",))),
-        Setting("rmsprop_decay", FLOAT, 0.9, "RMSProp decay (rho).", training_only=True,
-                applies_with=("optimizer", ("rmsprop",))),
-        Setting("rmsprop_momentum", FLOAT, 0.9, "RMSProp momentum.", training_only=True,
-                applies_with=("optimizer", ("rmsprop",))),
-        Setting("rmsprop_epsilon", FLOAT, 1.0, "RMSProp epsilon.", training_only=True,
-                applies_with=("optimizer", ("rmsprop",))),
-        Setting("adam_beta1", FLOAT, 0.9, "Adam beta1.", training_only=True,
-                applies_with=("optimizer", ("adam",))),
-        Setting("adam_beta2", FLOAT, 0.999, "Adam beta2.", training_only=True,
-                applies_with=("optimizer", ("adam",))),
-        Setting("adam_epsilon", FLOAT, 1e-08, "Adam epsilon.", training_only=True,
-                applies_with=("optimizer", ("adam",))),
-        Setting("gradient_clip", FLOAT, None, "Clip every gradient element to [-value, "
-                "value].", training_only=True),
-        Setting("global_norm_clip", FLOAT, None, "Clip the all-reduced gradient to this "
-                "global norm (the same on every copy).", training_only=True)),
     *group("Precision and speed",
-        Setting("use_fp16", BOOLEAN, False, "float16 compute, float32 variables, loss "
-                "scaling."),
-        Setting("fp16_vars", BOOLEAN, False, "With --use_fp16: keep the trainable variables "
-                "(and the optimizer's slots) in float16 too, not float32.",
-                training_only=True, applies_with=("use_fp16", (True,))),
-        Setting("fp16_loss_scale", FLOAT, None, "Fixed loss scale with --use_fp16 (default "
-                "128), or the starting scale with auto loss scaling.", training_only=True,
-                applies_with=("use_fp16", (True,))),
-        Setting("fp16_enable_auto_loss_scale", BOOLEAN, False, "Dynamic loss scale: halve it "
-                "on overflow (nothing applied), double it after --fp16_inc_loss_scale_every_n "
-                "finite steps.", training_only=True,
-                applies_with=("use_fp16", (True,))),
-        Setting("fp16_inc_loss_scale_every_n", INTEGER, 1000, "See "
-                "--fp16_enable_auto_loss_scale.", training_only=True,
-                applies_with=("fp16_enable_auto_loss_scale", (True,))),
-        Setting("use_bf16", BOOLEAN, False, "bfloat16 compute, float32 variables."),
-        Setting("allow_emulated_precision", BOOLEAN, False, "Run --use_fp16/--use_bf16 even "
-                "where the devices only emulate it (fp16 on any CPU, bf16 on a CPU without "
-                "avx512_bf16/AMX): ~14-100x slower than float32."),
         Setting("compact_gradient_transfer", BOOLEAN, False, "All-reduce gradients in float16 "
                 "(bfloat16 with --use_bf16); replicated only.", training_only=True,
                 applies_with=("variable_update", ("replicated",))),
@@ -444,6 +337,25 @@ SETTINGS = (
 )
 
 
+
+def collect(sections=SECTIONS, table=_TABLE):
+    """Every setting: the sections' fields and the table's rows, in --help
+    group order (within a group: the table's rows, then each section's
+    fields in SECTIONS order). A name declared twice fails on import."""
+    found = tuple(table) + tuple(s for cls in sections for s in settings_of(cls))
+    names = [s.name for s in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"settings declared twice: {twice}")
+    unknown = sorted({s.group for s in found} - set(GROUP_TITLES))
+    if unknown:
+        raise ValueError(f"settings in unknown --help groups: {unknown}")
+    return tuple(sorted(found, key=lambda s: GROUP_TITLES.index(s.group)))
+
+
+# The table, in --help order. Params' fields follow the same order.
+SETTINGS = collect()
+
 # Each generator reads `table`, SETTINGS unless given (a test's scratch table).
 
 def params_settings(table=None):
@@ -485,6 +397,27 @@ def for_scaling(treatment, table=None):
     """The names the scaling command treats as `treatment` (SHARED,
     PER_CONFIGURATION or NOT_USED)."""
     return tuple(s.name for s in _table(table) if s.scaling == treatment)
+
+
+def recorded(table=None):
+    """The settings the run record keeps (they shape the saved state: a resume
+    that changes one is refused), in the order they are checked: a setting
+    before the options it governs."""
+    return tuple(s for s in _table(table) if s.recorded is not None)
+
+
+def recorded_values(value_of, table=None):
+    """{name: value} of the recorded settings that apply to a run, value_of(name)
+    giving its value: an option of another mode (--momentum with adam, the loss
+    scale without --use_fp16) is left out, so it never blocks a resume."""
+    values = {}
+    for setting in recorded(table):
+        if setting.recorded == WHEN_APPLIES and setting.applies_with is not None:
+            mode, allowed = setting.applies_with
+            if value_of(mode) not in allowed:
+                continue
+        values[setting.name] = value_of(setting.name)
+    return values
 
 
 def declare_fields(table=None):

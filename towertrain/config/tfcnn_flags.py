@@ -18,6 +18,8 @@ towertrain.commands.migration_doc writes docs/migration.md's table from it.
 """
 import collections
 
+from towertrain.config import settings
+
 SOURCE_REPO = "tensorflow/benchmarks"
 SOURCE_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"
 SOURCE_FILES = ("scripts/tf_cnn_benchmarks/benchmark_cnn.py",
@@ -56,8 +58,10 @@ _TRT = ("TensorRT conversion needs a frozen TF 1 graph and a TensorRT build; exp
         "python -m towertrain.export and convert the SavedModel with "
         "tf.experimental.tensorrt.Converter")
 
-# In benchmark_cnn.py's order.
-FLAGS = (
+# The flags towertrain accepts with one value or refuses, and the implemented
+# ones not yet declared beside their reader (a declared setting's `tfcnn`
+# says what its flag was there; `_implemented` adds those).
+_TABLE = (
     same("model", "string", "trivial", "towertrain's registry (python -m towertrain --help "
          "lists it); --model=alexnet with --data_name=cifar10 builds alexnet_cifar, as "
          "tf_cnn_benchmarks builds its CIFAR-10 AlexNet there. Not ported: overfeat, "
@@ -139,28 +143,11 @@ FLAGS = (
     refused("partitioned_graph_file_prefix", "string", None,
             "partitioned graphs come from a TF 1 Session; set TF_DUMP_GRAPH_PREFIX in the "
             "environment to dump TensorFlow's graphs"),
-    same("optimizer", "enum", "sgd"),
-    same("init_learning_rate", "float", None),
-    same("piecewise_learning_rate_schedule", "string", None),
-    same("num_epochs_per_decay", "float", 0),
-    same("learning_rate_decay_factor", "float", 0),
-    same("num_learning_rate_warmup_epochs", "float", 0),
-    same("minimum_learning_rate", "float", 0),
     refused("resnet_base_lr", "float", None,
             "the ImageNet ResNets' recipe keeps tf_cnn_benchmarks' default base of 0.128 "
             "per 256 examples; for another base pass the schedule as "
             "--piecewise_learning_rate_schedule with --num_learning_rate_warmup_epochs=5, "
             "or --init_learning_rate with --scale_learning_rate=linear --base_batch_size=256"),
-    same("momentum", "float", 0.9),
-    same("rmsprop_decay", "float", 0.9),
-    same("rmsprop_momentum", "float", 0.9),
-    same("rmsprop_epsilon", "float", 1.0),
-    same("adam_beta1", "float", 0.9),
-    same("adam_beta2", "float", 0.999),
-    same("adam_epsilon", "float", 1e-08),
-    same("gradient_clip", "float", None),
-    same("weight_decay", "float", 4e-05, "default 0 in towertrain, and only conv and dense "
-         "kernels decay (see 'Weight decay defaults' above)"),
     refused("gpu_memory_frac_for_testing", "float", 0,
             "TF 2 has no per-process GPU memory fraction; use --allow_growth, or "
             "tf.config.set_logical_device_configuration with a memory_limit in the library"),
@@ -219,8 +206,6 @@ FLAGS = (
     refused("rewriter_config", "string", None,
             "a text RewriterConfig proto for a TF 1 Session; in TF 2 set Grappler's passes "
             "with tf.config.optimizer.set_experimental_options"),
-    same("loss_type_to_report", "enum", "total_loss"),
-    same("single_l2_loss_op", "boolean", False),
     value("use_resource_vars", "boolean", False, True,
           "TF 2 variables are always resource variables (reference variables are TF 1 only)"),
     value("compute_lr_on_cpu", "boolean", False, False,
@@ -232,11 +217,6 @@ FLAGS = (
     same("kmp_blocktime", "integer", 0),
     same("kmp_affinity", "string", "granularity=fine,verbose,compact,1,0"),
     same("kmp_settings", "integer", 1),
-    same("use_fp16", "boolean", False),
-    same("fp16_loss_scale", "float", None),
-    same("fp16_vars", "boolean", False),
-    same("fp16_enable_auto_loss_scale", "boolean", False),
-    same("fp16_inc_loss_scale_every_n", "integer", 1000),
     same("variable_update", "enum", "parameter_server",
          "distributed_replicated, distributed_all_reduce and horovod are not values: use "
          "collective_all_reduce"),
@@ -281,6 +261,16 @@ FLAGS = (
           "prints none"),
 )
 
+
+def _implemented():
+    """Category 1 from the declared settings: a setting with `tfcnn` is a
+    tf_cnn_benchmarks flag of its name that towertrain implements."""
+    return tuple(same(s.name, s.tfcnn.type, s.tfcnn.default, s.tfcnn.note)
+                 for s in settings.SETTINGS if s.tfcnn is not None)
+
+
+# By name, as docs/migration.md lists them.
+FLAGS = tuple(sorted(_implemented() + _TABLE, key=lambda f: f.name))
 BY_NAME = {f.name: f for f in FLAGS}
 # Flags towertrain defines only to refuse (category 3) or to accept with one value (2).
 REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
@@ -289,11 +279,11 @@ REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 # there, as towertrain's unset default (None) does here: --batch_size=0 is the
 # model's batch, --save_model_secs=0 no timed saves, --gpu_indices= the first
 # GPUs. Spelled out on a command line, each is taken as not given.
-UNSET_DEFAULTS = ("batch_size", "eval_batch_size", "gpu_indices", "worker_hosts",
-                  "save_model_secs", "trace_file", "num_epochs_per_decay",
-                  "learning_rate_decay_factor", "num_learning_rate_warmup_epochs",
-                  "eval_during_training_at_specified_steps",
-                  "eval_during_training_at_specified_epochs")
+UNSET_DEFAULTS = tuple(s.name for s in settings.SETTINGS
+                       if s.tfcnn is not None and s.tfcnn.unset) + (
+    "batch_size", "eval_batch_size", "gpu_indices", "worker_hosts", "save_model_secs",
+    "trace_file", "eval_during_training_at_specified_steps",
+    "eval_during_training_at_specified_epochs")
 
 
 def unset_spelling(flag):
@@ -306,12 +296,12 @@ def unset_spelling(flag):
 # (--device and --local_parameter_device in either case, as there) except the
 # values in REFUSED_VALUES, whose parse error says why and what to use.
 ENUM_VALUES = {
+    **{s.name: s.tfcnn.values for s in settings.SETTINGS
+       if s.tfcnn is not None and s.tfcnn.values is not None},
     "variable_consistency": ("strong", "relaxed"),
     "local_parameter_device": ("cpu", "gpu", "CPU", "GPU"),
     "device": ("cpu", "gpu", "CPU", "GPU"),
     "data_format": ("NHWC", "NCHW"),
-    "optimizer": ("momentum", "sgd", "rmsprop", "adam"),
-    "loss_type_to_report": ("base_loss", "total_loss"),
     "variable_update": ("parameter_server", "replicated", "distributed_replicated",
                         "independent", "distributed_all_reduce", "collective_all_reduce",
                         "horovod"),
@@ -320,6 +310,8 @@ _ACROSS_PROCESSES = ("use --variable_update=collective_all_reduce across worker 
                      "(--worker_hosts and --task_index, or python -m towertrain.launch "
                      "--num_workers=N to start them on one machine)")
 REFUSED_VALUES = {
+    **{(s.name, value): why for s in settings.SETTINGS if s.tfcnn is not None
+       for value, why in s.tfcnn.refused_values},
     ("variable_update", "distributed_replicated"):
         "a TF 1 mode with parameter-server tasks, which towertrain does not have; "
         + _ACROSS_PROCESSES,

@@ -20,6 +20,7 @@ import math
 from typing import Optional
 
 from towertrain.config import machine as machine_lib
+from towertrain.config.declare import take as _take  # a section from Params' same-named fields
 from towertrain.config import exchange_checks
 from towertrain.config.exchange_checks import default_spec
 from towertrain.config.runtime_checks import parse_gpu_indices
@@ -35,12 +36,6 @@ from towertrain.plan.sections import (Batches, Clipping, Exchange, InputPlan, Lo
 
 __all__ = ["InputFacts", "Layout", "RunPlan", "build", "lay_out", "Batches", "Exchange",
            "InputPlan", "Outputs", "Recipe", "Runtime", "Steps", "Topology"]
-
-
-def _take(section, params, **given):
-    """A section whose fields not in `given` are the Params fields of the same name."""
-    names = {f.name for f in dataclasses.fields(section)} - set(given)
-    return section(**given, **{name: getattr(params, name) for name in names})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from typing import Optional, Tuple
 
-from towertrain.config import recipe_checks
+from towertrain.recipe import settings as recipe_settings
 from towertrain.errors import ParamsError
 
 _NEEDS_EPOCH = ("needs the epoch length: --data_dir, or --num_examples_per_epoch for "
@@ -75,7 +75,7 @@ def learning_rate(params, base_learning_rate, global_batch, steps_per_epoch,
     kind, values, boundaries, boundary_epochs = "constant", [base_learning_rate], [], []
     decay_steps = cosine_steps = None
     if p.piecewise_learning_rate_schedule is not None:
-        values, boundary_epochs = recipe_checks.parse_piecewise(
+        values, boundary_epochs = recipe_settings.parse_piecewise(
             p.piecewise_learning_rate_schedule)
         if boundary_epochs:
             need_epochs("piecewise_learning_rate_schedule")

@@ -9,6 +9,9 @@ import dataclasses
 from typing import Optional, Tuple
 
 from towertrain.config.cluster_spec import SINGLE, Cluster
+# The recipe's sections are declared beside their reader; importable here too.
+from towertrain.recipe.settings import (  # noqa: F401
+    Clipping, LearningRateSettings, Loss, Optimizer, Precision)
 
 frozen = dataclasses.dataclass(frozen=True)
 
@@ -86,51 +89,6 @@ class Steps:
     @property
     def updates_per_epoch(self) -> Optional[int]:
         return self.accumulation.updates_per_epoch
-
-
-@frozen
-class Optimizer:
-    optimizer: str
-    momentum: float
-    nesterov: bool
-    rmsprop_decay: float
-    rmsprop_momentum: float
-    rmsprop_epsilon: float
-    adam_beta1: float
-    adam_beta2: float
-    adam_epsilon: float
-
-
-@frozen
-class Precision:
-    use_fp16: bool = False
-    use_bf16: bool = False
-    fp16_vars: bool = False
-    fp16_loss_scale: Optional[float] = None
-    fp16_enable_auto_loss_scale: bool = False
-    fp16_inc_loss_scale_every_n: int = 1000
-    allow_emulated_precision: bool = False
-
-    @property
-    def half(self) -> Optional[str]:
-        """The half-precision dtype's name, or None in float32."""
-        return "float16" if self.use_fp16 else "bfloat16" if self.use_bf16 else None
-
-
-@frozen
-class Loss:
-    weight_decay: float = 0.0
-    single_l2_loss_op: bool = False
-    loss_type_to_report: str = "total_loss"
-
-
-@frozen
-class Clipping:
-    gradient_clip: Optional[float] = None
-    global_norm_clip: Optional[float] = None
-
-    def __bool__(self):
-        return self.gradient_clip is not None or self.global_norm_clip is not None
 
 
 @frozen
