@@ -409,7 +409,7 @@ MUTATIONS = [
         [CHECKS + "test_a_custom_loss_of_the_wrong_length_on_dynamic_slices"]),
     Mutation(
         "unbuilt_model_not_checked_early", At("Trainer.__init__"),
-        "            model_checks.check_built(model, input_source)", "            pass",
+        '            up_front.check_built(model, input_source)', "            pass",
         [CHECKS + "test_a_model_that_is_not_built"]),
     Mutation(
         "tower_loss_over_its_own_slice", At("Towers._tower"),
@@ -1487,7 +1487,7 @@ MUTATIONS = [
         "    if len(_inputs(model)) > 1:\n", "    if False:\n", [CHECKS + "test_a_frozen_model_a_model_without_weights_and_a_two_input_model_are_named"]),
     Mutation(
         "model_call_error_first_line", At("check_no_variables_on_call"),
-        'f"{_shape(spec.shape[1:])}: {error_text(err)}") from err',
+        'f"{_shape(spec.shape[1:])}: {tf_errors.error_text(err)}") from err',
         'f"{_shape(spec.shape[1:])}: {str(err).splitlines()[0]}") from err',
         [CHECKS + "test_a_model_call_failure_names_the_error_not_in_user_code"]),
     # export of a register_model model from the plain command: 'unknown model'.
@@ -1503,8 +1503,8 @@ MUTATIONS = [
         "num_classes, label_offset)\n    if train:",
         "    num_examples = sum(count_records(f) for f in files)\n    if train:", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
     Mutation(
-        "imagenet_step_label_dump", At("error_from"),
-        "    found = _SHARD_LABEL.search(text)\n", "    found = None\n", [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
+        "imagenet_step_label_dump", At("_READERS", module="in_step"),
+        '_READERS = ((tf_errors.SHARD_LABEL_CHECK, _shard_label),', '_READERS = ((tf_errors.SHARD_LABEL_CHECK, lambda *fields: None),', [T + "input/test_input_readers.py::test_imagenet_labels_and_images_are_checked_up_front_and_named_later"]),
     # A step's input-pipeline error: TensorFlow's page instead of one line.
     Mutation(
         "generator_error_page", At("Trainer.step"),
@@ -2978,8 +2978,9 @@ MUTATIONS = [
         [T + "engine/test_step_error_blame.py::test_a_kernels_error_in_a_step_is_not_blamed_on_the_data"]),
     Mutation(
         "step_input_error_never_blamed", At("from_input_pipeline"),
-        '    return "IteratorGetNext" in err.message or "Iterator::" in err.message\n',
-        "    return False\n",
+        '    return (tf_errors.ITERATOR_NODE in err.message\n'
+        '            or tf_errors.ITERATOR_PIPELINE in err.message)\n',
+        '    return False\n',
         [T + "engine/test_step_error_blame.py::test_an_input_pipeline_error_in_a_step_names_the_data",
          T + "input/test_input_readers.py::test_imagenet_payload_corruption_fails_step_naming_data_dir"]),
     Mutation(
@@ -3131,7 +3132,7 @@ MUTATIONS = [
     # taken again (the name silently ignored), or Params' default the name again.
     Mutation(
         "params_model_with_keras_model_accepted", At("Trainer.__init__"),
-        "        model_checks.check_one_model(params.model, model)  # before any work\n", "",
+        '        up_front.check_one_model(params.model, model)  # before any work\n', "",
         [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
          T + "commands/test_newcomer_errors.py"]),
     Mutation(
