@@ -582,9 +582,9 @@ MUTATIONS = [
     # A mode-dependent flag loses its applies_with (adam_epsilon silently
     # accepted with --optimizer=sgd).
     Mutation(
-        "mode_flag_adam_epsilon_dropped", At("SETTINGS"),
-        '"Adam epsilon.", training_only=True,\n                applies_with=("optimizer", ("adam",))),',
-        '"Adam epsilon.", training_only=True),',
+        "mode_flag_adam_epsilon_dropped", At("Optimizer.adam_epsilon"),
+        ' applies_with=("optimizer", ("adam",)),',
+        '',
         [T + "config/test_ignored_flags.py::test_the_mode_rules_are_the_table_s"]),
     # The generic mode check runs for the command line only: Params (library
     # users) takes a value its mode ignores.
@@ -596,9 +596,10 @@ MUTATIONS = [
          "test_a_flag_its_mode_ignores_is_an_error_naming_flag_and_mode"]),
     # --eval takes --global_norm_clip (dropped from the training-only flags).
     Mutation(
-        "eval_takes_global_norm_clip", At("SETTINGS"),
-        '"global norm (the same on every copy).", training_only=True)),',
-        '"global norm (the same on every copy).")),',
+        "eval_takes_global_norm_clip", At("Clipping.global_norm_clip"),
+        '"copy).",\n'
+        '        training_only=True)',
+        '"copy).")',
         [T + "config/test_ignored_flags.py::test_eval_refuses_every_flag_of_the_training_groups"]),
     # Step time measured from the end of the previous step: the callbacks in
     # between (evals, saves) count as step time.
@@ -694,7 +695,7 @@ MUTATIONS = [
         "        value = getattr(params, flag)\n        if False:\n",
         [RECIPES + "test_a_flag_the_recipe_would_ignore_is_refused"]),
     Mutation(
-        "piecewise_takes_minimum_learning_rate", At("_validate_schedule"),
+        "piecewise_takes_minimum_learning_rate", At("LearningRateSettings.refuse"),
         "                     \"learning_rate_decay_factor\", \"learning_rate_schedule\",\n"
         "                     \"minimum_learning_rate\"):",
         "                     \"learning_rate_decay_factor\", \"learning_rate_schedule\"):",
@@ -808,7 +809,7 @@ MUTATIONS = [
         [T + "commands/test_flag_tests_table.py::test_every_flag_has_a_row"]),
     # The scaling command takes --save_model_secs (dropped from its not-used flags).
     Mutation(
-        "scaling_takes_save_model_secs", At("SETTINGS"),
+        "scaling_takes_save_model_secs", At("_TABLE", module="settings"),
         '"Save a checkpoint every this many seconds.",\n                training_only=True, scaling=NOT_USED),',
         '"Save a checkpoint every this many seconds.",\n                training_only=True),',
         [T + "config/test_ignored_flags.py::test_scaling_refuses_every_summary_trace_and_checkpoint_flag"]),
@@ -1088,7 +1089,7 @@ MUTATIONS = [
         "and record[name] is not current[name]:",
         [T + "state/test_run_record_values.py"]),
     Mutation(
-        "recorded_values_by_identity", At("recorded_values"),
+        "recorded_values_by_identity", At("recorded_values", module="run_record"),
         "and given.get(name) != record[name]}",
         "and given.get(name) is not record[name]}",
         [T + "state/test_run_record_values.py"]),
@@ -2029,7 +2030,7 @@ MUTATIONS = [
          "test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use"]),
     # tf_cnn_benchmarks' --device=GPU refused again (the setting case-sensitive).
     Mutation(
-        "device_flag_case_sensitive", At("SETTINGS"),
+        "device_flag_case_sensitive", At("_TABLE", module="settings"),
         '"else cpu).", choices=DEVICES, case_sensitive=False),',
         '"else cpu).", choices=DEVICES),',
         [T + "config/test_tfcnn_flags.py::test_every_tf_cnn_enum_value_parses_or_says_what_to_use",
@@ -2325,7 +2326,7 @@ MUTATIONS = [
          "test_resize_method_nearest_in_training_copies_pixels_where_bilinear_mixes"]),
     # --gpu_indices refused with --eval/--forward_only, which run towers too.
     Mutation(
-        "gpu_indices_training_only", At("SETTINGS"),
+        "gpu_indices_training_only", At("_TABLE", module="settings"),
         '"run on them too.", scaling=NOT_USED),',
         '"run on them too.", training_only=True, scaling=NOT_USED),',
         [T + "engine/test_runtime_flags.py::"
@@ -3117,11 +3118,11 @@ MUTATIONS = [
         "not 0 < p.display_perf_ewma <= 1:", "not 0 < p.display_perf_ewma < 1:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "optimizer_option_zero_refused", At("_validate_optimizer_options"),
+        "optimizer_option_zero_refused", At("Optimizer.refuse"),
         "if not low <= getattr(p, flag) < high:", "if not low < getattr(p, flag) < high:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "base_batch_size_one_refused", At("_validate_schedule"),
+        "base_batch_size_one_refused", At("LearningRateSettings.refuse"),
         "        if p.base_batch_size < 1:", "        if p.base_batch_size <= 1:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
@@ -3136,7 +3137,7 @@ MUTATIONS = [
         [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
          T + "commands/test_newcomer_errors.py"]),
     Mutation(
-        "params_model_default_named", At("SETTINGS"),
+        "params_model_default_named", At("_TABLE", module="settings"),
         'Setting("model", STRING, None,', 'Setting("model", STRING, "trivial",',
         [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused"]),
     # A global batch larger than an epoch of real data taken
