@@ -47,6 +47,7 @@ from towertrain.recipe import lr_schedule
 from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
+from towertrain.state import resume as resume_lib
 from towertrain.errors import ParamsError
 from towertrain.input_pipeline.arrays import InputError
 
@@ -377,7 +378,9 @@ class Trainer:
         # Before anything is written or trained.
         writable.check_run(self.plan.outputs, training=not self.params.eval)
         handles = self._run_handles(eval_data)
-        built = callbacks_lib.default_callbacks(self.plan, handles, write)
+        # The train_dir's lock, the record's checks, the restore: before any callback.
+        resumed = resume_lib.resume(self.plan, handles, write)
+        built = callbacks_lib.default_callbacks(self.plan, handles, resumed, write)
         result = loop_lib.run(handles, built + list(callbacks), self.total_steps, write)
         self.sync_model()
         return result

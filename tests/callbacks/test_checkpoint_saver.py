@@ -1,7 +1,7 @@
 """When a run saves (every N steps at a fence, every S seconds once the
 staged batches are trained on), what its header says of a train_dir's
 leftovers, and a diverged checkpoint set aside over an earlier run's files
-(callbacks/checkpointing.py). The timing cases drive CheckpointSaver with a
+(callbacks/checkpointing.py, state/resume). The timing cases drive CheckpointSaver with a
 clock the test sets, so a save one step or one second late fails."""
 import os
 import types
@@ -9,10 +9,11 @@ import types
 import pytest
 
 import towertrain
-from towertrain import callbacks
 from towertrain.callbacks import checkpointing
 from towertrain.errors import TrainingDivergedError
 from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import resume
+from towertrain.state.resume.checkpointer import Checkpointer
 
 import helpers.tiny_models as tiny_models
 
@@ -128,7 +129,8 @@ def test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer(monkeyp
 def test_the_header_names_every_removed_folder_and_the_latest_recovered_file(monkeypatch):
     saver, checkpointer, _ = _saver(monkeypatch)
     checkpointer.rebuilt = ["ckpt-2", "ckpt-4", "ckpt-6"]
-    saver.removed = ["ckpt-8_temp", "ckpt-10_temp"]
+    saver.resumed = resume.Resumed(checkpointer)
+    saver.resumed.removed = ["ckpt-8_temp", "ckpt-10_temp"]
     info = dict(saver.header_info())
     assert info["Removed"] == ("ckpt-8_temp/, ckpt-10_temp/: unfinished saves of a run that "
                                "was killed (the checkpoints are whole)")
@@ -183,8 +185,8 @@ def test_set_aside_makes_ckpt_9_the_latest_and_max_to_keep_counts_the_rest(train
     every one left, named relative to train_dir, the latest the last of them;
     and max_to_keep still counts them (a state file without their times made
     them kept for ever)."""
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path),
-                                          max_to_keep=3)
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path),
+                                max_to_keep=3)
     _save_at(checkpointer, 8, 9, 10)
     checkpointer.set_aside(str(tmp_path / "ckpt-10"))
     state = (tmp_path / ckpt_lib.STATE_FILE).read_text().splitlines()
@@ -201,7 +203,7 @@ def test_a_diverged_run_sets_aside_over_an_earlier_runs_diverged_files(trainer, 
     the new set-aside replaces them (step 1000 also checks the step is
     compared by value: ints past 256 are distinct objects)."""
     train_dir = str(tmp_path)
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
     _save_at(checkpointer, 999, 1000)
     for suffix in (".index", ".data-00000-of-00001"):
         with open(os.path.join(train_dir, "diverged-ckpt-1000" + suffix), "wb") as f:
@@ -223,14 +225,14 @@ def test_a_non_chief_reads_the_latest_file_of_a_lost_state_file_and_writes_nothi
     """A reader (writer=False, a non-chief worker) takes the latest ckpt-N on
     disk and leaves the state file to the chief; the chief rewrites it."""
     train_dir = str(tmp_path)
-    _save_at(callbacks.Checkpointer(trainer._run_handles(), trainer.plan, train_dir), 2, 4)
+    _save_at(Checkpointer(trainer._run_handles(), trainer.plan, train_dir), 2, 4)
     os.remove(os.path.join(train_dir, ckpt_lib.STATE_FILE))
-    reader = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, train_dir,
-                                    writer=False)
+    reader = Checkpointer(trainer._run_handles(), trainer.plan, train_dir,
+                          writer=False)
     assert reader.rebuilt == []
     assert reader.restore_latest() == os.path.join(train_dir, "ckpt-4")
     assert not os.path.exists(os.path.join(train_dir, ckpt_lib.STATE_FILE))
-    chief = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
+    chief = Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
     assert chief.rebuilt == ["ckpt-2", "ckpt-4"]
     assert os.path.exists(os.path.join(train_dir, ckpt_lib.STATE_FILE))
 
@@ -238,7 +240,7 @@ def test_a_non_chief_reads_the_latest_file_of_a_lost_state_file_and_writes_nothi
 def test_set_aside_of_the_only_checkpoint_leaves_the_initial_values_to_resume(trainer,
                                                                               tmp_path):
     train_dir = str(tmp_path)
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
     _save_at(checkpointer, 3)
     lines = []
     saver = checkpointing.CheckpointSaver(checkpointer, write=lines.append)
@@ -256,7 +258,7 @@ def test_a_checkpoint_older_than_the_step_before_the_divergence_stays(trainer, t
     """Only the step right before a diverged step leads back to it; an older
     checkpoint resumes into other steps, so it is kept as the latest."""
     train_dir = str(tmp_path)
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, train_dir)
     _save_at(checkpointer, 2, 4)
     lines = []
     saver = checkpointing.CheckpointSaver(checkpointer, write=lines.append)
@@ -267,7 +269,7 @@ def test_a_checkpoint_older_than_the_step_before_the_divergence_stays(trainer, t
 
 
 def test_five_checkpoints_are_kept_unless_told(trainer, tmp_path):
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
     _save_at(checkpointer, *range(1, 8))
     assert sorted(int(p.name[5:-6]) for p in tmp_path.glob("ckpt-*.index")) == [3, 4, 5, 6, 7]
 
@@ -276,7 +278,7 @@ def test_five_checkpoints_are_kept_unless_told(trainer, tmp_path):
                                          (4, "{0}, {1}, {2}, ...")])
 def test_a_non_finite_state_is_not_saved_and_the_error_names_three(trainer, tmp_path, bad,
                                                                       listed):
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
     _save_at(checkpointer, 1)
     for key in sorted(checkpointer.state.variables)[:bad]:
         variable = checkpointer.state.variables[key]
@@ -292,7 +294,7 @@ def test_a_non_finite_state_is_not_saved_and_the_error_names_three(trainer, tmp_
 
 
 def test_a_nan_in_an_optimizer_slot_alone_is_not_saved(trainer, tmp_path):
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
     _save_at(checkpointer, 1)
     key = sorted(checkpointer.state.slots)[0]
     [(name, slot)] = checkpointer.state.slots[key].items()  # momentum's one slot
@@ -306,7 +308,7 @@ def test_a_nan_in_an_optimizer_slot_alone_is_not_saved(trainer, tmp_path):
 def test_a_step_saved_once_is_not_written_again(trainer, tmp_path, monkeypatch):
     """The run's end saves the step a periodic save just wrote: once is enough
     (step 1000: equal steps past 256 are distinct ints)."""
-    checkpointer = callbacks.Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
+    checkpointer = Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path))
     _save_at(checkpointer, 1000)
     writes = []
     monkeypatch.setattr(checkpointer.manager, "save", lambda **kw: writes.append(kw))
@@ -322,6 +324,6 @@ def test_a_failed_save_removes_its_temporary_folder_and_its_own_files_only(tmp_p
         (tmp_path / name).write_bytes(b"x")
     (tmp_path / "ckpt-5_temp").mkdir()
     (tmp_path / "ckpt-5_temp" / "part").write_bytes(b"x")
-    checkpointing.Checkpointer._remove_partial(str(tmp_path / "ckpt-5"))
+    Checkpointer._remove_partial(str(tmp_path / "ckpt-5"))
     assert sorted(os.listdir(tmp_path)) == ["ckpt-4.data-00000-of-00001", "ckpt-4.index",
                                             "ckpt-40.index"]

@@ -74,8 +74,8 @@ def _momentum():
 
 
 def _resume_with_adam():
-    from towertrain.state import run_record
-    run_record.check_state_settings({"optimizer": "momentum"}, {"optimizer": "adam"},
+    from towertrain.state.resume import contract
+    contract.check_state_settings({"optimizer": "momentum"}, {"optimizer": "adam"},
                                     "--train_dir=run")
 
 
@@ -97,7 +97,7 @@ def _save_failed():
 def _train_dir_in_use(mp):
     import fcntl
     import tempfile
-    from towertrain.state import train_dir_lock
+    from towertrain.state.resume import train_dir_lock
     mp.chdir(tempfile.mkdtemp())
     os.mkdir("run")
     with open(os.path.join("run", train_dir_lock.LOCK_FILE), "w") as held:
@@ -155,9 +155,9 @@ def _users_model_record(doing):
 
 
 def _resume_on_fewer_files():
-    from towertrain.state import run_record
+    from towertrain.state.resume import contract
     files = [f"data_batch_{i}.bin" for i in range(1, 6)]
-    run_record.check_training_input(
+    contract.check_training_input(
         {"input_examples": 2000, "input_files": files},
         {"input_examples": 1600, "input_files": files[:4]}, "cifar", "--train_dir=run")
 
@@ -187,8 +187,8 @@ def _did_you_mean_model():
 # Runs that fail safe: each refusal that keeps a run from training on as
 # another one, or from ending in a traceback.
 def _workers_on_different_train_dirs():
-    from towertrain.engine.run import resume_agreement
-    resume_agreement.check_rows([[1, 20, 1234], [1, -1, 0]], "run")
+    from towertrain.state.resume import agreement
+    agreement.check_rows([[1, 20, 1234], [1, -1, 0]], "run")
 
 
 def _tf_config_without_collective(text):

@@ -35,7 +35,7 @@ def files_of(directory, prefix=""):
     that took it): compared before and after a refused or failed run. A
     folder (a checkpoint being written when its run was stopped:
     ckpt-N_temp/) counts by the files in it, as name/inner name."""
-    from towertrain.state import train_dir_lock
+    from towertrain.state.resume import train_dir_lock
     out = {}
     for name in sorted(set(os.listdir(directory)) - {train_dir_lock.LOCK_FILE}):
         if not name.startswith(prefix):

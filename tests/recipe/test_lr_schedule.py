@@ -287,7 +287,7 @@ def test_a_resumed_trainer_continues_the_schedule_at_the_restored_step(tmp_path)
     resumed = Trainer(Params(num_batches=12, train_dir=str(tmp_path / "a"), **common))
     # Restores the latest checkpoint; its saver, never run, frees the train_dir's lock.
     for callback in default_callbacks_for(resumed, write=lambda line: None):
-        if hasattr(callback, "lock"):
+        if hasattr(callback, "resumed"):
             callback.close()
     assert resumed.global_step() == 4
     for optimizer in resumed.variables.optimizers():

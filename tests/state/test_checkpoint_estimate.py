@@ -1,5 +1,5 @@
 """The free space a run asks of its train_dir's disk before the first step
-(callbacks/checkpointing.py, Checkpointer.bytes_needed) against the bytes the
+(state/resume/checkpointer.py, Checkpointer.bytes_needed) against the bytes the
 checkpoint it then writes takes: never less (a disk with exactly that much
 free would fail at the save and lose the run), optimizer slots, index
 entries and object graph included, and not more than its stated margins."""
@@ -9,8 +9,8 @@ import keras
 import tensorflow as tf
 
 from towertrain import Params, Trainer, models
-from towertrain.callbacks import checkpointing
 from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state.resume import checkpointer as checkpointer_lib
 
 import helpers.cli
 
@@ -68,7 +68,7 @@ def test_the_space_asked_before_training_holds_the_checkpoint_written(tmp_path, 
     assert sum(1 for n in names if n.startswith("slots/")) == 2 * (SMALL_LAYERS + 2)
     assert needed >= sum(written.values()), (needed, written)
     # The margins: per saved tensor and the fixed files' room, no more.
-    margin = checkpointing.PER_TENSOR_BYTES * len(names) + checkpointing.FILE_OVERHEAD_BYTES
+    margin = checkpointer_lib.PER_TENSOR_BYTES * len(names) + checkpointer_lib.FILE_OVERHEAD_BYTES
     assert needed <= written["ckpt-1.data-00000-of-00001"] + margin, (needed, written)
 
 

@@ -10,7 +10,8 @@ import os
 import pytest
 
 from towertrain import Params
-from towertrain.state import run_record, topology as topology_lib
+from towertrain.state import run_record
+from towertrain.state.resume import contract, topology as topology_lib
 from towertrain.state.checkpoint import CheckpointError
 
 from helpers import plans
@@ -62,11 +63,11 @@ def test_each_state_setting_changed_alone_is_refused(name):
     # optimizer records other options: those are not compared).
     assert {k for k in recorded if k in resuming and recorded[k] != resuming[k]} == {name}
     with pytest.raises(CheckpointError) as refused:
-        run_record.check_state_settings(recorded, resuming, "D")
+        contract.check_state_settings(recorded, resuming, "D")
     assert str(refused.value).startswith(
         f"{_flag(name, resuming[name])} but D was trained with {_flag(name, recorded[name])}, "
         "which shaped its saved state"), str(refused.value)
-    run_record.check_state_settings(recorded, _state(**base), "D")  # unchanged: resumes
+    contract.check_state_settings(recorded, _state(**base), "D")  # unchanged: resumes
 
 
 RECORD = {"model": "trivial", "data_name": "cifar10"}
@@ -91,8 +92,8 @@ CHANGEABLE_TEXT = {"accumulation_steps": "Accumulation: CHANGED at resume: "
 @pytest.mark.parametrize("name", run_record.CHANGEABLE)
 def test_each_changeable_value_changed_alone_is_reported(name):
     assert name in CHANGEABLE_TEXT, f"no case changes {name!r} alone"
-    assert run_record.changes_at_resume(CHANGEABLE_RECORD, dict(CHANGEABLE_RECORD)) == []
-    lines = run_record.changes_at_resume(CHANGEABLE_RECORD,
+    assert contract.changes_at_resume(CHANGEABLE_RECORD, dict(CHANGEABLE_RECORD)) == []
+    lines = contract.changes_at_resume(CHANGEABLE_RECORD,
                                          {**CHANGEABLE_RECORD, name: 3})
     assert [f"{label}: {text}" for label, text in lines] == [
         f"{CHANGEABLE_TEXT[name]} in the run record, now 3"]
@@ -115,11 +116,11 @@ def input_record(tmp_path_factory):
 def test_each_input_field_changed_alone_is_refused(input_record):
     assert sorted(input_record) == sorted(INPUT_CHANGES), (
         "a field of the input record without a case here (or a case without its field)")
-    run_record.check_training_input(input_record, dict(input_record), "/d", "D")
+    contract.check_training_input(input_record, dict(input_record), "/d", "D")
     for name, change in INPUT_CHANGES.items():
         changed = {**input_record, name: change(input_record[name])}
         with pytest.raises(CheckpointError, match="^--data_dir=/d holds .* but D was trained"):
-            run_record.check_training_input(input_record, changed, "/d", "D")
+            contract.check_training_input(input_record, changed, "/d", "D")
 
 
 # The topology a checkpoint records: each number changed alone is reported.

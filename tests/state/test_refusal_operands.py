@@ -19,6 +19,7 @@ from towertrain.errors import CheckpointError, ClusterError, ParamsError
 from towertrain.plan import InputFacts, cluster, steps
 from towertrain.plan.sections import Outputs
 from towertrain.state import export, run_record, writable
+from towertrain.state.resume import contract
 from towertrain.state.run_record import RUN_INFO_FILE
 
 from helpers.doc_blocks import ROOT
@@ -48,11 +49,11 @@ def _epoch(input_steps=2, given=40):
 
 
 def _settings(record, current):
-    return _refused(lambda: run_record.check_state_settings(record, current, "D"))
+    return _refused(lambda: contract.check_state_settings(record, current, "D"))
 
 
 def _input(record, current):
-    return _refused(lambda: run_record.check_training_input(record, current, "/d", "D"))
+    return _refused(lambda: contract.check_training_input(record, current, "/d", "D"))
 
 
 def _eval_input(record, data_dir):
@@ -133,7 +134,7 @@ ROWS = {
         "input_steps_per_epoch is not None": lambda tmp: (_epoch(), _epoch(input_steps=None)),
         "input_steps_per_epoch != batches": lambda tmp: (_epoch(), _epoch(input_steps=4)),
     },
-    ("towertrain/state/run_record.py", "check_state_settings"): {
+    ("towertrain/state/resume/contract.py", "check_state_settings"): {
         "name not in record": lambda tmp: (_settings({"momentum": 0.9}, {"momentum": 0.5}),
                                            _settings({}, {"momentum": 0.5})),
         "name not in current": lambda tmp: (_settings({"momentum": 0.9}, {"momentum": 0.5}),
@@ -142,7 +143,7 @@ ROWS = {
             _settings({"momentum": 0.9}, {"momentum": 0.5}),
             _settings({"momentum": 0.9}, {"momentum": 0.9})),
     },
-    ("towertrain/state/run_record.py", "check_training_input"): {
+    ("towertrain/state/resume/contract.py", "check_training_input"): {
         "'input_files' not in record": lambda tmp: (
             _input(INPUT, dict(INPUT, input_examples=30)),
             _input({"input_examples": 40}, dict(INPUT, input_examples=30))),

@@ -9,6 +9,7 @@ import pytest
 
 from towertrain.plan import sections
 from towertrain.state import run_record
+from towertrain.state.resume import contract
 from towertrain.state.checkpoint import CheckpointError
 
 from helpers.checkpoint_files import files_of, saved_tensors
@@ -94,14 +95,14 @@ def settings(optimizer=OPTIMIZER, precision=PRECISION, loss=LOSS):
 ])
 def test_each_setting_that_shapes_the_saved_state_is_refused(changed, message):
     with pytest.raises(CheckpointError, match=message.replace("+", r"\+")):
-        run_record.check_state_settings(settings(), settings(**changed), "D")
+        contract.check_state_settings(settings(), settings(**changed), "D")
 
 
 def test_options_that_do_not_apply_and_older_records_never_block_a_resume():
     # rmsprop's options mean nothing to a momentum run: not recorded, not checked.
     other_rmsprop = OPTIMIZER.__class__(**{**OPTIMIZER.__dict__, "rmsprop_decay": 0.5})
-    run_record.check_state_settings(settings(), settings(optimizer=other_rmsprop), "D")
+    contract.check_state_settings(settings(), settings(optimizer=other_rmsprop), "D")
     # A record written before the settings were recorded: nothing to compare.
-    run_record.check_state_settings({"model": "trivial"}, settings(), "D")
+    contract.check_state_settings({"model": "trivial"}, settings(), "D")
     adam = OPTIMIZER.__class__(**{**OPTIMIZER.__dict__, "optimizer": "adam"})
     assert "momentum" not in settings(optimizer=adam)

@@ -12,6 +12,7 @@ import pytest
 import towertrain
 from towertrain.errors import CheckpointError
 from towertrain.state import run_record
+from towertrain.state.resume import contract
 
 
 def test_a_run_s_record_holds_its_model_s_shapes_its_run_and_its_learning_rate(tmp_path):
@@ -52,7 +53,7 @@ def test_a_refused_input_names_five_files_each_and_more_by_first_and_last(count)
     listed = (", ".join(names) if count <= 5 else
               f"{count} files, train-00000-of-{count:05d} .. train-{count - 1:05d}-of-{count:05d}")
     with pytest.raises(CheckpointError) as refused:
-        run_record.check_training_input({"input_examples": 100, "input_files": names},
+        contract.check_training_input({"input_examples": 100, "input_files": names},
                                         {"input_examples": 90, "input_files": names},
                                         "/data", "--train_dir=run")
     assert str(refused.value).startswith(
@@ -64,7 +65,7 @@ def test_equal_values_read_back_from_the_record_are_no_change():
     # Values as json.load gives them: equal, but other objects than the run's.
     read_back = json.loads('{"total_steps": 100000, "accumulation_steps": 1, '
                            '"data_name": "cifar10"}')
-    assert run_record.changes_at_resume(read_back, {"total_steps": int("100000"),
+    assert contract.changes_at_resume(read_back, {"total_steps": int("100000"),
                                                     "accumulation_steps": 1}) == []
     assert run_record.recorded_values({"data_name": "".join(["cifar", "10"])}, set(),
                                       read_back) == {}

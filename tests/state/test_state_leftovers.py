@@ -8,7 +8,8 @@ import os
 
 from towertrain import Params, Trainer
 from towertrain.callbacks import Callback
-from towertrain.state import run_record, train_dir_lock
+from towertrain.state import run_record
+from towertrain.state.resume import train_dir_lock
 from towertrain.state.run_record import RUN_INFO_FILE
 
 import helpers.cli

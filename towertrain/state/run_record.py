@@ -1,6 +1,7 @@
 """The train_dir's run record (towertrain_run.json): what a run was trained as.
 
-Training writes it (towertrain.callbacks.default_callbacks, via write).
+Training writes it (the run's resume, towertrain.state.resume, via write),
+and a resume holds the run to it (towertrain.state.resume.contract).
 --eval reads it so that `--eval --train_dir=D` needs no --model, and a flag
 that contradicts it fails before any model is built, with both values named,
 instead of later as a list of mismatched checkpoint variables (or, worse, a
@@ -27,8 +28,8 @@ USER_MODEL = "user_model"
 # they mean, the variables' precision and loss scale, the decay folded into
 # every update): a resume that changes one is refused before any step, since
 # the checkpoint would load "fine" and train on as another run (a momentum
-# run resumed with adam: loss 2.2 -> 911,486). In the order they are checked,
-# a setting before the options it governs.
+# run resumed with adam: loss 2.2 -> 911,486). In the order they are checked
+# (towertrain.state.resume.contract), a setting before the options it governs.
 STATE_SETTINGS = ("optimizer", "momentum", "nesterov", "rmsprop_decay", "rmsprop_momentum",
                   "rmsprop_epsilon", "adam_beta1", "adam_beta2", "adam_epsilon",
                   "use_fp16", "use_bf16", "fp16_vars", "fp16_loss_scale",
@@ -140,42 +141,6 @@ def state_settings(optimizer, precision, loss):
     return values
 
 
-def _flag(name, value):
-    if isinstance(value, bool):
-        return f"--{name}" if value else f"--no{name}"
-    return f"--{name}={value}"
-
-
-def check_state_settings(record, current, where):
-    """Raises CheckpointError at the first STATE_SETTINGS value of `current`
-    (state_settings of the resuming run) that differs from the record's.
-    A record without a setting (written before it was recorded, or where it
-    does not apply) is not checked for it."""
-    for name in STATE_SETTINGS:
-        if name not in record or name not in current or record[name] == current[name]:
-            continue
-        recorded, value = record[name], current[name]
-        raise CheckpointError(
-            f"{_flag(name, value)} but {where} was trained with {_flag(name, recorded)}, "
-            "which shaped its saved state (a resume would load it and train on as another "
-            f"run); pass {_flag(name, recorded)} to resume that run, or use another "
-            "--train_dir to start a new one")
-
-
-def changes_at_resume(record, current):
-    """[(label, text)] header lines for each CHANGEABLE value of `current` that
-    differs from the record's (a resume may change them by design)."""
-    labels = {"accumulation_steps": ("Accumulation", "--gradient_accumulation_steps"),
-              "total_steps": ("Total steps", "the run's last step")}
-    lines = []
-    for name in CHANGEABLE:
-        if name in record and name in current and record[name] != current[name]:
-            label, what = labels[name]
-            lines.append((label, f"CHANGED at resume: {what} was {record[name]} in the run "
-                                 f"record, now {current[name]}"))
-    return lines
-
-
 def training_input(data_name, data_dir, num_examples):
     """The record of a run's training files (empty for synthetic data): its
     examples per epoch and file names. A resume needs the same input, since
@@ -187,39 +152,6 @@ def training_input(data_name, data_dir, num_examples):
     reader = cifar10 if data_name == "cifar10" else imagenet
     return {"input_examples": int(num_examples) if num_examples is not None else None,
             "input_files": [os.path.basename(f) for f in reader.find_files(data_dir)]}
-
-
-def _examples_text(count):
-    return "an unknown number of" if count is None else f"{count:,}"
-
-
-def _files_text(names):
-    if len(names) <= 5:
-        return ", ".join(names)
-    return f"{len(names)} files, {names[0]} .. {names[-1]}"
-
-
-def check_training_input(record, current, data_dir, where):
-    """Refuses a resume on another training input than the record's (`current`:
-    training_input of the resuming run): more or fewer examples per epoch, or
-    other files. A record without it (older, or synthetic data) is not checked."""
-    if "input_files" not in record or not current:
-        return
-    before, now = (record.get("input_examples"), record["input_files"]), (
-        current["input_examples"], current["input_files"])
-    if before == now:
-        return
-    missing = [n for n in before[1] if n not in now[1]]
-    added = [n for n in now[1] if n not in before[1]]
-    changes = "; ".join(filter(None, (
-        f"missing now: {_files_text(missing)}" if missing else "",
-        f"new: {_files_text(added)}" if added else "")))
-    raise CheckpointError(
-        f"--data_dir={data_dir} holds {_examples_text(now[0])} training examples per epoch "
-        f"({_files_text(now[1])}) but {where} was trained on {_examples_text(before[0])} "
-        f"({_files_text(before[1])}{'; ' + changes if changes else ''}), and its checkpoint "
-        "holds the position in that input; restore the files it was trained on to resume "
-        "that run, or use another --train_dir to start a new one on these files")
 
 
 def check_eval_input(record, data_dir, where):

@@ -4,8 +4,8 @@ The run's facts (steps, warmup, batches, outputs, the cluster) are the plan's
 (towertrain.plan: RunPlan and its sections); these are the few things only
 the live run has: its step, its position in the input, its state. Trainer.train
 builds one RunHandles (towertrain/trainer.py) and hands it to the loop
-(towertrain.engine.run.loop) and to towertrain.callbacks.default_callbacks,
-so no part below the Trainer holds the Trainer (tf_cnn_benchmarks'
+(towertrain.engine.run.loop), to the run's resume (towertrain.state.resume)
+and to towertrain.callbacks.default_callbacks, so no part below the Trainer holds the Trainer (tf_cnn_benchmarks'
 `VariableMgr(benchmark_cnn)` back-reference is what this avoids).
 
 Who uses what:
