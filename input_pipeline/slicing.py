@@ -48,7 +48,9 @@ class WorkerShare(collections.namedtuple("WorkerShare",
     of its towers when the batch is split over all num_workers x
     towers_per_worker towers as split_sizes splits it (the first towers take
     the remainder), so each worker's towers get exactly the rows one process
-    holding every tower would give them."""
+    holding every tower would give them. A value readers take; the Input
+    that yields a worker's batches is towertrain.engine.feed.input_factory's
+    WorkerInput."""
 
     @property
     def num_towers(self):

@@ -168,7 +168,7 @@ class Trainer:
             layout.input, layout.topology, image_shape=self.model.input_shape[1:],
             num_classes=self.model.output_shape[-1],
             per_process_batch=layout.batch_per_device * len(self.devices))
-        return input_factory.shard_for_worker(made, layout.topology.cluster)
+        return input_factory.input_for_worker(made, layout.topology.cluster)
 
     @staticmethod
     def _check_devices(layout):
@@ -194,7 +194,7 @@ class Trainer:
             raise self._out_of_memory("while building the input",
                                       "lower --batch_size (add --gradient_accumulation_steps "
                                       "to keep the global batch)") from err
-        self.feed = position.Feed(self.input, staged, self.accumulation, self.total_steps)
+        self.feed = position.FeedPosition(self.input, staged, self.accumulation, self.total_steps)
 
     def _make_step(self):
         """The step function (towers, exchange, finite check, update):

@@ -607,7 +607,7 @@ def test_worker_shard_takes_contiguous_global_towers():
     labels = np.arange(10, dtype=np.int32)
     seen = []
     for task in range(2):
-        shard = factory.WorkerShard(from_arrays(images, labels, 10, num_epochs=1), 2, task)
+        shard = factory.WorkerInput(from_arrays(images, labels, 10, num_epochs=1), 2, task)
         shard.create(["/cpu:0", "/cpu:1"])
         assert shard.global_batch == 10 and shard.steps_per_epoch == 1
         towers = shard.tower_batches(["/cpu:0", "/cpu:1"])

@@ -197,7 +197,7 @@ class Summaries(Callback):
         2 CPU devices, measured), which in a timed step understated the run's
         total images/sec. A variant is (drains only, outputs); with staging
         the step of the warm-up fence (plan.steps.warmup_fence, which
-        Feed.begin adds) drains, as does the run's last step. Due steps ask
+        FeedPosition.begin adds) drains, as does the run's last step. Due steps ask
         anyway; each other warm-up step takes the first
         variant of its kind still missing, plain before outputs."""
         warmup = self._warmup

@@ -74,7 +74,7 @@ def header_info(plan, model, input_source):
 
 def run(plan, model, devices, variables, feed, loss_fn, write=print):
     """Times the plan's timed steps of forward passes after its warmup steps
-    (untimed), on `feed`'s input (engine.feed.position.Feed); returns an
+    (untimed), on `feed`'s input (engine.feed.position.FeedPosition); returns an
     InferenceResult."""
     step = ForwardStep(model, devices, variables, feed.input, loss_fn)
     for line in benchmark_log.header_lines(header_info(plan, model, feed.input)):

@@ -27,7 +27,7 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
                                    global_batch=per_process_batch,
                                    seed=input_plan.seed,
                                    tower_indices=topology.global_tower_indices)
-        return shard_for_worker(synthetic, cluster, local=True)
+        return input_for_worker(synthetic, cluster, local=True)
     share = None
     if cluster.num_workers > 1:
         if input_plan.input == "queue":
@@ -37,7 +37,7 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
                 "worker could not decode only its share of each global batch; use "
                 "--input=dataset (each worker then decodes only its share)")
         share = WorkerShare(cluster.num_workers, cluster.task_index, topology.num_towers)
-    return shard_for_worker(_reader(input_plan, image_shape, num_classes,
+    return input_for_worker(_reader(input_plan, image_shape, num_classes,
                                     per_process_batch * cluster.num_workers,
                                     topology.data_format, share), cluster)
 
@@ -76,13 +76,15 @@ def _reader(input_plan, image_shape, num_classes, global_batch, data_format, sha
         share=share, **common)
 
 
-class WorkerShard(WrappedInput):
-    """One worker's part of a multi-worker input.
+class WorkerInput(WrappedInput):
+    """One worker's part of a multi-worker input: the Input that wraps the
+    run's input and yields this worker's towers' batches (which rows of a
+    global batch they take is the value slicing.WorkerShare describes).
 
-    A reader built with this worker's slicing.WorkerShare (the files'
-    readers) yields only the worker's rows of each global batch, decoded;
-    they are split over its local devices, which gives each tower the rows a
-    process holding every device would give it. Any other input (the
+    A reader built with this worker's WorkerShare (the files' readers)
+    yields only the worker's rows of each global batch, decoded; they are
+    split over its local devices, which gives each tower the rows a process
+    holding every device would give it. Any other input (the
     user's) yields the cluster's global batch (the same sequence on every
     worker): it is split into workers x local devices tower slices as one
     process would split it, and worker k keeps towers k*L .. k*L+L-1. Either
@@ -123,22 +125,22 @@ class WorkerShard(WrappedInput):
 
 def describe_worker_input(input_source):
     """What this worker of a multi-worker run reads and decodes (the header)."""
-    shard = input_source
-    while shard is not None and not isinstance(shard, WorkerShard):
-        shard = getattr(shard, "inner", None)
-    if shard is None:
+    worker_input = input_source
+    while worker_input is not None and not isinstance(worker_input, WorkerInput):
+        worker_input = getattr(worker_input, "inner", None)
+    if worker_input is None:
         return "this worker's own input"
-    if shard.local:
+    if worker_input.local:
         return "its own synthetic share of each global batch (each tower's by its global index)"
-    share = getattr(shard.inner, "worker_share", None)
+    share = getattr(worker_input.inner, "worker_share", None)
     if share is not None:
         return (f"reads every record, decodes only its share of each global batch "
                 f"({share.describe()})")
     return "reads and decodes every global batch, keeps its towers' share"
 
 
-def shard_for_worker(inner, cluster, local=False):
+def input_for_worker(inner, cluster, local=False):
     """`inner` for this worker of `cluster` (unchanged in a one-process run)."""
-    if cluster.num_workers == 1 or isinstance(inner, WorkerShard):
+    if cluster.num_workers == 1 or isinstance(inner, WorkerInput):
         return inner
-    return WorkerShard(inner, cluster.num_workers, cluster.task_index, local=local)
+    return WorkerInput(inner, cluster.num_workers, cluster.task_index, local=local)

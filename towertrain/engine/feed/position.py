@@ -11,7 +11,7 @@ from towertrain.engine.step import accumulate
 from towertrain.plan import steps as steps_plan
 
 
-class Feed:
+class FeedPosition:
     """input: the run's Input (the staging wrapper when staging is on);
     staging: that StagedInput, or None; accumulation: the plan's
     accumulation.Plan; total_steps: the run's last global step."""

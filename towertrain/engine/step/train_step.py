@@ -75,7 +75,7 @@ class TrainStep:
     """Builds the step function from the parts it runs. `fn(put, outputs)`
     returns (loss, global example count, applied, extras).
 
-    feed: the run's engine.feed.position.Feed (its input and staging);
+    feed: the run's engine.feed.position.FeedPosition (its input and staging);
     exchange: the plan's Exchange section; loss_fn, decay_mask, loss,
     xla_compile, tower_indices, cluster_towers, seed: the towers'
     (engine/step/towers.py: seed, step and slot make every random draw);
@@ -128,7 +128,7 @@ class TrainStep:
             # Steps before a fence or the end only drain (put=False). Trace that
             # variant now (tracing on first use took ~100 ms of a step); its
             # first call still builds it (1.4-1.9 s for resnet20 on 2 CPU
-            # devices), which Feed.begin moves into warm-up.
+            # devices), which FeedPosition.begin moves into warm-up.
             phases = ([accumulate.WHOLE] if self.accumulators is None
                       else [accumulate.ACCUMULATE, accumulate.APPLY])
             for put in (True, False):
