@@ -27,13 +27,15 @@ class DatasetInput(Input):
 
     name = "dataset"
     # (lowest, highest) label, where the data is in memory (from_arrays): lets
-    # towertrain.engine.contract.up_front say "label 12 outside the model's 10 classes" up front.
+    # towertrain.engine.contract.up_front say "label 12 outside the model's 10
+    # classes" up front.
     label_range = None
-    # Data not seen up front: `door` names the entry point (from_dataset,
-    # from_generator) for errors; towertrain.engine.contract.up_front sets label_classes
-    # (the model's classes, default loss) and each global batch's labels are
-    # then checked on the CPU in the step: one min and one max.
-    door = None
+    # Data not seen up front: `entry_point` names the library function that
+    # made the input (from_dataset, from_generator) for errors;
+    # towertrain.engine.contract.up_front sets label_classes (the model's
+    # classes, default loss) and each global batch's labels are then checked
+    # on the CPU in the step: one min and one max.
+    entry_point = None
     label_classes = None
     # Passes over the data this input yields (None: without end); the Trainer
     # compares it with Params(num_epochs) (towertrain.engine.feed.epochs).
@@ -74,7 +76,7 @@ class DatasetInput(Input):
         result = DatasetInput(self.epochs_fn(num_epochs), self.global_batch,
                               num_examples=self.known_examples, description=self.description,
                               eval_fn=self._eval_fn, num_epochs=num_epochs)
-        result.label_range, result.door = self.label_range, self.door
+        result.label_range, result.entry_point = self.label_range, self.entry_point
         result.origin = self.origin
         return result
 
@@ -91,7 +93,8 @@ class DatasetInput(Input):
         with tf.device("/cpu:0"):
             batch = next(self._iterator)
             if self.label_classes is not None:
-                batch = (batch[0], checked_labels(batch[1], self.label_classes, self.door))
+                batch = (batch[0], checked_labels(batch[1], self.label_classes,
+                                                  self.entry_point))
         return split_to_devices(batch, devices)
 
     def eval_data(self, batch_size):
@@ -103,9 +106,10 @@ class DatasetInput(Input):
         return None if self.start_position is not None else self._iterator
 
 
-def checked_labels(labels, num_classes, door):
+def checked_labels(labels, num_classes, entry_point):
     """`labels`, after an assertion that they lie in 0 .. num_classes - 1."""
-    check = label_check(labels, num_classes, f"towertrain.{door}" if door else "the")
+    where = f"towertrain.{entry_point}" if entry_point else "the"
+    check = label_check(labels, num_classes, where)
     if check is None:
         return labels
     with tf.control_dependencies([check]):
@@ -335,19 +339,19 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     return result
 
 
-def check_global_batch(door, global_batch):
+def check_global_batch(entry_point, global_batch):
     """A bad global_batch fails where it is given, not as a TF error in the step."""
     if isinstance(global_batch, bool) or not isinstance(global_batch, (int, np.integer)) \
             or global_batch < 1:
-        raise InputError(f"{door}: global_batch={global_batch!r}: must be a positive integer "
-                         "(examples per step, over all devices)")
+        raise InputError(f"{entry_point}: global_batch={global_batch!r}: must be a positive "
+                         "integer (examples per step, over all devices)")
 
 
-def check_num_epochs(door, num_epochs):
+def check_num_epochs(entry_point, num_epochs):
     if num_epochs is not None and (isinstance(num_epochs, bool) or not isinstance(
             num_epochs, (int, np.integer)) or num_epochs < 1):
-        raise InputError(f"{door}: num_epochs={num_epochs!r}: must be a positive integer or "
-                         "None (repeat without end)")
+        raise InputError(f"{entry_point}: num_epochs={num_epochs!r}: must be a positive "
+                         "integer or None (repeat without end)")
 
 
 def from_generator(generator_fn, output_signature, global_batch, num_examples=None,
@@ -362,7 +366,7 @@ def from_generator(generator_fn, output_signature, global_batch, num_examples=No
     batches = epoch_batches(dataset, global_batch, num_epochs)
     result = DatasetInput(batches, global_batch, num_examples=num_examples,
                           num_epochs=num_epochs)
-    result.door = "from_generator"
+    result.entry_point = "from_generator"
     result.origin = "from_generator"
     return result
 
@@ -403,6 +407,6 @@ def from_dataset(dataset, global_batch=None, batched=False, num_examples=None,
             check_global_batch("from_dataset", global_batch)
         result = DatasetInput(dataset.repeat(num_epochs).prefetch(tf.data.AUTOTUNE),
                               global_batch, num_examples=num_examples, num_epochs=num_epochs)
-    result.door = "from_dataset"
+    result.entry_point = "from_dataset"
     result.origin = "from_dataset"
     return result

@@ -102,7 +102,7 @@ class Trainer:
         self.input = self._make_input(layout, input_source)
         # The whole plan: batches, steps, epochs, schedules (towertrain.plan).
         self.plan = plan_lib.build(params, layout, plan_lib.InputFacts.of(
-            self.input, epochs_lib.door_name(input_source) if input_source else None,
+            self.input, epochs_lib.entry_point_name(input_source) if input_source else None,
             getattr(input_source, "num_epochs", None) is not None))
         self.stop_request = None  # 1: this worker was asked to stop (callbacks/cluster_stop.py)
         if self.num_workers > 1:
@@ -112,8 +112,8 @@ class Trainer:
         self._tower_labels = up_front.check(  # a user Input's: checked in the step
             self.model, self.input, self.data_format, user_model=model is not None,
             default_loss=loss_fn is None)
-        epochs_lib.check_lasts(params.num_epochs, self.input, self.total_steps,
-                               self.plan.batches.per_update)
+        epochs_lib.check_enough_input(params.num_epochs, self.input, self.total_steps,
+                                      self.plan.batches.per_update)
         # The learning rate by global step (a keras LearningRateSchedule): the
         # optimizers call it with their iterations, which checkpoints restore.
         self.learning_rate = lr_schedule.build(self.plan.recipe.learning_rate)

@@ -100,7 +100,8 @@ def test_gpu_step_moves_half_and_hands_float32_to_the_optimizer(spec, use_bf16):
     crossing = []  # (tensor, consumer) where the data changes device
     handed_back = []  # all-reduce results consumed outside it (the optimizer)
     for op in ops:
-        if "riders" in op.name:  # the step's scalars travel in float32, in a pack of their own
+        # The step's scalars travel in float32, in a pack of their own.
+        if "extra_values" in op.name:
             continue
         for tensor in op.inputs:
             producer = tensor.op
@@ -111,7 +112,7 @@ def test_gpu_step_moves_half_and_hands_float32_to_the_optimizer(spec, use_bf16):
                 handed_back.append(tensor)
     if spec == "nccl":  # NCCL moves the data inside its op
         crossing = [(t, op) for op in ops if op.type == "NcclAllReduce"
-                    and "riders" not in op.name for t in op.inputs]
+                    and "extra_values" not in op.name for t in op.inputs]
         assert len(crossing) == 4
     else:
         assert len(crossing) >= 6, "nothing crosses devices?"

@@ -225,7 +225,7 @@ def watch_labels(input_source, num_classes):
     itself (the step then checks each tower's labels), else None."""
     while True:
         if hasattr(input_source, "label_classes"):
-            if getattr(input_source, "door", None) and num_classes:
+            if getattr(input_source, "entry_point", None) and num_classes:
                 input_source.label_classes = num_classes
             return None
         inner = getattr(input_source, "inner", None)  # staging, a worker's shard

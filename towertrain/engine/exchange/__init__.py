@@ -3,7 +3,8 @@
 - packing: gradients cut into flat packs and back;
 - base, central, nccl, ring, compact: the local algorithms (--all_reduce_spec),
   each summing one pack over one process's devices;
-- flow: the common path (packs, riders, the per-device finite check);
+- flow: the common path (packs, the extra values sent with them, the
+  per-device finite check);
 - local: --variable_update=replicated's exchange;
 - cross_worker, keys, ordering, tail: collective_all_reduce's exchange over
   every worker, its group and instance keys, its per-GPU order and the step's

@@ -185,7 +185,7 @@ class ClusterExchange:
 
     # -- the exchange --------------------------------------------------------
 
-    def exchange(self, per_device, riders=None, check=True):
+    def exchange(self, per_device, extra_values=None, check=True):
         """flow.Exchanged of the gradient lists summed over the cluster."""
         packs = packing.plan_for_exchange(per_device[0], self.options)
 
@@ -198,7 +198,7 @@ class ClusterExchange:
             if self.local:
                 return self._hierarchical_sum(flats, key)
             return self._all_devices_sum(flats, key)
-        return flow.exchange_packs(per_device, self.devices, packs, sum_pack, riders, check)
+        return flow.exchange_packs(per_device, self.devices, packs, sum_pack, extra_values, check)
 
     def packed_sum(self, per_device_lists, key):
         """Lists of tensors (one list per local device) summed over the

@@ -19,7 +19,7 @@ class LocalExchange:
     def __init__(self, algorithm, num_packs=0, pack_bytes=None):
         self.algorithm, self.num_packs, self.pack_bytes = algorithm, num_packs, pack_bytes
         self.name = algorithm.name
-        # Riders (the step's scalars) never travel in a half-precision pack.
+        # Extra values (the step's scalars) never travel in a half-precision pack.
         self.plain = algorithm.inner if isinstance(algorithm, CompactTransfer) else algorithm
 
     def packs(self, grads):
@@ -27,18 +27,18 @@ class LocalExchange:
         cut as the repacking flags ask."""
         return packing.plan(grads, self.num_packs, self.pack_bytes)
 
-    def exchange(self, per_device, devices, riders=None, check=True):
+    def exchange(self, per_device, devices, extra_values=None, check=True):
         """flow.Exchanged of the gradient lists summed over `devices`."""
         packs = self.packs(per_device[0])
-        # A half-precision transfer: the riders travel in a float32 pack of
+        # A half-precision transfer: the extra values travel in a float32 pack of
         # their own, summed by the plain algorithm.
         apart = self.plain is not self.algorithm
 
         def sum_pack(k, flats):
             algorithm = self.plain if apart and k == len(packs) else self.algorithm
             return algorithm.sum_flats(flats, devices)
-        return flow.exchange_packs(per_device, devices, packs, sum_pack, riders, check,
-                                   riders_apart=apart)
+        return flow.exchange_packs(per_device, devices, packs, sum_pack, extra_values, check,
+                                   extra_values_apart=apart)
 
     def reduce(self, per_device, devices):
         """The summed gradient lists alone (tests, tools)."""

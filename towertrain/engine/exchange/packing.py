@@ -72,7 +72,7 @@ def plan(tensors, num_packs, pack_bytes=None):
                            for i in order if offsets[i] < hi and offsets[i] + sizes[i] > lo)
             packs.append(Pack(dtype, pieces))
         empty = [i for i in indices if not sizes[i]]
-        if empty:  # zero-element gradients ride in the last pack, as empty pieces
+        if empty:  # zero-element gradients go in the last pack, as empty pieces
             last = packs[-1]
             packs[-1] = Pack(dtype, last.pieces + tuple((i, 0, 0) for i in empty))
     return packs

@@ -1,5 +1,5 @@
 """The step's scalar tail: each device's share of the loss, its examples and
-this worker's stop requests, riding the exchange's last float32 pack
+this worker's stop requests, sent in the exchange's last float32 pack
 (towertrain.engine.exchange.flow), so every device of every worker reads the
 cluster's totals from its own copy of the sums: no collective of their own,
 none on the host, none between the exchange and the update.
@@ -17,7 +17,7 @@ NAME = "scalars"
 Totals = collections.namedtuple("Totals", "loss count stops")
 
 
-def riders(devices, losses, counts, stops=None):
+def extra_values(devices, losses, counts, stops=None):
     """{NAME: (LAST, one float32 [loss, examples, stop requests] per device)}.
     losses[d], counts[d]: device d's share (None: none); stops: this worker's
     stop flag, carried by device 0 alone (None: 0)."""
@@ -31,6 +31,6 @@ def riders(devices, losses, counts, stops=None):
 
 
 def totals(summed):
-    """Totals read from one device's summed rider (on that device)."""
+    """Totals read from one device's summed tail (on that device)."""
     return Totals(summed[0], tf.cast(tf.round(summed[1]), tf.int32),
                   tf.cast(tf.round(summed[2]), tf.int32))

@@ -12,14 +12,14 @@ import math
 from towertrain.errors import ParamsError
 
 
-def _door(input_source):
-    return getattr(input_source, "door", None) or getattr(
+def _entry_point(input_source):
+    return getattr(input_source, "entry_point", None) or getattr(
         input_source, "origin", None) or type(input_source).__name__
 
 
-def door_name(input_source):
+def entry_point_name(input_source):
     """How messages name a user's input: its entry point (from_arrays, ...)."""
-    return (getattr(input_source, "origin", "") or "").split(":")[0] or _door(input_source)
+    return (getattr(input_source, "origin", "") or "").split(":")[0] or _entry_point(input_source)
 
 
 def agree(num_epochs, input_source):
@@ -34,14 +34,14 @@ def agree(num_epochs, input_source):
         rebuilt = with_epochs(wanted) if with_epochs is not None else None
         return rebuilt if rebuilt is not None else input_source
     if given != wanted:
-        door = door_name(input_source)
+        name = entry_point_name(input_source)
         raise ParamsError(f"--num_epochs={wanted}: Params(num_epochs={wanted}) and "
-                          f"{door}(num_epochs={given}) disagree; give the epochs once: in "
-                          f"Params, and leave num_epochs out of {door}")
+                          f"{name}(num_epochs={given}) disagree; give the epochs once: in "
+                          f"Params, and leave num_epochs out of {name}")
     return input_source
 
 
-def check_lasts(num_epochs, input_source, total_steps, global_batch):
+def check_enough_input(num_epochs, input_source, total_steps, global_batch):
     """No --num_epochs (`num_epochs`) on a finite input: the input must last the run."""
     given = getattr(input_source, "num_epochs", None)
     if num_epochs is not None or given is None:
@@ -51,9 +51,9 @@ def check_lasts(num_epochs, input_source, total_steps, global_batch):
         return
     available = given * math.ceil(examples / global_batch)
     if total_steps > available:
-        door = door_name(input_source)
+        name = entry_point_name(input_source)
         raise ParamsError(
-            f"--num_epochs: the input ({door}, num_epochs={given}) ends after {available} "
+            f"--num_epochs: the input ({name}, num_epochs={given}) ends after {available} "
             f"steps, but Params has no num_epochs and asks for {total_steps} steps "
             f"(num_warmup_batches + num_batches); give Params(num_epochs={given}) and "
-            f"leave num_epochs out of {door}")
+            f"leave num_epochs out of {name}")

@@ -2,7 +2,7 @@
 
 Every tower runs under its device on its slice (in lockstep with the others
 for --sync_batch_norm); the variable manager's exchange sums the gradients
-(and, riding the last pack, the step's loss, examples and stop requests);
+(and, in the last pack, the step's loss, examples and stop requests);
 each copy applies the update only if its own copy of the sums is finite. The
 step is built from the parts it runs (model, devices, variables, feed, loss)
 and the plan's values it needs, never from the trainer.
@@ -166,10 +166,10 @@ class TrainStep:
                                     staged_put=self.staging is not None and put)
         update = self._update_of(results, finite, counts, phase, sums_checked)
         self.marks.enter(watchdog.EXCHANGE, [r.grads for r in update.results if r is not None])
-        riders = self._riders(update, batches, counts) if sums_checked else None
+        tail = self._tail_values(update, batches, counts) if sums_checked else None
         exchanged = self.variables.exchange([r.grads if r else None for r in update.results],
                                             [r.non_trainable if r else None
-                                             for r in update.results], riders)
+                                             for r in update.results], tail)
         self.marks.enter(watchdog.UPDATE, exchanged)
         grad_scale = loss_scale if self.scaled_transfer else None
         if sums_checked:
@@ -259,18 +259,18 @@ class TrainStep:
         count = counts.cluster if counts.cluster is not None else counts.local
         return Update(results, count, None, None, finite)
 
-    def _riders(self, update, batches, counts):
-        """The tail's riders: each tower's loss and examples (APPLY: the
+    def _tail_values(self, update, batches, counts):
+        """The tail's extra values: each tower's loss and examples (APPLY: the
         accumulated totals on device 0), this worker's stop flag when the
         tail carries it."""
         stops = self.stop_request.read_value() if counts.in_tail else None
         if update.loss is not None:
             first = [update.loss] + [None] * (len(self.devices) - 1)
             examples = [update.count] + [None] * (len(self.devices) - 1)
-            return tail_lib.riders(self.devices, first, examples, stops)
+            return tail_lib.extra_values(self.devices, first, examples, stops)
         losses = [r.loss if r is not None else None for r in update.results]
         examples = [tf.shape(images)[0] for images, _ in batches]
-        return tail_lib.riders(self.devices, losses, examples, stops)
+        return tail_lib.extra_values(self.devices, losses, examples, stops)
 
     def _decide(self, exchanged, update, counts, grad_scale):
         """Each device's verdict from its own copy of the sums: finite, and
@@ -280,7 +280,7 @@ class TrainStep:
         verdicts, scales, reported = [], [], None
         for d, device in enumerate(self.devices):
             with tf.device(device):
-                totals = tail_lib.totals(exchanged.riders[tail_lib.NAME][d])
+                totals = tail_lib.totals(exchanged.extra_values[tail_lib.NAME][d])
                 allowed, scale, loss = exchanged.finite[d], grad_scale, totals.loss
                 if counts.in_tail:
                     share = tf.cast(totals.count, tf.float32) / tf.cast(self.nominal, tf.float32)

@@ -96,14 +96,14 @@ class VariableManager(abc.ABC):
         (replicated with a half-precision transfer whose sum overflowed).
         """
 
-    def exchange(self, tower_grads, tower_non_trainable=None, riders=None):
+    def exchange(self, tower_grads, tower_non_trainable=None, extra_values=None):
         """The gradient exchange, which the step runs before (outside) any
         finite-check branch, so that each pack's reduction can start while the
         backward pass still runs (a branch would wait for every gradient).
         Returns what `apply` takes as tower_grads. Default: the gradients
         unchanged (the manager combines them in `apply`). tower_non_trainable:
         each tower's new batch-norm statistics, for a mode that exchanges them
-        with the gradients; riders: the step's scalars to sum with the packs
+        with the gradients; extra_values: the step's scalars to sum with the packs
         (towertrain.engine.exchange.flow), for a mode whose exchange sums."""
         return tower_grads
 

@@ -5,7 +5,7 @@ Every device of every worker holds a copy of the variables; the exchange
 and every copy then applies the identical update, each deciding from its own
 copy of the sums. Initial values are broadcast from worker 0 before the
 groups the step uses are opened, and batch-norm statistics come from global
-tower 0 (worker 0's tower 0), riding the first gradient pack: every other
+tower 0 (worker 0's tower 0), sent in the first gradient pack: every other
 member contributes zeros, which gives worker 0's bits exactly.
 
 Only the start-up collectives carry `timeout_seconds`
@@ -60,16 +60,16 @@ class CollectiveManager(ReplicatedManager):
         the towers: half-precision compute only (engine/step/train_step.py)."""
         return self.collectives.workers_sum(count)
 
-    def exchange(self, tower_grads, tower_non_trainable=None, riders=None):
+    def exchange(self, tower_grads, tower_non_trainable=None, extra_values=None):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
-        riders = dict(riders or {})
+        extra_values = dict(extra_values or {})
         with tf.name_scope("collective_allreduce"):
-            stats = self._stats_riders(tower_non_trainable)
+            stats = self._stats_extra_values(tower_non_trainable)
             if stats is not None:
-                riders["stats"] = (flow.FIRST, stats)
-            return self.collectives.exchange(grads, riders)
+                extra_values["stats"] = (flow.FIRST, stats)
+            return self.collectives.exchange(grads, extra_values)
 
-    def _stats_riders(self, tower_non_trainable):
+    def _stats_extra_values(self, tower_non_trainable):
         """Multi-worker: each device's batch-norm statistics as one float32
         vector, global tower 0's on worker 0 and zeros elsewhere, to be summed
         in the first gradient pack. None where there are none, or one worker."""
@@ -80,22 +80,22 @@ class CollectiveManager(ReplicatedManager):
         stats = tower_non_trainable[source]
         if not stats or any(v.dtype != tf.float32 for v in stats):
             return None
-        riders = []
+        values = []
         for i, device in enumerate(self.devices):
             with tf.device(device):
                 flat = tf.concat([tf.reshape(v, [-1]) for v in stats], 0)
                 keep = self.task == 0 and i == source
-                riders.append(tf.identity(flat) if keep else tf.zeros_like(flat))
-        return riders
+                values.append(tf.identity(flat) if keep else tf.zeros_like(flat))
+        return values
 
     def _statistics(self, tower_non_trainable, exchanged):
         source = stats_tower(tower_non_trainable)
         values = tower_non_trainable[source]
-        if exchanged.riders and "stats" in exchanged.riders:
+        if exchanged.extra_values and "stats" in exchanged.extra_values:
             packs = packing.plan(values, 0)
             return [functools.partial(packing.scatter, [flat], packs, values)
-                    for flat in exchanged.riders["stats"]]
-        if self.num_workers > 1 and values:  # statistics that cannot ride: their own sum
+                    for flat in exchanged.extra_values["stats"]]
+        if self.num_workers > 1 and values:  # statistics no pack can carry: their own sum
             per_device = [n if n is not None else values for n in tower_non_trainable]
             summed = self.collectives.from_chief(per_device, source,
                                                  self.collectives.key("stats"))

@@ -64,10 +64,10 @@ class ReplicatedManager(VariableManager):
         return (read_on_current_device(self._trainable[tower]),
                 read_on_current_device(self._non_trainable[tower]))
 
-    def exchange(self, tower_grads, tower_non_trainable=None, riders=None):
+    def exchange(self, tower_grads, tower_non_trainable=None, extra_values=None):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         with tf.name_scope("allreduce"):
-            return self.all_reduce.exchange(grads, self.devices, riders)
+            return self.all_reduce.exchange(grads, self.devices, extra_values)
 
     def apply(self, tower_grads, tower_non_trainable, grad_scale=None, timestamp=None):
         """One update on every copy. tower_grads: the exchange's result (or the
