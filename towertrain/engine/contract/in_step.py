@@ -26,7 +26,7 @@ def per_example_losses(losses, images, loss_fn):
     batch = tf.nest.flatten(images)[0]
     shape, size = losses.shape, batch.shape[0]
     if shape.rank is not None:
-        got = up_front._shape(shape)
+        got = tuple(shape.as_list())
         if len(got) != 1 or (None not in (got[0], size) and got[0] != size):
             error = ModelError(_loss_shape_message(_name(loss_fn), got, size))
             error.ag_pass_through = True  # raised while tracing: autograph keeps it as is
