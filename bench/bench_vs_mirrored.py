@@ -72,7 +72,7 @@ def main(argv):
     names = list(medians)
     tower = medians[names[0]]
     import tensorflow as tf
-    from towertrain.plan.runtime import describe_pool
+    from towertrain.engine.process.settings import describe_pool
     print(f"\nmodel={FLAGS.model} variable_update={FLAGS.variable_update} "
           f"all_reduce={FLAGS.all_reduce_spec} steps={FLAGS.steps} rounds={FLAGS.rounds}")
     # One process, one pool, fixed by the first contender (towertrain's N towers).

@@ -21,7 +21,7 @@ from towertrain import plan
 from towertrain.config.machine import Machine
 from towertrain.engine.process import runtime
 from towertrain.errors import ParamsError
-from towertrain.plan import runtime as plan_runtime
+from towertrain.engine.process import settings as plan_runtime
 
 
 def runtime_of(params, cores=None):

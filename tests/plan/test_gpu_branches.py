@@ -4,7 +4,7 @@ on the GPU side as on the CPU side (the CPU side runs everywhere already)."""
 from towertrain import Params
 from towertrain.config.cluster_spec import Cluster
 from towertrain.config.machine import Machine
-from towertrain.plan import runtime as plan_runtime
+from towertrain.engine.process import settings as plan_runtime
 
 from helpers.plans import run_plan
 

@@ -157,10 +157,10 @@ def _one_pool(base, device, max_devices):
     the multi-device rows are timed as the CLI runs them; a 1-device row then
     runs with that pool too (the table's header says which)."""
     from towertrain.config import machine
-    from towertrain.plan import runtime as plan_runtime
+    from towertrain.engine.process import settings as process_settings
     if base.num_intra_threads is not None or device != "cpu":
         return base
-    threads = plan_runtime.intra_op_threads(None, device, workers_on_host=1,
+    threads = process_settings.intra_op_threads(None, device, workers_on_host=1,
                                             cores=machine.available_cores(),
                                             towers=max_devices)
     return base if threads is None else base.replace(num_intra_threads=threads)

@@ -10,7 +10,7 @@ command says how to get the plot.
 import csv
 import json
 
-from towertrain.plan.runtime import describe_pool
+from towertrain.engine.process.settings import describe_pool
 
 KERAS_MODE = "keras_mirrored"
 

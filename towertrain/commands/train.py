@@ -17,10 +17,10 @@ def main(argv):
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     from absl import flags
     from towertrain.engine.process import runtime
-    from towertrain.plan import runtime as plan_runtime
+    from towertrain.engine.process import settings as process_settings
     # --mkl, --xla: OpenMP and XLA read the environment as TensorFlow loads.
-    runtime.set_environment(plan_runtime.environment(**{
-        name: flags.FLAGS[name].value for name in plan_runtime.ENVIRONMENT_SETTINGS}))
+    runtime.set_environment(process_settings.environment(**{
+        name: flags.FLAGS[name].value for name in process_settings.ENVIRONMENT_SETTINGS}))
     common.import_tensorflow_quietly()
     # Deferred until flags are parsed and logging is set: these import TensorFlow.
     from towertrain import errors, trainer as trainer_lib

@@ -159,3 +159,12 @@ def refuse(sections, p, fail):
         check = getattr(cls, "refuse", None)
         if check is not None:
             check(p, fail)
+
+
+def refuse_given(sections, p, explicit, fail):
+    """Runs each section's refusals of flags given on the command line
+    (`explicit`: the names given) that `p` would ignore (`refuse_given`)."""
+    for cls in sections:
+        check = getattr(cls, "refuse_given", None)
+        if check is not None:
+            check(p, explicit, fail)

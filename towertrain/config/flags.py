@@ -9,6 +9,7 @@ that its combination would ignore, even when its value equals the default.
 """
 from absl import flags
 
+from towertrain.config import declare
 from towertrain.config import mode_checks
 from towertrain.config import params as params_lib
 from towertrain.config import runtime_checks
@@ -88,6 +89,7 @@ def check_command_line(p, explicit):
     # Given explicitly with a mode that ignores it (Setting.applies_with), even
     # at its default value.
     mode_checks.check(p, _fail, explicit)
+    declare.refuse_given(settings.SECTIONS, p, explicit, _fail)
     runtime_checks.check_command_line(p, explicit, _fail)
     if "max_ckpts_to_keep" in explicit and not p.train_dir:
         _fail("max_ckpts_to_keep", p.max_ckpts_to_keep,

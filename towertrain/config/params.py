@@ -123,8 +123,6 @@ def validate(p: Params) -> None:
         _fail("num_warmup_batches", p.num_warmup_batches, "must be >= 0")
     if p.display_every < 1:
         _fail("display_every", p.display_every, "must be >= 1")
-    if p.num_gpus < 1:
-        _fail("num_gpus", p.num_gpus, "must be >= 1")
     _validate_checkpointing(p)
     _validate_input(p)
     declare.refuse(settings.SECTIONS, p, _fail)  # each section's own checks
@@ -134,12 +132,7 @@ def validate(p: Params) -> None:
     params_cluster.validate_cluster(p, _fail)
     params_runtime.validate_runtime(p, _fail)
 
-    # Whether the GPUs exist is checked when devices are set up
-    # (towertrain.engine.process.devices.tower_devices), so a GPU graph can be traced anywhere.
     device = p.resolved_device
-    if p.local_parameter_device == "gpu" and device == "cpu":
-        _fail("local_parameter_device", "gpu",
-              "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
     # Flags their mode ignores (Setting.applies_with), one check for all of them.
     mode_checks.check(p, _fail)
     params_exchange.validate_exchange(p, device, _fail)

@@ -19,14 +19,17 @@ import dataclasses
 from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
     ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
     STRING, WHEN_APPLIES, Setting, settings_of)
+from towertrain.engine.process import settings as process_settings
+from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
 from towertrain.recipe import settings as recipe_settings
 from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
     LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES, LOSS_TYPES, OPTIMIZERS)
 
 # The sections that declare settings, in the order their checks run and their
 # fields follow one another within a --help group.
-SECTIONS = (recipe_settings.Optimizer, recipe_settings.LearningRateSettings,
-            recipe_settings.Clipping, recipe_settings.Precision, recipe_settings.Loss)
+SECTIONS = (process_settings.Devices, recipe_settings.Optimizer,
+            recipe_settings.LearningRateSettings, recipe_settings.Clipping,
+            recipe_settings.Precision, recipe_settings.Loss, process_settings.ProcessSettings)
 
 # The --help groups, in --help order.
 GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning rate",
@@ -40,8 +43,6 @@ VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective
 # local/cross grammar (sum on the worker, then one exchange per worker) or flat.
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
                     "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
-DEVICES = ("cpu", "gpu")
-DATA_FORMATS = ("NCHW", "NHWC")
 DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
 # The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
@@ -80,8 +81,6 @@ _TABLE = (
         Setting("input", ENUM, "dataset", "With --data_dir: dataset (a tf.data pipeline) or "
                 "queue (a FIFOQueue filled by threads).", choices=INPUTS, scaling=NOT_USED),
         Setting("batch_size", INTEGER, None, "Batch size per device (default: the model's)."),
-        Setting("data_format", ENUM, None, "Image layout (default: NCHW on gpu, NHWC on cpu).",
-                choices=DATA_FORMATS),
         Setting("distortions", BOOLEAN, False, "Training augmentation: cifar10 random pad-4 "
                 "crops and flips (off: none); imagenet adds color distortions to its "
                 "always-on random crop and flip.", training_only=True, scaling=NOT_USED),
@@ -90,16 +89,8 @@ _TABLE = (
                 "random/central crop of the input size, no resize).",
                 choices=RESIZE_METHODS, scaling=NOT_USED)),
     *group("Devices and variables",
-        Setting("device", ENUM, None, "Compute device type (default: gpu if one is present, "
-                "else cpu).", choices=DEVICES, case_sensitive=False),
-        Setting("num_gpus", INTEGER, 1, "Number of towers: GPUs, or logical CPU devices with "
-                "--device=cpu.", scaling=PER_CONFIGURATION),
         Setting("variable_update", ENUM, "parameter_server", "How towers share variables.",
                 choices=VARIABLE_UPDATES, scaling=PER_CONFIGURATION),
-        Setting("local_parameter_device", ENUM, None, "parameter_server only: where the "
-                "variables live (default: --device).", choices=DEVICES, case_sensitive=False,
-                scaling=PER_CONFIGURATION,
-                applies_with=("variable_update", ("parameter_server",))),
         Setting("all_reduce_spec", ENUM, None, "The gradient exchange. replicated: nccl, "
                 "pscpu, psgpu or ring (default: nccl on gpu, pscpu on cpu). "
                 "collective_all_reduce: local/xring sums on each worker (pscpu on cpu, nccl "
@@ -125,10 +116,6 @@ _TABLE = (
                 "with --gradient_repacking (packs are counted or sized, not both) nor "
                 "--xla_compile. replicated and collective_all_reduce.", training_only=True,
                 applies_with=EXCHANGES, scaling=NOT_USED),
-        Setting("gpu_indices", STRING, None, "--device=gpu: the physical GPUs the towers run "
-                "on, in tower order (the order of the ring all-reduce), e.g. '2,3,0,1'; as "
-                "many as --num_gpus (default: 0..num_gpus-1); --eval and --forward_only "
-                "run on them too.", scaling=NOT_USED),
         Setting("variable_consistency", ENUM, "strong", "replicated only: strong applies "
                 "each step's all-reduced gradients in that step; relaxed applies them one "
                 "step later, so the exchange overlaps the next step's compute (the variables "
@@ -166,12 +153,6 @@ _TABLE = (
         Setting("compact_gradient_transfer", BOOLEAN, False, "All-reduce gradients in float16 "
                 "(bfloat16 with --use_bf16); replicated only.", training_only=True,
                 applies_with=("variable_update", ("replicated",))),
-        Setting("xla_compile", BOOLEAN, False, "Compile each tower's forward and backward "
-                "with XLA."),
-        Setting("xla", BOOLEAN, False, "XLA auto-clustering (tf.config.optimizer.set_jit): "
-                "TensorFlow compiles the clusters of the step it can and runs the rest as "
-                "usual; unless --device=gpu it also sets TF_XLA_FLAGS=--tf_xla_cpu_global_jit "
-                "before TensorFlow lists its devices.", scaling=NOT_USED),
         Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
                 "global batch instead of each tower's slice.", training_only=True)),
     *group("Summaries and traces",
@@ -273,34 +254,7 @@ _TABLE = (
         Setting("slurm_port_base", INTEGER, 8888, "Multi-worker under Slurm: the first "
                 "port of a node's tasks (task k on a node listens on this + k).")),
     *group("Runtime and threads",
-        Setting("num_intra_threads", INTEGER, None, "Threads of TensorFlow's intra-op pool; "
-                "0: TensorFlow picks (default: 1 on GPUs; on CPUs running more than one "
-                "tower at a time, the cores divided among this process's towers and the "
-                "cluster's workers on this host, at least 1 (measured on 2 cores: 1.15-1.29x "
-                "at 2-8 towers); one tower: TensorFlow's choice)."),
-        Setting("num_inter_threads", INTEGER, 0, "Threads of TensorFlow's inter-op pool; "
-                "0: TensorFlow picks."),
-        Setting("mkl", BOOLEAN, False, "Set the MKL/OpenMP environment before TensorFlow "
-                "loads: KMP_BLOCKTIME, KMP_SETTINGS, KMP_AFFINITY, and OMP_NUM_THREADS from "
-                "--num_intra_threads. Only OpenMP builds of TensorFlow (Intel's) read them.",
-                scaling=NOT_USED),
-        Setting("kmp_blocktime", INTEGER, 0, "With --mkl: KMP_BLOCKTIME, milliseconds a "
-                "thread waits after a parallel region before sleeping.", scaling=NOT_USED),
-        Setting("kmp_affinity", STRING, "granularity=fine,verbose,compact,1,0", "With --mkl: "
-                "KMP_AFFINITY, which cores OpenMP threads are bound to.", scaling=NOT_USED),
-        Setting("kmp_settings", INTEGER, 1, "With --mkl: KMP_SETTINGS; 1 prints the OpenMP "
-                "settings when it loads.", scaling=NOT_USED),
-        Setting("allow_growth", BOOLEAN, None, "GPU memory growth "
-                "(tf.config.experimental.set_memory_growth on every GPU): allocate as needed "
-                "instead of all at start (default: TensorFlow's, all at start); GPUs only."),
-        Setting("sync_on_finish", BOOLEAN, False, "Wait for every device to finish its work "
-                "at the end of each step (inside the step's time).", training_only=True),
-        Setting("step_timeout_secs", FLOAT, None, "A training step that runs longer than "
-                "this many seconds (a hung collective, peer or kernel) ends the process with "
-                "exit status 1 and one line naming the step and its phase, so a launcher "
-                "restarts from the last checkpoint; watched from the second step of a process "
-                "on (the first traces); 0: no watch (default: 10x the slowest step after "
-                "warm-up, at least 300).", training_only=True, scaling=NOT_USED)),
+        ),
     *group("Input pipeline (--data_dir with --input=dataset)",
         Setting("datasets_use_prefetch", BOOLEAN, True, "Prefetch global batches at the end "
                 "of the tf.data pipeline.", training_only=True, scaling=NOT_USED),

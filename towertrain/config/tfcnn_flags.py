@@ -96,10 +96,6 @@ _TABLE = (
     refused("autotune_threshold", "integer", None,
             "it only set TF_AUTOTUNE_THRESHOLD and lengthened the warm-up; set "
             "TF_AUTOTUNE_THRESHOLD in the environment and raise --num_warmup_batches"),
-    same("num_gpus", "integer", 1, "with --device=cpu: that many logical CPU devices"),
-    same("gpu_indices", "string", "", "towertrain: the physical GPUs the towers run on, in "
-         "tower order (the ring's order); tf_cnn_benchmarks only passes it to TF 1's "
-         "collective ring order and always uses the first --num_gpus GPUs"),
     same("display_every", "integer", 10),
     same("display_perf_ewma", "float", None),
     same("data_dir", "string", None),
@@ -125,12 +121,6 @@ _TABLE = (
     same("compact_gradient_transfer", "boolean", True, "default off in towertrain"),
     same("variable_consistency", "enum", "strong"),
     same("datasets_repeat_cached_sample", "boolean", False),
-    same("local_parameter_device", "enum", "gpu", "default: --device"),
-    same("device", "enum", "gpu", "default: gpu if one is present, else cpu"),
-    same("data_format", "enum", "NCHW", "default: NCHW on gpu, NHWC on cpu"),
-    same("num_intra_threads", "integer", None,
-         "default: 1 on gpu; on cpu, the cores / the towers and workers on this host"),
-    same("num_inter_threads", "integer", 0),
     refused("use_numa_affinity", "boolean", False,
             "it pinned TF 1 session threads to NUMA nodes; start towertrain under "
             "numactl --cpunodebind=N --membind=N instead"),
@@ -187,14 +177,10 @@ _TABLE = (
           "towertrain leaves cuDNN's batch-norm mode to TensorFlow; set "
           "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1 in the environment for the persistent "
           "mode"),
-    same("sync_on_finish", "boolean", False),
     value("staged_vars", "boolean", False, False,
           "staging variables was a TF 1 parameter_server graph trick; towertrain stages the "
           "input (--staging_depth) and reads variables directly"),
     value("force_gpu_compatible", "boolean", False, False, _SESSION_GPU),
-    same("allow_growth", "boolean", None),
-    same("xla", "boolean", False),
-    same("xla_compile", "boolean", False, "compiles each tower's forward and backward"),
     value("fuse_decode_and_crop", "boolean", True, True,
           "towertrain always decodes only the crop window (tf.io.decode_and_crop_jpeg); the "
           "unfused path gives the same images, slower"),
@@ -213,10 +199,6 @@ _TABLE = (
           "learning rate is never inside an XLA cluster"),
     value("sparse_to_dense_grads", "boolean", False, False,
           "only the NCF model had sparse gradients; towertrain's models have dense ones"),
-    same("mkl", "boolean", False),
-    same("kmp_blocktime", "integer", 0),
-    same("kmp_affinity", "string", "granularity=fine,verbose,compact,1,0"),
-    same("kmp_settings", "integer", 1),
     same("variable_update", "enum", "parameter_server",
          "distributed_replicated, distributed_all_reduce and horovod are not values: use "
          "collective_all_reduce"),
@@ -281,9 +263,7 @@ REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 # GPUs. Spelled out on a command line, each is taken as not given.
 UNSET_DEFAULTS = tuple(s.name for s in settings.SETTINGS
                        if s.tfcnn is not None and s.tfcnn.unset) + (
-    "batch_size", "eval_batch_size", "gpu_indices", "worker_hosts", "save_model_secs",
-    "trace_file", "eval_during_training_at_specified_steps",
-    "eval_during_training_at_specified_epochs")
+    "batch_size", "eval_batch_size", "worker_hosts", "save_model_secs", "trace_file", "eval_during_training_at_specified_steps", "eval_during_training_at_specified_epochs")
 
 
 def unset_spelling(flag):
@@ -299,9 +279,6 @@ ENUM_VALUES = {
     **{s.name: s.tfcnn.values for s in settings.SETTINGS
        if s.tfcnn is not None and s.tfcnn.values is not None},
     "variable_consistency": ("strong", "relaxed"),
-    "local_parameter_device": ("cpu", "gpu", "CPU", "GPU"),
-    "device": ("cpu", "gpu", "CPU", "GPU"),
-    "data_format": ("NHWC", "NCHW"),
     "variable_update": ("parameter_server", "replicated", "distributed_replicated",
                         "independent", "distributed_all_reduce", "collective_all_reduce",
                         "horovod"),

@@ -21,15 +21,14 @@ from typing import Optional
 
 from towertrain.config import machine as machine_lib
 from towertrain.config.declare import take as _take  # a section from Params' same-named fields
+from towertrain.engine.process.settings import Devices, ProcessSettings
 from towertrain.config import exchange_checks
 from towertrain.config.exchange_checks import default_spec
-from towertrain.config.runtime_checks import parse_gpu_indices
 from towertrain.plan import accumulation as accumulation_lib
 from towertrain.plan import input_checks
 from towertrain.plan import model_recipe
 from towertrain.plan import schedule as schedule_lib
 from towertrain.plan import steps as steps_lib
-from towertrain.plan import runtime as runtime_lib
 from towertrain.plan.sections import (Batches, Clipping, Exchange, InputPlan, Loss,
                                       Optimizer, Outputs, Precision, Recipe, Runtime,
                                       Steps, Topology)
@@ -102,32 +101,21 @@ class RunPlan:
 
 
 def topology_of(params, machine, cluster) -> Topology:
-    device = params.device or machine.default_device
-    indices = (tuple(parse_gpu_indices(params.gpu_indices)) if params.gpu_indices
-               else tuple(range(params.num_gpus)))
+    devices = _take(Devices, params)
+    device = devices.device or machine.default_device
+    indices = devices.indices()
     return Topology(
         device=device, tower_devices=tuple(f"/{device}:{i}" for i in indices),
-        parameter_device=params.local_parameter_device or device,
-        data_format=params.data_format or ("NCHW" if device == "gpu" else "NHWC"),
-        device_given=params.device is not None,
-        gpu_indices=indices if params.gpu_indices else None, cluster=cluster)
+        parameter_device=devices.local_parameter_device or device,
+        data_format=devices.data_format or ("NCHW" if device == "gpu" else "NHWC"),
+        device_given=devices.device is not None,
+        gpu_indices=indices if devices.gpu_indices else None, cluster=cluster)
 
 
 def runtime_of(params, topology, machine) -> Runtime:
-    env = runtime_lib.environment(**{name: getattr(params, name)
-                                     for name in runtime_lib.ENVIRONMENT_SETTINGS})
-    sharing = dict(workers_on_host=topology.cluster.workers_on_this_host(),
-                   cores=machine.cores, towers=len(topology.tower_devices))
-    return Runtime(
-        environment=tuple(env.items()),  # tf_cnn_benchmarks' order: messages name them so
-        num_intra_threads=runtime_lib.intra_op_threads(
-            params.num_intra_threads, topology.device, **sharing),
-        intra_threads_explicit=params.num_intra_threads is not None,
-        num_inter_threads=params.num_inter_threads,
-        intra_threads_why=runtime_lib.threads_reason(
-            params.num_intra_threads, topology.device, **sharing),
-        xla=params.xla, xla_compile=params.xla_compile, allow_growth=params.allow_growth,
-        sync_on_finish=params.sync_on_finish, step_timeout_secs=params.step_timeout_secs)
+    return Runtime.of(_take(ProcessSettings, params), params.device, topology.device,
+                      workers_on_host=topology.cluster.workers_on_this_host(),
+                      cores=machine.cores, towers=len(topology.tower_devices))
 
 
 def exchange_of(params, topology) -> Exchange:

@@ -9,7 +9,8 @@ import dataclasses
 from typing import Optional, Tuple
 
 from towertrain.config.cluster_spec import SINGLE, Cluster
-# The recipe's sections are declared beside their reader; importable here too.
+# Sections declared beside their reader; importable here too.
+from towertrain.engine.process.settings import Runtime  # noqa: F401
 from towertrain.recipe.settings import (  # noqa: F401
     Clipping, LearningRateSettings, Loss, Optimizer, Precision)
 
@@ -119,21 +120,6 @@ class Exchange:
     collective_timeout_secs: Optional[float] = None
     # collective_all_reduce: 'nccl' or 'ring', --collective_implementation resolved.
     collective_implementation: str = "ring"
-
-
-@frozen
-class Runtime:
-    """Process settings: environment, thread pools, XLA, GPU memory."""
-    environment: Tuple[Tuple[str, str], ...]  # variables to set before TensorFlow loads
-    num_intra_threads: Optional[int]  # resolved (None: TensorFlow's choice)
-    intra_threads_explicit: bool
-    num_inter_threads: Optional[int]
-    intra_threads_why: Optional[str]  # the header's Threads line (None: no line)
-    xla: bool = False
-    xla_compile: bool = False
-    allow_growth: Optional[bool] = None
-    sync_on_finish: bool = False
-    step_timeout_secs: Optional[float] = None  # None: automatic, 0: no watch
 
 
 @frozen

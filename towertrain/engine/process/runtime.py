@@ -3,7 +3,7 @@ MKL/OpenMP environment, GPU memory growth and the sync after each step.
 
 tf_cnn_benchmarks put these in its session's ConfigProto and in os.environ;
 on TF 2 they are tf.config calls and the same environment variables. The run
-plan's Runtime section (towertrain.plan.runtime) decides them; two moments
+plan's Runtime section (towertrain.engine.process.settings) decides them; two moments
 matter when applying them:
 
 - set_environment(env) before TensorFlow is imported: an OpenMP runtime
@@ -19,8 +19,8 @@ import sys
 
 from towertrain.config import machine
 from towertrain.errors import ParamsError
-from towertrain.plan import runtime as plan_runtime
-from towertrain.plan.runtime import XLA_CPU_FLAG  # noqa: F401 - tests read it here
+from towertrain.engine.process import settings as process_settings
+from towertrain.engine.process.settings import XLA_CPU_FLAG  # noqa: F401 - tests read it here
 
 
 def set_environment(env):
@@ -44,7 +44,7 @@ def describe_threads(runtime):
         return None
     import tensorflow as tf
     held = tf.config.threading.get_intra_op_parallelism_threads()
-    pool = plan_runtime.describe_pool(held) + (" per process" if held else "")
+    pool = process_settings.describe_pool(held) + (" per process" if held else "")
     return f"intra-op {pool} ({runtime.intra_threads_why})"
 
 
