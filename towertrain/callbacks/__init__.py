@@ -75,7 +75,7 @@ def _stop_on_signal(plan, handles, saves_on_stop, write):
 def _observers(plan, handles, summaries, write):
     """TensorBoard summaries, the step trace and the profile (they start at the
     resumed step; the summaries read it at the header)."""
-    from towertrain.config.observe_checks import parse_profile_steps
+    from towertrain.engine.run.settings import parse_profile_steps
     out, warmup = plan.outputs, plan.steps.warmup
     observers = [summaries] if summaries else []
     if out.trace_file:

@@ -79,6 +79,10 @@ class Setting:
     tfcnn: Optional[TfCnn] = None  # tf_cnn_benchmarks' flag of this name
     recorded: Optional[str] = None  # ALWAYS / WHEN_APPLIES: the run record keeps it
     path: bool = False  # names a file or directory: `~` is the user's home
+    # --forward_only (an inference benchmark): True: it reads this training
+    # setting; False: it refuses it (it writes or evaluates); None: it refuses
+    # it if training_only.
+    forward_only: Optional[bool] = None
 
     def __post_init__(self):
         # A malformed entry fails on import, naming itself.

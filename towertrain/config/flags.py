@@ -57,7 +57,7 @@ def params_from_flags():
     tfcnn_checks.forget_unset_spellings(FLAGS)  # --batch_size=0 etc.: as if not given
     tfcnn_checks.map_cifar10_model_names(FLAGS)
     tfcnn_checks.check_refused(FLAGS)
-    tfcnn_checks.check_forward_only(FLAGS, TRAINING_ONLY)
+    tfcnn_checks.check_forward_only(FLAGS, settings.forward_only_refused())
     names = [field for field in params_lib.Params.__dataclass_fields__]
     params = params_lib.Params(**{name: FLAGS[name].value for name in names})
     check_command_line(params, explicit_flags())
@@ -78,22 +78,11 @@ def check_command_line(p, explicit):
         if "batch_size" in explicit and p.eval_batch_size is not None:
             _fail("batch_size", p.batch_size, f"--eval uses --eval_batch_size="
                   f"{p.eval_batch_size} instead; drop one")
-    # Library users may call Trainer.evaluate() at any time, so only the CLI
-    # knows that no eval will run.
-    from towertrain.config.eval_checks import eval_during_training
-    for flag in ("eval_batch_size", "num_eval_batches", "num_eval_epochs"):
-        if getattr(p, flag) is not None and not (p.eval or eval_during_training(p)):
-            _fail(flag, getattr(p, flag), "only applies with --eval or "
-                  "--eval_during_training_every_n_steps (or another "
-                  "--eval_during_training_* flag)")
     # Given explicitly with a mode that ignores it (Setting.applies_with), even
     # at its default value.
     mode_checks.check(p, _fail, explicit)
     declare.refuse_given(settings.SECTIONS, p, explicit, _fail)
     runtime_checks.check_command_line(p, explicit, _fail)
-    if "max_ckpts_to_keep" in explicit and not p.train_dir:
-        _fail("max_ckpts_to_keep", p.max_ckpts_to_keep,
-              "needs --train_dir (nothing is saved without one)")
     if p.data_dir is None:
         # The CLI's synthetic input lives on the devices: no tf.data, no
         # staging. (Library users may pass their own input, so

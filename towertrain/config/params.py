@@ -12,9 +12,7 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import declare
 from towertrain.config import mode_checks
-from towertrain.config import eval_checks as params_eval
 from towertrain.config import exchange_checks as params_exchange
-from towertrain.config import observe_checks as params_observe
 from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import runtime_checks as params_runtime
 from towertrain.config import settings
@@ -121,14 +119,10 @@ def validate(p: Params) -> None:
         _fail("num_batches", p.num_batches, "must be >= 1")
     if p.num_warmup_batches < 0:
         _fail("num_warmup_batches", p.num_warmup_batches, "must be >= 0")
-    if p.display_every < 1:
-        _fail("display_every", p.display_every, "must be >= 1")
     _validate_checkpointing(p)
     _validate_input(p)
     declare.refuse(settings.SECTIONS, p, _fail)  # each section's own checks
     params_recipe.validate_recipe(p, _fail)
-    params_observe.validate_observe(p, _fail)
-    params_eval.validate_eval(p, _fail)
     params_cluster.validate_cluster(p, _fail)
     params_runtime.validate_runtime(p, _fail)
 
@@ -183,32 +177,6 @@ def _validate_input(p: Params) -> None:
 
 
 def _validate_checkpointing(p: Params) -> None:
-    for flag in ("save_model_steps", "save_model_secs", "eval_during_training_every_n_steps"):
-        value = getattr(p, flag)
-        if value is not None and not value > 0:
-            _fail(flag, value, "must be > 0")
-    if p.max_ckpts_to_keep < 1:
-        _fail("max_ckpts_to_keep", p.max_ckpts_to_keep, "must be >= 1")
-    if (p.save_model_steps or p.save_model_secs) and not p.train_dir:
-        flag = "save_model_steps" if p.save_model_steps else "save_model_secs"
-        _fail(flag, getattr(p, flag), "needs --train_dir to save into")
-    if p.eval and not (p.train_dir or p.checkpoint):
-        _fail("eval", True, "needs --train_dir (latest checkpoint) or --checkpoint")
-    if p.checkpoint and not p.eval and not p.train_dir:
-        _fail("checkpoint", p.checkpoint, "needs --eval (the checkpoint to evaluate) or "
-              "--train_dir (training resumes from this checkpoint of it)")
-    if p.checkpoint and p.train_dir:
-        # --checkpoint wins; --train_dir then only matters as the checkpoint's home.
-        home = p.checkpoint if os.path.isdir(p.checkpoint) else os.path.dirname(p.checkpoint)
-        if os.path.abspath(home) != os.path.abspath(p.train_dir):
-            _fail("train_dir", p.train_dir, f"--eval reads --checkpoint={p.checkpoint}, "
-                  "which is not in it; drop --train_dir" if p.eval else
-                  f"--checkpoint={p.checkpoint} is not in it: a run resumes from a "
-                  "checkpoint of its own --train_dir")
-    if p.eval_batch_size is not None:
-        if p.eval_batch_size < 1:
-            _fail("eval_batch_size", p.eval_batch_size, "must be >= 1 (it is the batch "
-                  "per device)")
     if p.eval:
         # Evaluation restores a checkpoint and reads the eval set once: these
         # would be ignored. Here only those unset by default (None) can be told

@@ -29,9 +29,6 @@ def validate_runtime(p, fail):
 
 def check_command_line(p, explicit, fail):
     """Flags given on the command line that the combination would ignore."""
-    if "use_chrome_trace_format" in explicit and not p.trace_file:
-        fail("use_chrome_trace_format", p.use_chrome_trace_format,
-             "only applies with --trace_file")
     given = [flag for flag in DATASETS_FLAGS if flag in explicit]
     if given and (p.data_dir is None or p.input != "dataset"):
         fail(given[0], getattr(p, given[0]), "only applies to a tf.data pipeline over "

@@ -19,9 +19,12 @@ import dataclasses
 from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
     ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
     STRING, WHEN_APPLIES, Setting, settings_of)
+from towertrain.engine.evaluation import settings as evaluation_settings
 from towertrain.engine.process import settings as process_settings
 from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
+from towertrain.engine.run import settings as run_settings
 from towertrain.recipe import settings as recipe_settings
+from towertrain.state import settings as state_settings
 from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
     LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES, LOSS_TYPES, OPTIMIZERS)
 
@@ -29,7 +32,9 @@ from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
 # fields follow one another within a --help group.
 SECTIONS = (process_settings.Devices, recipe_settings.Optimizer,
             recipe_settings.LearningRateSettings, recipe_settings.Clipping,
-            recipe_settings.Precision, recipe_settings.Loss, process_settings.ProcessSettings)
+            recipe_settings.Precision, recipe_settings.Loss, run_settings.Display,
+            run_settings.Observe, state_settings.Checkpoints, evaluation_settings.Evaluation,
+            process_settings.ProcessSettings)
 
 # The --help groups, in --help order.
 GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning rate",
@@ -123,21 +128,15 @@ _TABLE = (
                 scaling=NOT_USED, applies_with=("variable_update", ("replicated",)))),
     *group("Training",
         Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
-                "not with --num_epochs).", training_only=True),
+                "not with --num_epochs).", training_only=True, forward_only=True),
         Setting("num_warmup_batches", INTEGER, 10, "Untimed steps before the timed ones.",
-                training_only=True),
+                training_only=True, forward_only=True),
         Setting("num_epochs", INTEGER, None, "Train this many passes over --data_dir (on "
                 "synthetic data, over the dataset's known size) instead of --num_batches "
-                "steps.", training_only=True, scaling=NOT_USED),
+                "steps.", training_only=True, forward_only=True, scaling=NOT_USED),
         Setting("gradient_accumulation_steps", INTEGER, 1, "Sum the gradients of this many "
                 "consecutive global batches on each device, then exchange and apply one "
                 "update of their mean; a step is one update.", training_only=True),
-        Setting("display_every", INTEGER, 10, "Print a step line every this many steps.",
-                training_only=True, scaling=NOT_USED),
-        Setting("display_perf_ewma", FLOAT, None, "Step lines show images/sec as an "
-                "exponentially weighted average of step times with this weight on the "
-                "newest step (0 < w <= 1) instead of the plain average.",
-                training_only=True, scaling=NOT_USED),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
                 "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
         Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
@@ -155,82 +154,11 @@ _TABLE = (
                 applies_with=("variable_update", ("replicated",))),
         Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
                 "global batch instead of each tower's slice.", training_only=True)),
-    *group("Summaries and traces",
-        Setting("summary_verbosity", INTEGER, 0, "TensorBoard summaries: 0 off; 1 loss, "
-                "learning rate, images/sec, gradient norm, loss scale, training top-1, input "
-                "wait; 2 also gradient histograms; 3 also weight histograms.",
-                scaling=NOT_USED),
-        Setting("save_summaries_steps", INTEGER, 100, "Write summaries every this many steps "
-                "(0: none, as in tf_cnn_benchmarks).",
-                scaling=NOT_USED),
-        Setting("summary_dir", STRING, None, "Where event files go (default: --train_dir; "
-                "eval results in its eval/ subfolder).", scaling=NOT_USED),
-        Setting("print_training_accuracy", BOOLEAN, False, "Print training top-1 on the step "
-                "lines.", scaling=NOT_USED),
-        Setting("trace_file", STRING, None, "Write a Chrome/Perfetto trace (.json) of one "
-                "step: each device's compute, the copies and the all-reduce.",
-                scaling=NOT_USED),
-        Setting("trace_step", INTEGER, None, "The global step --trace_file traces (default: "
-                "the first after warmup).", scaling=NOT_USED),
-        Setting("use_chrome_trace_format", BOOLEAN, True, "--trace_file in Chrome trace "
-                "format (JSON); off: the profiler's raw XSpace proto, in text format.",
-                scaling=NOT_USED),
-        Setting("graph_file", STRING, None, "Write the training step's graph (a GraphDef "
-                "with shapes) to this file before the first step: text if the name ends in "
-                "'txt', else binary.", training_only=True, scaling=NOT_USED),
-        Setting("benchmark_log_dir", STRING, None, "Write machine-readable results here: "
-                "benchmark_run.log (the run, one JSON object) and metric.log (one JSON "
-                "object per line: images/sec per display step, the average, accuracy).",
-                training_only=True, scaling=NOT_USED),
-        Setting("profile_steps", STRING, None, "'A,B': a TensorBoard profile of global steps "
-                "A to B, under the summary directory.", scaling=NOT_USED)),
     *group("Checkpoints and evaluation",
-        Setting("train_dir", STRING, None, "Directory for checkpoints; a run with the same "
-                "train_dir resumes from its latest checkpoint.", scaling=NOT_USED),
-        Setting("save_model_steps", INTEGER, None, "Save a checkpoint every this many steps.",
-                training_only=True, scaling=NOT_USED),
-        Setting("save_model_secs", FLOAT, None, "Save a checkpoint every this many seconds.",
-                training_only=True, scaling=NOT_USED),
-        Setting("max_ckpts_to_keep", INTEGER, 5, "Checkpoints kept in --train_dir.",
-                training_only=True, scaling=NOT_USED),
-        Setting("eval", BOOLEAN, False, "Evaluate top-1/top-5 accuracy of a checkpoint "
-                "instead of training; --model and --data_name default to those the "
-                "--train_dir was trained with.", scaling=NOT_USED),
         Setting("forward_only", BOOLEAN, False, "Inference benchmark: time the forward "
                 "pass (inference mode) on --num_batches batches and print images/sec; trains "
                 "nothing and writes nothing.", param=False, scaling=NOT_USED),
-        Setting("checkpoint", STRING, None, "With --eval: the checkpoint to evaluate "
-                "(default: the latest in --train_dir). Training: the checkpoint of "
-                "--train_dir to resume from instead of its latest (an earlier one, when the "
-                "latest is damaged).", scaling=NOT_USED),
-        Setting("eval_batch_size", INTEGER, None, "Batch size per device for evaluation "
-                "(default: the training batch per device).", scaling=NOT_USED),
-        Setting("eval_during_training_every_n_steps", INTEGER, None, "Evaluate every this "
-                "many training steps, and at the end.", training_only=True, scaling=NOT_USED),
-        Setting("eval_during_training_every_n_epochs", FLOAT, None, "Evaluate after every "
-                "this many epochs, and at the end.", training_only=True, scaling=NOT_USED),
-        Setting("eval_during_training_at_specified_steps", STRING, None, "'S1,S2,...': "
-                "evaluate after these global steps, and at the end.", training_only=True,
-                scaling=NOT_USED),
-        Setting("eval_during_training_at_specified_epochs", STRING, None, "'E1,E2,...': "
-                "evaluate after these epochs (fractions allowed), and at the end.",
-                training_only=True, scaling=NOT_USED),
-        Setting("stop_at_top_1_accuracy", FLOAT, None, "Stop training once an eval during "
-                "training reaches this top-1 (the last checkpoint is then final).",
-                training_only=True, scaling=NOT_USED),
-        Setting("num_eval_batches", INTEGER, None, "Evaluate this many full batches, "
-                "repeating the eval split as needed (default: the split once).",
-                scaling=NOT_USED),
-        Setting("num_eval_epochs", FLOAT, None, "Evaluate ceil(this x split size / batch) "
-                "full batches, repeating the split as needed (default: 1 pass).",
-                scaling=NOT_USED),
-        Setting("eval_interval_secs", FLOAT, 0.0, "With --eval: follow --train_dir, "
-                "checking for new checkpoints every this many seconds; each is evaluated "
-                "once, in step order, until the run's final one (0: evaluate once).",
-                scaling=NOT_USED),
-        Setting("eval_dir", STRING, None, "With --eval: write the results as TensorBoard "
-                "events (accuracy/top1, accuracy/top5 at each checkpoint's step) here.",
-                scaling=NOT_USED)),
+        ),
     *group("Cluster",
         Setting("worker_hosts", STRING, None, "Multi-worker: comma-separated host:port of "
                 "every worker, the chief first; needs --variable_update=collective_all_reduce "
@@ -340,6 +268,13 @@ def groups(table=None):
 def training_only(table=None):
     """The names --eval refuses."""
     return tuple(s.name for s in _table(table) if s.training_only)
+
+
+def forward_only_refused(table=None):
+    """The names --forward_only refuses: what only training reads (but what
+    it reads itself) and what writes or evaluates."""
+    return tuple(s.name for s in _table(table) if s.forward_only is False or
+                 (s.training_only and s.forward_only is None))
 
 
 def mode_dependent(table=None):

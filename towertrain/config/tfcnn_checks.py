@@ -9,15 +9,6 @@ the reasons); the command line turns the ParamsError into exit status 2.
 from towertrain.config import tfcnn_flags
 from towertrain.errors import ParamsError
 
-# Flags --forward_only needs besides the model, devices and input: how many
-# steps it times and how often it prints.
-FORWARD_ONLY_READS = ("num_batches", "num_warmup_batches", "num_epochs", "display_every")
-# Flags that would write something or only apply to training/evaluation runs.
-_FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint", "eval", "eval_batch_size",
-                         "summary_verbosity", "save_summaries_steps", "summary_dir",
-                         "trace_file", "trace_step", "profile_steps",
-                         "print_training_accuracy", "benchmark_log_dir", "graph_file",
-                         "eval_dir")
 
 
 def unset_spellings():
@@ -68,13 +59,11 @@ def _same(given, accepted):
     return given == accepted or str(given) == str(accepted)
 
 
-def check_forward_only(flag_values, training_only):
+def check_forward_only(flag_values, never_read):
     """With --forward_only: raises ParamsError for an explicitly given flag it
-    never reads (training_only: the flags --eval refuses, from settings)."""
+    never reads (never_read: the settings' `forward_only`, collected)."""
     if "forward_only" not in flag_values or not flag_values.forward_only:
         return
-    never_read = [n for n in training_only if n not in FORWARD_ONLY_READS]
-    never_read += [n for n in _FORWARD_ONLY_WRITERS if n not in never_read]
     for name in never_read:
         if name in flag_values and flag_values[name].present:
             value = flag_values[name].value

@@ -68,27 +68,16 @@ _TABLE = (
          "inception4, resnet50_v2, resnet101_v2, resnet152_v2, densenet100_k12, "
          "densenet100_k24, the official_resnet* models, ncf, deepspeech2 and the TF 1-only "
          "mobilenet, nasnet, nasnetlarge and ssd300"),
-    same("eval", "boolean", False),
-    same("eval_interval_secs", "integer", 0),
-    same("eval_during_training_every_n_steps", "integer", None),
-    same("eval_during_training_every_n_epochs", "float", None),
-    same("eval_during_training_at_specified_steps", "list", []),
-    same("eval_during_training_at_specified_epochs", "list", []),
     same("forward_only", "boolean", False, "an inference benchmark: trains nothing and "
          "writes nothing; refuses the flags only training reads"),
     value("freeze_when_forward_only", "boolean", False, False,
           "freezing converts a TF 1 Session graph's variables to constants (for TensorRT); "
           "TF 2 runs --forward_only as a tf.function over the variables"),
-    same("print_training_accuracy", "boolean", False),
     same("batch_size", "integer", 0, "default: the model's (tf_cnn_benchmarks: 0 = the "
          "model's too)"),
-    same("eval_batch_size", "integer", 0),
     same("batch_group_size", "integer", 1),
     same("num_batches", "integer", None),
-    same("num_eval_batches", "integer", None),
     same("num_epochs", "float", None, "whole epochs; --num_batches runs part of one"),
-    same("num_eval_epochs", "float", None),
-    same("stop_at_top_1_accuracy", "float", None),
     value("collect_eval_results_async", "boolean", False, False,
           "it post-processes SSD (ssd300) eval results in another process; towertrain has "
           "no SSD model"),
@@ -96,8 +85,6 @@ _TABLE = (
     refused("autotune_threshold", "integer", None,
             "it only set TF_AUTOTUNE_THRESHOLD and lengthened the warm-up; set "
             "TF_AUTOTUNE_THRESHOLD in the environment and raise --num_warmup_batches"),
-    same("display_every", "integer", 10),
-    same("display_perf_ewma", "float", None),
     same("data_dir", "string", None),
     same("data_name", "string", None, "cifar10 and imagenet (coco and librispeech are not "
          "ported)"),
@@ -124,12 +111,9 @@ _TABLE = (
     refused("use_numa_affinity", "boolean", False,
             "it pinned TF 1 session threads to NUMA nodes; start towertrain under "
             "numactl --cpunodebind=N --membind=N instead"),
-    same("trace_file", "string", "", "a Chrome/Perfetto trace of one step"),
-    same("use_chrome_trace_format", "boolean", True),
     refused("tfprof_file", "string", None,
             "tfprof profiles a TF 1 Session's RunMetadata; use --profile_steps=A,B (a "
             "TensorBoard profile) or --trace_file"),
-    same("graph_file", "string", None),
     refused("partitioned_graph_file_prefix", "string", None,
             "partitioned graphs come from a TF 1 Session; set TF_DUMP_GRAPH_PREFIX in the "
             "environment to dump TensorFlow's graphs"),
@@ -220,21 +204,11 @@ _TABLE = (
     refused("horovod_device", "string", "",
             "Horovod does not install on TF >= 2.16 and towertrain has no horovod mode; use "
             "--variable_update=collective_all_reduce across processes"),
-    same("summary_verbosity", "integer", 0),
-    same("save_summaries_steps", "integer", 0, "default 100 in towertrain"),
-    same("save_model_secs", "integer", 0),
-    same("save_model_steps", "integer", None),
-    same("max_ckpts_to_keep", "integer", 5),
-    same("train_dir", "string", None),
-    same("eval_dir", "string", "/tmp/tf_cnn_benchmarks/eval", "towertrain writes eval "
-         "events only when it is given (tf_cnn_benchmarks' --eval always writes them, by "
-         "default to /tmp/tf_cnn_benchmarks/eval)"),
     refused("backbone_model_path", "string", None,
             "a pretrained backbone for the SSD model only, which towertrain does not have; "
             "to start from trained weights use Trainer.restore in the library"),
     value("trt_mode", "enum", "", "", _TRT),
     refused("trt_max_workspace_size_bytes", "integer", 4 << 30, _TRT),
-    same("benchmark_log_dir", "string", None),
     refused("benchmark_test_id", "string", None,
             "a label for tf_cnn_benchmarks' benchmark logger only; name the "
             "--benchmark_log_dir after the test instead"),
@@ -263,7 +237,7 @@ REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 # GPUs. Spelled out on a command line, each is taken as not given.
 UNSET_DEFAULTS = tuple(s.name for s in settings.SETTINGS
                        if s.tfcnn is not None and s.tfcnn.unset) + (
-    "batch_size", "eval_batch_size", "worker_hosts", "save_model_secs", "trace_file", "eval_during_training_at_specified_steps", "eval_during_training_at_specified_epochs")
+    "batch_size", "worker_hosts")
 
 
 def unset_spelling(flag):

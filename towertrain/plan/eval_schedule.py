@@ -16,7 +16,7 @@ run always ends with the accuracy of what it trained.
 """
 import math
 
-from towertrain.config import eval_checks
+from towertrain.engine.evaluation import settings as evaluation_settings
 from towertrain.errors import ParamsError
 
 
@@ -62,14 +62,14 @@ def for_params(params, total_steps, steps_per_epoch):
 
     steps_per_epoch: the training epoch's length in steps (None when unknown:
     then the epoch-based flags are an error naming what is missing)."""
-    flag = eval_checks.eval_during_training(params)
+    flag = evaluation_settings.eval_during_training(params)
     if flag is None:
         return None
     value = getattr(params, flag)
     if flag == "eval_during_training_every_n_steps":
         return EvalSchedule(total_steps, every_n_steps=value)
     if flag == "eval_during_training_at_specified_steps":
-        return EvalSchedule(total_steps, steps=eval_checks.parse_steps(value))
+        return EvalSchedule(total_steps, steps=evaluation_settings.parse_steps(value))
     if not steps_per_epoch:
         raise ParamsError(f"--{flag}={value}: needs the epoch length (--data_dir, or "
                           "--num_examples_per_epoch for synthetic data)")
@@ -79,6 +79,6 @@ def for_params(params, total_steps, steps_per_epoch):
         epochs = [value * k for k in range(1, math.ceil(run_epochs / value) + 1)
                   if value * k < run_epochs]
     else:
-        epochs = eval_checks.parse_epochs(value)
+        epochs = evaluation_settings.parse_epochs(value)
     return EvalSchedule(total_steps, steps=[
         epoch_end_step(e, steps_per_epoch) for e in epochs])

@@ -10,7 +10,10 @@ from typing import Optional, Tuple
 
 from towertrain.config.cluster_spec import SINGLE, Cluster
 # Sections declared beside their reader; importable here too.
+from towertrain.engine.evaluation.settings import Evaluation
 from towertrain.engine.process.settings import Runtime  # noqa: F401
+from towertrain.engine.run.settings import Display, Observe
+from towertrain.state.settings import Checkpoints
 from towertrain.recipe.settings import (  # noqa: F401
     Clipping, LearningRateSettings, Loss, Optimizer, Precision)
 
@@ -149,31 +152,10 @@ class InputPlan:
 
 
 @frozen
-class Outputs:
-    """What the run shows and writes: display, summaries, checkpoints, traces, logs."""
-    display_every: int = 10
-    display_perf_ewma: Optional[float] = None
-    print_training_accuracy: bool = False
-    loss_type_to_report: str = "total_loss"
-    summary_dir: Optional[str] = None
-    summary_verbosity: int = 0
-    save_summaries_steps: Optional[int] = None
-    train_dir: Optional[str] = None
-    checkpoint: Optional[str] = None  # training: the one to resume from (default: the latest)
-    save_model_steps: Optional[int] = None
-    save_model_secs: Optional[float] = None
-    max_ckpts_to_keep: int = 5
-    trace_file: Optional[str] = None
-    trace_step: Optional[int] = None
-    use_chrome_trace_format: bool = False
-    graph_file: Optional[str] = None
-    benchmark_log_dir: Optional[str] = None
-    profile_steps: Optional[str] = None
-    stop_at_top_1_accuracy: Optional[float] = None
-    num_eval_batches: Optional[int] = None
-    num_eval_epochs: Optional[float] = None
-    eval_dir: Optional[str] = None
-    eval_interval_secs: float = 0
+class Outputs(Display, Observe, Checkpoints, Evaluation):
+    """What the run shows and writes: display, summaries, checkpoints, traces,
+    logs and evaluation, each declared beside its reader (the bases)."""
+    loss_type_to_report: str = "total_loss"  # the recipe's Loss, for the step lines
 
     @property
     def logdir(self) -> Optional[str]:
