@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from towertrain.config import exchange_checks
+from towertrain.engine import exchange_settings as exchange_checks
 from towertrain.config.cluster_spec import Cluster
 from towertrain.engine.exchange import base, cross_worker
 from towertrain.engine.process import devices as devices_lib

@@ -25,7 +25,7 @@ REFUSAL_ERRORS = ("ParamsError", "ClusterError")
 # The flag checks' parsers raise ValueError with the reason their caller's
 # fail(...) puts in the message: each reason is a refusal of its own. (Other
 # ValueErrors there check towertrain's own tables, not a user's input.)
-REASON_FILES = ("_checks.py", "/settings.py")
+REASON_FILES = ("_checks.py", "settings.py")
 FAIL_HELPERS = ("fail", "_fail")  # fail(flag, value, message) raises ParamsError
 
 
@@ -89,8 +89,9 @@ def _refusal_files():
              for name in os.listdir(os.path.join(ROOT, folder)) if name.endswith(".py")}
     for top in ("towertrain", "models", "input_pipeline"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
-            if DECLARATIONS in files:
-                paths.add(os.path.relpath(os.path.join(dirpath, DECLARATIONS), ROOT))
+            for name in files:
+                if name == DECLARATIONS or name.endswith("_" + DECLARATIONS):
+                    paths.add(os.path.relpath(os.path.join(dirpath, name), ROOT))
     return sorted(p.replace(os.sep, "/") for p in paths)
 
 

@@ -17,7 +17,8 @@ works" draws them):
     commands                     every command line; nothing imports them
 
 A settings declaration (a `settings.py` beside its reader, declaring that
-component's settings: towertrain/recipe/settings.py, ...) and the way to
+component's settings: towertrain/recipe/settings.py, ...; beside a package
+that imports TensorFlow, a `NAME_settings.py` next to it: engine/exchange_settings.py) and the way to
 declare one (towertrain.config.declare) stand below config, whatever their
 folder: config collects them into Params and the flags, and their readers
 take them. They import only each other, the models' names and errors.
@@ -101,7 +102,7 @@ def cycles(graph):
 
 def is_declaration(module):
     """A module that declares settings beside their reader, or the way to."""
-    return module == DECLARE or (module.endswith(".settings")
+    return module == DECLARE or (module.endswith(("settings", "_settings"))
                                  and module != "towertrain.config.settings")
 
 

@@ -90,7 +90,7 @@ def modules():
 def is_declaration(name):
     """A settings.py beside its reader: its sections' refusals check the
     Params they are collected into, as config/ does."""
-    return name.endswith(".settings")
+    return name.endswith((".settings", "_settings"))
 
 
 def test_params_is_read_only_where_the_flags_are_decided(modules):

@@ -12,10 +12,10 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import declare
 from towertrain.config import mode_checks
-from towertrain.config import exchange_checks as params_exchange
 from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import runtime_checks as params_runtime
 from towertrain.config import settings
+from towertrain.engine import exchange_settings
 # The enum settings' choices: the flags offer the same tuples Params checks.
 from towertrain.config.settings import (  # noqa: F401 - also read as params.VARIABLE_UPDATES
     ALL_REDUCE_SPECS, DATA_FORMATS, DATA_NAMES, DEVICES, INPUTS, OPTIMIZERS, VARIABLE_UPDATES)
@@ -82,7 +82,7 @@ class Params:
         """The exchange of replicated or collective_all_reduce (None for the others)."""
         if self.all_reduce_spec is not None:
             return self.all_reduce_spec
-        return params_exchange.default_spec(self.variable_update, self.resolved_device)
+        return exchange_settings.default_spec(self.variable_update, self.resolved_device)
 
 
 _TRAINING_ONLY_UNSET = tuple(s.name for s in settings.params_settings()
@@ -129,7 +129,7 @@ def validate(p: Params) -> None:
     device = p.resolved_device
     # Flags their mode ignores (Setting.applies_with), one check for all of them.
     mode_checks.check(p, _fail)
-    params_exchange.validate_exchange(p, device, _fail)
+    exchange_settings.validate_exchange(p, device, _fail)
 
 
 _TYPE_WORDS = {settings.INTEGER: "an integer", settings.FLOAT: "a number",

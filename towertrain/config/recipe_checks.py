@@ -6,7 +6,6 @@ with."""
 
 def validate_recipe(p, fail):
     """fail(flag, value, message) raises ParamsError."""
-    _validate_precision(p, fail)
     _validate_accumulation(p, fail)
     _validate_epoch_length(p, fail)
 
@@ -19,23 +18,6 @@ def _validate_epoch_length(p, fail):
             fail("num_examples_per_epoch", p.num_examples_per_epoch,
                  f"conflicts with --data_dir={p.data_dir}, whose files set the epoch; "
                  "drop one")
-
-
-def _validate_precision(p, fail):
-    if p.sync_batch_norm:
-        # Refused rather than ignored: a run must not claim global statistics
-        # it does not compute.
-        if p.variable_update == "independent":
-            fail("sync_batch_norm", True, "needs one model trained by every tower "
-                 "(--variable_update=replicated or parameter_server); independent towers "
-                 "train separate models")
-        if p.xla_compile:
-            fail("sync_batch_norm", True, "conflicts with --xla_compile: each tower is "
-                 "compiled on its own device, and the statistics cross towers; drop one")
-    if (p.compact_gradient_transfer and p.use_bf16
-            and p.resolved_all_reduce_spec == "nccl"):
-        fail("compact_gradient_transfer", True, "with --use_bf16 sends bfloat16, which "
-             "NCCL cannot carry; use --all_reduce_spec=psgpu or ring")
 
 
 def _validate_accumulation(p, fail):

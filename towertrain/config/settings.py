@@ -19,8 +19,11 @@ import dataclasses
 from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
     ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
     STRING, WHEN_APPLIES, Setting, settings_of)
+from towertrain.engine import exchange_settings
 from towertrain.engine.evaluation import settings as evaluation_settings
 from towertrain.engine.process import settings as process_settings
+from towertrain.engine.exchange_settings import (  # noqa: F401 - also read as settings.X
+    ALL_REDUCE_SPECS, EXCHANGES, VARIABLE_CONSISTENCIES, VARIABLE_UPDATES)
 from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
 from towertrain.engine.run import settings as run_settings
 from towertrain.recipe import settings as recipe_settings
@@ -30,7 +33,8 @@ from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
 
 # The sections that declare settings, in the order their checks run and their
 # fields follow one another within a --help group.
-SECTIONS = (process_settings.Devices, recipe_settings.Optimizer,
+SECTIONS = (process_settings.Devices, exchange_settings.ExchangeSettings,
+            recipe_settings.Optimizer,
             recipe_settings.LearningRateSettings, recipe_settings.Clipping,
             recipe_settings.Precision, recipe_settings.Loss, run_settings.Display,
             run_settings.Observe, state_settings.Checkpoints, evaluation_settings.Evaluation,
@@ -43,19 +47,11 @@ GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning
                 "Input pipeline (--data_dir with --input=dataset)", "Output")
 
 # Choices of the enum settings; Params checks values against the same tuples.
-VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
-# replicated takes the first four; collective_all_reduce the rest: tf_cnn_benchmarks'
-# local/cross grammar (sum on the worker, then one exchange per worker) or flat.
-ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
-                    "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
 DATA_NAMES = ("cifar10", "imagenet")
 INPUTS = ("dataset", "queue")
-# The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
-EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
 COLLECTIVE_IMPLEMENTATIONS = ("auto", "ring", "nccl")  # TensorFlow's CommunicationImplementation
 RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
-VARIABLE_CONSISTENCIES = ("strong", "relaxed")
 
 
 def group(title, *settings):
@@ -94,38 +90,7 @@ _TABLE = (
                 "random/central crop of the input size, no resize).",
                 choices=RESIZE_METHODS, scaling=NOT_USED)),
     *group("Devices and variables",
-        Setting("variable_update", ENUM, "parameter_server", "How towers share variables.",
-                choices=VARIABLE_UPDATES, scaling=PER_CONFIGURATION),
-        Setting("all_reduce_spec", ENUM, None, "The gradient exchange. replicated: nccl, "
-                "pscpu, psgpu or ring (default: nccl on gpu, pscpu on cpu). "
-                "collective_all_reduce: local/xring sums on each worker (pscpu on cpu, nccl "
-                "or psgpu on gpu), then one cross-worker collective per pack from one member "
-                "per worker; scatter/xring reduce-scatters each pack over the worker's devices, "
-                "each device sums its shard across workers (all L devices' links at once), "
-                "then all-gathers (Horovod's hierarchy; NCCL on gpu); collective sums over "
-                "every device of every worker flatly "
-                "(default: pscpu/xring on cpu, collective on gpu).", choices=ALL_REDUCE_SPECS,
-                scaling=PER_CONFIGURATION, applies_with=EXCHANGES),
-        Setting("gradient_repacking", INTEGER, 0, "Cut each dtype's gradients into this many "
-                "packs of about equal bytes, in reverse layer order, each reduced on its own "
-                "so its exchange can start while the backward pass still runs (0: one pack "
-                "per dtype). replicated and collective_all_reduce.", training_only=True,
-                applies_with=EXCHANGES,
-                # The scaling command also times modes that refuse it (parameter_server).
-                scaling=NOT_USED),
-        Setting("gradient_pack_mb", FLOAT, None, "Cut each dtype's gradients into packs of "
-                "at most this many MB (10**6 bytes; PyTorch DDP's buckets are 25 MB, "
-                "Horovod's fusion buffer 64 MB), about equal, in reverse layer order, each "
-                "reduced as soon as its gradients exist (0: one pack per dtype; at most 1000 "
-                "packs per dtype). Default: 25 on --device=gpu, one pack per dtype on cpu. Not "
-                "with --gradient_repacking (packs are counted or sized, not both) nor "
-                "--xla_compile. replicated and collective_all_reduce.", training_only=True,
-                applies_with=EXCHANGES, scaling=NOT_USED),
-        Setting("variable_consistency", ENUM, "strong", "replicated only: strong applies "
-                "each step's all-reduced gradients in that step; relaxed applies them one "
-                "step later, so the exchange overlaps the next step's compute (the variables "
-                "lag one step).", choices=VARIABLE_CONSISTENCIES, training_only=True,
-                scaling=NOT_USED, applies_with=("variable_update", ("replicated",)))),
+        ),
     *group("Training",
         Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
                 "not with --num_epochs).", training_only=True, forward_only=True),
@@ -149,11 +114,7 @@ _TABLE = (
                 "its files.",
                 training_only=True)),
     *group("Precision and speed",
-        Setting("compact_gradient_transfer", BOOLEAN, False, "All-reduce gradients in float16 "
-                "(bfloat16 with --use_bf16); replicated only.", training_only=True,
-                applies_with=("variable_update", ("replicated",))),
-        Setting("sync_batch_norm", BOOLEAN, False, "Batch-norm statistics over the whole "
-                "global batch instead of each tower's slice.", training_only=True)),
+        ),
     *group("Checkpoints and evaluation",
         Setting("forward_only", BOOLEAN, False, "Inference benchmark: time the forward "
                 "pass (inference mode) on --num_batches batches and print images/sec; trains "

@@ -104,9 +104,6 @@ _TABLE = (
             "it only set TF_GPU_THREAD_COUNT; set TF_GPU_THREAD_COUNT in the environment"),
     refused("hierarchical_copy", "boolean", False, _EXCHANGE),
     refused("network_topology", "enum", "dgx1", _EXCHANGE),
-    same("gradient_repacking", "integer", 0),
-    same("compact_gradient_transfer", "boolean", True, "default off in towertrain"),
-    same("variable_consistency", "enum", "strong"),
     same("datasets_repeat_cached_sample", "boolean", False),
     refused("use_numa_affinity", "boolean", False,
             "it pinned TF 1 session threads to NUMA nodes; start towertrain under "
@@ -183,10 +180,6 @@ _TABLE = (
           "learning rate is never inside an XLA cluster"),
     value("sparse_to_dense_grads", "boolean", False, False,
           "only the NCF model had sparse gradients; towertrain's models have dense ones"),
-    same("variable_update", "enum", "parameter_server",
-         "distributed_replicated, distributed_all_reduce and horovod are not values: use "
-         "collective_all_reduce"),
-    same("all_reduce_spec", "string", None, "nccl, pscpu, psgpu, ring"),
     refused("agg_small_grads_max_bytes", "integer", 0, _EXCHANGE),
     refused("agg_small_grads_max_group", "integer", 10, _EXCHANGE),
     refused("allreduce_merge_scope", "integer", 1, _EXCHANGE),
@@ -252,26 +245,10 @@ def unset_spelling(flag):
 ENUM_VALUES = {
     **{s.name: s.tfcnn.values for s in settings.SETTINGS
        if s.tfcnn is not None and s.tfcnn.values is not None},
-    "variable_consistency": ("strong", "relaxed"),
-    "variable_update": ("parameter_server", "replicated", "distributed_replicated",
-                        "independent", "distributed_all_reduce", "collective_all_reduce",
-                        "horovod"),
 }
-_ACROSS_PROCESSES = ("use --variable_update=collective_all_reduce across worker processes "
-                     "(--worker_hosts and --task_index, or python -m towertrain.launch "
-                     "--num_workers=N to start them on one machine)")
 REFUSED_VALUES = {
     **{(s.name, value): why for s in settings.SETTINGS if s.tfcnn is not None
        for value, why in s.tfcnn.refused_values},
-    ("variable_update", "distributed_replicated"):
-        "a TF 1 mode with parameter-server tasks, which towertrain does not have; "
-        + _ACROSS_PROCESSES,
-    ("variable_update", "distributed_all_reduce"):
-        "a TF 1 mode driven by a controller task, which towertrain does not have; "
-        + _ACROSS_PROCESSES,
-    ("variable_update", "horovod"):
-        "Horovod does not install on TF >= 2.16, so towertrain has no horovod mode; "
-        + _ACROSS_PROCESSES,
 }
 
 

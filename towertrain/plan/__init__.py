@@ -21,9 +21,8 @@ from typing import Optional
 
 from towertrain.config import machine as machine_lib
 from towertrain.config.declare import take as _take  # a section from Params' same-named fields
+from towertrain.engine.exchange_settings import ExchangeSettings
 from towertrain.engine.process.settings import Devices, ProcessSettings
-from towertrain.config import exchange_checks
-from towertrain.config.exchange_checks import default_spec
 from towertrain.plan import accumulation as accumulation_lib
 from towertrain.plan import input_checks
 from towertrain.plan import model_recipe
@@ -119,16 +118,10 @@ def runtime_of(params, topology, machine) -> Runtime:
 
 
 def exchange_of(params, topology) -> Exchange:
-    half = "bfloat16" if params.use_bf16 else "float16"
-    spec = params.all_reduce_spec or default_spec(params.variable_update, topology.device)
-    return _take(Exchange, params,
-                 all_reduce_spec=spec,
-                 collective_implementation=exchange_checks.collective_implementation(
-                     params.collective_implementation, topology.device),
-                 compact_dtype=half if params.compact_gradient_transfer else None,
-                 gradient_pack_bytes=exchange_checks.gradient_pack_bytes(params,
-                                                                         topology.device),
-                 parameter_device=topology.parameter_device)
+    return Exchange.of(_take(ExchangeSettings, params), topology.device,
+                       topology.parameter_device, _take(Precision, params).half,
+                       params.xla_compile, params.collective_timeout_secs,
+                       params.collective_implementation)
 
 
 def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:

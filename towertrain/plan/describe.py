@@ -1,6 +1,6 @@
 """The header lines a run plan alone decides (towertrain.engine.run.header
 lays them out between the lines that need the built model and TensorFlow)."""
-from towertrain.config import exchange_checks
+from towertrain.engine import exchange_settings
 
 
 
@@ -75,7 +75,7 @@ def collectives(plan):
     exchange = plan.exchange
     how = {"nccl": "NCCL between the workers' GPUs",
            "ring": "TensorFlow's ring over gRPC"}[exchange.collective_implementation]
-    cpu_member = exchange_checks.split_spec(exchange.all_reduce_spec)[0] == "pscpu"
+    cpu_member = exchange_settings.split_spec(exchange.all_reduce_spec)[0] == "pscpu"
     if exchange.collective_implementation == "nccl" and cpu_member:
         how += f"; {exchange.all_reduce_spec}'s gradient packs cross from /cpu:0: ring"
     return f"{exchange.collective_implementation} ({how}; the step's scalars ride the last pack)"

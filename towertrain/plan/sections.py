@@ -11,6 +11,7 @@ from typing import Optional, Tuple
 from towertrain.config.cluster_spec import SINGLE, Cluster
 # Sections declared beside their reader; importable here too.
 from towertrain.engine.evaluation.settings import Evaluation
+from towertrain.engine.exchange_settings import Exchange  # noqa: F401
 from towertrain.engine.process.settings import Runtime  # noqa: F401
 from towertrain.engine.run.settings import Display, Observe
 from towertrain.state.settings import Checkpoints
@@ -104,25 +105,6 @@ class Recipe:
     loss: Loss
     clipping: Clipping
     seed: int  # --tf_random_seed
-
-
-@frozen
-class Exchange:
-    """How gradients and variables move between towers and workers."""
-    variable_update: str
-    all_reduce_spec: Optional[str]  # resolved (None for modes without an exchange)
-    gradient_repacking: int = 0
-    # Packs of at most this many bytes (--gradient_pack_mb resolved: the GPU
-    # default, None for counted packs or one pack per dtype).
-    gradient_pack_bytes: Optional[int] = None
-    compact_gradient_transfer: bool = False
-    compact_dtype: Optional[str] = None  # "float16"/"bfloat16" when compacting
-    variable_consistency: str = "strong"
-    parameter_device: str = "cpu"
-    sync_batch_norm: bool = False
-    collective_timeout_secs: Optional[float] = None
-    # collective_all_reduce: 'nccl' or 'ring', --collective_implementation resolved.
-    collective_implementation: str = "ring"
 
 
 @frozen

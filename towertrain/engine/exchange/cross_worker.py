@@ -37,7 +37,7 @@ What makes this safe:
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.config import exchange_checks
+from towertrain.engine import exchange_settings
 
 from . import base, flow, packing
 from .keys import (ALL_DEVICES_GROUP_BASE, CROSS_WORKER_GROUP, KEYS, LOCAL_GROUP_BASE,
@@ -65,7 +65,7 @@ class ClusterExchange:
         # the process, so trainers of different device counts need their own keys.
         self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
         self.timeout = timeout
-        self.local = exchange_checks.split_spec(exchange.all_reduce_spec)[0]
+        self.local = exchange_settings.split_spec(exchange.all_reduce_spec)[0]
         self.local_algorithm = (base.create(self.local)
                                 if self.local not in (None, "scatter") else None)
         self.implementation = exchange.collective_implementation  # 'nccl' or 'ring'

@@ -19,7 +19,7 @@ import math
 
 import tensorflow as tf
 
-from towertrain.config.exchange_checks import MAX_PACKS
+from towertrain.engine.exchange_settings import MAX_PACKS
 
 Pack = collections.namedtuple("Pack", "dtype pieces")  # pieces: ((index, start, end), ...)
 

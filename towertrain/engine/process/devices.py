@@ -10,7 +10,7 @@ import subprocess
 import tensorflow as tf
 from towertrain.config import gpu_share
 from towertrain.config import machine
-from towertrain.config.exchange_checks import split_spec
+from towertrain.engine.exchange_settings import split_spec
 from towertrain.errors import DeviceError  # noqa: F401 - raised here
 
 # The share of a split GPU's memory its logical GPUs divide: the CUDA context,

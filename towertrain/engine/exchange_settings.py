@@ -1,0 +1,257 @@
+"""The gradient exchange's settings, declared beside the code that reads them
+(towertrain.engine.exchange and towertrain.engine.variable_mgr, whose
+packages import TensorFlow, so the declaration sits beside them), with their
+refusals; the plan's Exchange section and how it is worked out.
+Every message starts with the flag at fault and names the flag it clashes with."""
+import dataclasses
+from typing import Optional
+
+from towertrain.config.declare import NOT_USED, PER_CONFIGURATION, section, setting, tfcnn
+
+VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
+# replicated takes the first four; collective_all_reduce the rest: tf_cnn_benchmarks'
+# local/cross grammar (sum on the worker, then one exchange per worker) or flat.
+ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
+                    "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
+VARIABLE_CONSISTENCIES = ("strong", "relaxed")
+# The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
+EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
+_ACROSS_PROCESSES = ("use --variable_update=collective_all_reduce across worker processes "
+                     "(--worker_hosts and --task_index, or python -m towertrain.launch "
+                     "--num_workers=N to start them on one machine)")
+# tf_cnn_benchmarks' --variable_update values that towertrain refuses, and why.
+_TFCNN_REFUSED_MODES = (
+    ("distributed_replicated", "a TF 1 mode with parameter-server tasks, which towertrain "
+     "does not have; " + _ACROSS_PROCESSES),
+    ("distributed_all_reduce", "a TF 1 mode driven by a controller task, which towertrain "
+     "does not have; " + _ACROSS_PROCESSES),
+    ("horovod", "Horovod does not install on TF >= 2.16, so towertrain has no horovod mode; "
+     + _ACROSS_PROCESSES))
+
+
+@section("Devices and variables")
+class ExchangeSettings:
+    variable_update: str = setting(
+        "parameter_server", "How towers share variables.",
+        choices=VARIABLE_UPDATES, scaling=PER_CONFIGURATION,
+        tfcnn=tfcnn("enum", "parameter_server", "distributed_replicated, distributed_all_reduce "
+                    "and horovod are not values: use collective_all_reduce",
+                    values=("parameter_server", "replicated", "distributed_replicated",
+                            "independent", "distributed_all_reduce", "collective_all_reduce",
+                            "horovod"),
+                    refused_values=_TFCNN_REFUSED_MODES))
+    all_reduce_spec: Optional[str] = setting(
+        None, "The gradient exchange. replicated: nccl, pscpu, psgpu or ring "
+        "(default: nccl on gpu, pscpu on cpu). collective_all_reduce: "
+        "local/xring sums on each worker (pscpu on cpu, nccl or psgpu on "
+        "gpu), then one cross-worker collective per pack from one member per "
+        "worker; scatter/xring reduce-scatters each pack over the worker's "
+        "devices, each device sums its shard across workers (all L devices' "
+        "links at once), then all-gathers (Horovod's hierarchy; NCCL on gpu); "
+        "collective sums over every device of every worker flatly (default: "
+        "pscpu/xring on cpu, collective on gpu).",
+        choices=ALL_REDUCE_SPECS, scaling=PER_CONFIGURATION,
+        applies_with=EXCHANGES,
+        tfcnn=tfcnn("string", None, "nccl, pscpu, psgpu, ring"))
+    gradient_repacking: int = setting(
+        0, "Cut each dtype's gradients into this many packs of about equal "
+        "bytes, in reverse layer order, each reduced on its own so its "
+        "exchange can start while the backward pass still runs (0: one pack "
+        "per dtype). replicated and collective_all_reduce.",
+        training_only=True, scaling=NOT_USED,
+        applies_with=EXCHANGES,
+        tfcnn=tfcnn("integer", 0))
+    gradient_pack_mb: Optional[float] = setting(
+        None, "Cut each dtype's gradients into packs of at most this many MB (10**6 "
+        "bytes; PyTorch DDP's buckets are 25 MB, Horovod's fusion buffer 64 "
+        "MB), about equal, in reverse layer order, each reduced as soon as "
+        "its gradients exist (0: one pack per dtype; at most 1000 packs per "
+        "dtype). Default: 25 on --device=gpu, one pack per dtype on cpu. Not "
+        "with --gradient_repacking (packs are counted or sized, not both) nor "
+        "--xla_compile. replicated and collective_all_reduce.",
+        training_only=True, scaling=NOT_USED,
+        applies_with=EXCHANGES)
+    variable_consistency: str = setting(
+        "strong", "replicated only: strong applies each step's all-reduced gradients in "
+        "that step; relaxed applies them one step later, so the exchange "
+        "overlaps the next step's compute (the variables lag one step).",
+        choices=VARIABLE_CONSISTENCIES, training_only=True, scaling=NOT_USED,
+        applies_with=("variable_update", ("replicated",)),
+        tfcnn=tfcnn("enum", "strong", values=("strong", "relaxed")))
+    compact_gradient_transfer: bool = setting(
+        False, "All-reduce gradients in float16 (bfloat16 with --use_bf16); "
+        "replicated only.",
+        group="Precision and speed", training_only=True,
+        applies_with=("variable_update", ("replicated",)),
+        tfcnn=tfcnn("boolean", True, "default off in towertrain"))
+    sync_batch_norm: bool = setting(
+        False, "Batch-norm statistics over the whole global batch instead of each "
+        "tower's slice.",
+        group="Precision and speed", training_only=True)
+
+
+    @staticmethod
+    def refuse(p, fail):
+        # The exchange against the devices and the mode: validate_exchange, run
+        # last by towertrain.config.params (after the modes' own checks).
+        if p.sync_batch_norm:
+            # Refused rather than ignored: a run must not claim global statistics
+            # it does not compute.
+            if p.variable_update == "independent":
+                fail("sync_batch_norm", True, "needs one model trained by every tower "
+                     "(--variable_update=replicated or parameter_server); independent towers "
+                     "train separate models")
+            if p.xla_compile:
+                fail("sync_batch_norm", True, "conflicts with --xla_compile: each tower is "
+                     "compiled on its own device, and the statistics cross towers; drop one")
+        if (p.compact_gradient_transfer and p.use_bf16
+                and p.resolved_all_reduce_spec == "nccl"):
+            fail("compact_gradient_transfer", True, "with --use_bf16 sends bfloat16, which "
+                 "NCCL cannot carry; use --all_reduce_spec=psgpu or ring")
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """The plan's section: how gradients and variables move between towers and workers."""
+    variable_update: str
+    all_reduce_spec: Optional[str]  # resolved (None for modes without an exchange)
+    gradient_repacking: int = 0
+    # Packs of at most this many bytes (--gradient_pack_mb resolved: the GPU
+    # default, None for counted packs or one pack per dtype).
+    gradient_pack_bytes: Optional[int] = None
+    compact_gradient_transfer: bool = False
+    compact_dtype: Optional[str] = None  # "float16"/"bfloat16" when compacting
+    variable_consistency: str = "strong"
+    parameter_device: str = "cpu"
+    sync_batch_norm: bool = False
+    collective_timeout_secs: Optional[float] = None
+    # collective_all_reduce: 'nccl' or 'ring', --collective_implementation resolved.
+    collective_implementation: str = "ring"
+
+    @classmethod
+    def of(cls, settings, device, parameter_device, half, xla_compile,
+           collective_timeout_secs, requested_implementation):
+        """The section for ExchangeSettings `settings` on towers of type `device`;
+        half: the run's half-precision dtype, None in float32."""
+        return cls(
+            variable_update=settings.variable_update,
+            all_reduce_spec=settings.all_reduce_spec or default_spec(settings.variable_update,
+                                                                     device),
+            gradient_repacking=settings.gradient_repacking,
+            gradient_pack_bytes=gradient_pack_bytes(settings, device, xla_compile),
+            compact_gradient_transfer=settings.compact_gradient_transfer,
+            compact_dtype=(half or "float16") if settings.compact_gradient_transfer else None,
+            variable_consistency=settings.variable_consistency,
+            parameter_device=parameter_device, sync_batch_norm=settings.sync_batch_norm,
+            collective_timeout_secs=collective_timeout_secs,
+            collective_implementation=collective_implementation(requested_implementation,
+                                                                device))
+
+
+# --all_reduce_spec values by the --variable_update that takes them.
+REPLICATED_SPECS = ("nccl", "pscpu", "psgpu", "ring")
+# scatter/xring: Horovod's hierarchy (reduce-scatter in the worker, each
+# device's shard across workers, all-gather); CPU and GPU alike.
+COLLECTIVE_SPECS = ("pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
+MAX_PACKS = 1000  # per dtype; collective instance keys are numbered by pack
+_GPU_ONLY = ("nccl", "psgpu")  # the local part of a spec that sums on GPUs
+# --device=gpu's packs when neither --gradient_repacking nor --gradient_pack_mb
+# is given: PyTorch DDP's bucket size, so the exchange overlaps the backward
+# pass by default. CPU devices keep one pack per dtype (tf_cnn_benchmarks'
+# default): nothing measured here shows overlap paying on 2 shared cores.
+DEFAULT_GPU_PACK_MB = 25.0
+_EXCHANGING = ("replicated", "collective_all_reduce")
+_XLA_WHY = ("a compiled tower hands out all its gradients at once, so no pack could "
+            "start before the whole backward pass ends; drop one")
+
+
+def gradient_pack_bytes(p, device, xla_compile):
+    """The bytes per pack a run cuts its gradients into, or None (counted
+    packs, or one pack per dtype)."""
+    if p.gradient_pack_mb is not None:
+        return max(1, round(p.gradient_pack_mb * 10**6)) if p.gradient_pack_mb else None
+    if (device == "gpu" and p.variable_update in _EXCHANGING and not p.gradient_repacking
+            and not xla_compile):
+        return int(DEFAULT_GPU_PACK_MB * 10**6)
+    return None
+
+
+def default_spec(variable_update, device):
+    """The exchange a mode uses when --all_reduce_spec is not given. For
+    collective_all_reduce on CPU devices pscpu/xring (bench/bench_exchange.py
+    (b) measured it faster than the flat one at 2 workers x 2 devices); on
+    GPUs the flat collective, as MultiWorkerMirroredStrategy: NCCL's own
+    all-reduce already crosses machines over several channels (one NIC each)
+    and uses trees for small packs, it needs one NCCL communicator per GPU
+    where scatter/xring needs two, and it meets none of the hierarchy's
+    first-step ordering hazards (docs/exchange.md's cost model)."""
+    if variable_update == "replicated":
+        return "nccl" if device == "gpu" else "pscpu"
+    if variable_update == "collective_all_reduce":
+        return "collective" if device == "gpu" else "pscpu/xring"
+    return None
+
+
+def split_spec(spec):
+    """(local algorithm, cross-worker algorithm) of a collective spec:
+    ('pscpu', 'xring') for 'pscpu/xring', (None, 'collective') for the flat one."""
+    local, _, cross = spec.rpartition("/")
+    return (local or None), cross
+
+
+def collective_implementation(requested, device):
+    """'nccl' or 'ring': how a collective_all_reduce run's collectives over
+    GPUs run (auto: NCCL on GPU devices). Collectives on CPU devices (the
+    step's scalars, a pscpu member) always run TensorFlow's ring."""
+    return "nccl" if device == "gpu" and requested != "ring" else "ring"
+
+
+def validate_implementation(p, device, spec, fail):
+    """--collective_implementation=nccl where NCCL cannot run is refused."""
+    if p.collective_implementation != "nccl":
+        return
+    if device != "gpu":
+        fail("collective_implementation", "nccl", "needs --device=gpu (NCCL runs between "
+             "GPUs); on CPU devices use ring or auto")
+    if spec is not None and split_spec(spec)[0] == "pscpu":
+        fail("collective_implementation", "nccl", f"needs a GPU to cross workers, and "
+             f"--all_reduce_spec={spec} crosses from /cpu:0; use nccl/xring, psgpu/xring, "
+             "scatter/xring or collective")
+
+
+def _validate_pack_size(p, fail):
+    pack_mb = p.gradient_pack_mb
+    if pack_mb is not None and not 0 <= pack_mb < float("inf"):
+        fail("gradient_pack_mb", pack_mb, "must be a number >= 0 (0: one pack per dtype)")
+    if pack_mb is not None and p.gradient_repacking:
+        fail("gradient_pack_mb", pack_mb, f"conflicts with --gradient_repacking="
+             f"{p.gradient_repacking}: packs are sized in bytes or counted, not both; "
+             "drop one")
+    if p.xla_compile and p.gradient_repacking:
+        fail("gradient_repacking", p.gradient_repacking, "conflicts with --xla_compile: "
+             + _XLA_WHY)
+    if p.xla_compile and pack_mb:
+        fail("gradient_pack_mb", pack_mb, "conflicts with --xla_compile: " + _XLA_WHY)
+
+
+def validate_exchange(p, device, fail):
+    mode, spec, packs = p.variable_update, p.all_reduce_spec, p.gradient_repacking
+    if not 0 <= packs <= MAX_PACKS:
+        fail("gradient_repacking", packs, f"must be in 0..{MAX_PACKS} (0: one pack per dtype)")
+    _validate_pack_size(p, fail)
+    if mode == "collective_all_reduce":
+        validate_implementation(p, device, spec or default_spec(mode, device), fail)
+    if spec is None:
+        return
+    if mode == "replicated" and spec in COLLECTIVE_SPECS:
+        fail("all_reduce_spec", spec, "is a --variable_update=collective_all_reduce "
+             f"exchange; with --variable_update=replicated use {', '.join(REPLICATED_SPECS)}")
+    if mode == "collective_all_reduce" and spec in REPLICATED_SPECS:
+        fail("all_reduce_spec", spec, "is a --variable_update=replicated algorithm; with "
+             f"--variable_update=collective_all_reduce use {', '.join(COLLECTIVE_SPECS)}")
+    # Other modes: refused by the settings table's applies_with (mode_checks).
+    local = split_spec(spec)[0] if "/" in spec else spec
+    if local in _GPU_ONLY and device == "cpu":
+        fail("all_reduce_spec", spec, "needs --device=gpu; on CPU devices use "
+             + ("pscpu or ring" if mode == "replicated"
+               else "pscpu/xring, scatter/xring or collective"))
