@@ -78,7 +78,7 @@ _TABLE = (
         Setting("data_name", ENUM, None, "Dataset name (default: the model's); sets the "
                 "number of classes.", choices=DATA_NAMES),
         Setting("data_dir", STRING, None, "Directory of the dataset's files (cifar10 binary "
-                "batches or imagenet TFRecords); unset: synthetic data.", scaling=NOT_USED),
+                "batches or imagenet TFRecords); unset: synthetic data.", scaling=NOT_USED, path=True),
         Setting("input", ENUM, "dataset", "With --data_dir: dataset (a tf.data pipeline) or "
                 "queue (a FIFOQueue filled by threads).", choices=INPUTS, scaling=NOT_USED),
         Setting("batch_size", INTEGER, None, "Batch size per device (default: the model's)."),
@@ -208,8 +208,7 @@ def params_settings(table=None):
 
 # The settings that name a file or directory: `~` in them is the user's home
 # (Params expands it), also where no shell did (a config file, `--flag=~/x`).
-PATH_SETTINGS = ("data_dir", "summary_dir", "trace_file", "graph_file", "benchmark_log_dir",
-                 "train_dir", "checkpoint", "eval_dir")
+PATH_SETTINGS = tuple(s.name for s in SETTINGS if s.path)
 
 
 def expand_path(value):
