@@ -41,3 +41,16 @@ def test_flag_reference_lists_every_params_field_that_is_a_flag():
     for name in params.Params.__dataclass_fields__:
         if name in flags.FLAGS:
             assert f"`--{name}`" in text, name
+
+
+def test_the_api_reference_lists_every_params_field():
+    """docs/api.md's table of Params' fields is the generator's output: each
+    field with its type, default and help."""
+    from towertrain.commands import params_doc
+    from towertrain.config import params
+    with open(os.path.join(ROOT, "docs", "api.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert params_doc.update(text) == text, (
+        "docs/api.md is stale: run python -m towertrain.commands.params_doc docs/api.md")
+    for name, field in params.Params.__dataclass_fields__.items():
+        assert f"| `{name}` |" in text and f"`{field.default!r}`" in text, name
