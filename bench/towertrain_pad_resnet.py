@@ -9,7 +9,7 @@ the same way (docs/library.md).
 import towertrain
 from towertrain.commands.train import run
 from towertrain.models import catalog
-from towertrain.models.resnet_cifar import resnet_cifar
+from towertrain.models.resnet_cifar import build_resnet_cifar
 
 DEPTHS = (20, 32, 44, 56, 110)
 
@@ -20,7 +20,7 @@ def register():
         for version, suffix in ((1, ""), (2, "_v2")):
             twin = catalog.get_spec(f"resnet{depth}{suffix}")
             towertrain.register_model(
-                f"{twin.name}_pad", resnet_cifar(depth, version, shortcut="pad"),
+                f"{twin.name}_pad", build_resnet_cifar(depth, version, shortcut="pad"),
                 default_image_size=twin.default_image_size,
                 default_batch_size=twin.default_batch_size,
                 default_learning_rate=twin.default_learning_rate,

@@ -28,7 +28,7 @@ class BuilderRef:
     """Where a built-in builder lives: `towertrain.models.<module>.<attribute>`.
 
     args None: the attribute is the builder. Otherwise it is a factory and
-    attribute(*args, **dict(kwargs)) returns the builder (resnet_cifar_v1(20)).
+    attribute(*args, **dict(kwargs)) returns the builder (build_resnet_cifar_v1(20)).
     Calling the ref imports the module and builds, so a ModelSpec holding it
     is used as one holding the builder itself.
     """
@@ -65,6 +65,10 @@ def _factory(module, attribute, *args, **kwargs):
     return BuilderRef(module, attribute, args, tuple(sorted(kwargs.items())))
 
 
+def _resnet_imagenet(depth, **kwargs):
+    return _factory("resnet_imagenet", "build_resnet_imagenet", depth, **kwargs)
+
+
 def _cifar(name, builder, batch_size, learning_rate, min_image_size=1, recipe=None):
     return ModelSpec(name, builder, default_image_size=32, default_batch_size=batch_size,
                      default_learning_rate=learning_rate, default_dataset="cifar10",
@@ -96,12 +100,13 @@ BUILTIN_MODELS = (
            min_image_size=10),
     _cifar("alexnet_cifar", _builder("lenet_alexnet", "build_alexnet_cifar"), 128, 0.1,
            recipe=recipes.ALEXNET_CIFAR),
-    _cifar("densenet40_k12", _factory("densenet", "densenet_cifar", 40, 12), 64, 0.1,
+    _cifar("densenet40_k12", _factory("densenet", "build_densenet_cifar", 40, 12), 64, 0.1,
            min_image_size=4, recipe=recipes.DENSENET_CIFAR),
     *(_cifar(f"resnet{depth}{suffix}", _factory("resnet_cifar", factory, depth), 64, 0.1,
              recipe=recipes.RESNET_CIFAR)
       for depth in (20, 32, 44, 56, 110)
-      for suffix, factory in (("", "resnet_cifar_v1"), ("_v2", "resnet_cifar_v2"))),
+      for suffix, factory in (("", "build_resnet_cifar_v1"),
+                              ("_v2", "build_resnet_cifar_v2"))),
     # LeNet reads 28x28 images; tf_cnn_benchmarks trains it on the ImageNet input.
     # min_image_size: two valid 5x5 convs and 2x2 pools (lenet); an 11x11/4 conv
     # and three valid 3x3/2 pools (alexnet); inception3's valid stem and
@@ -113,15 +118,15 @@ BUILTIN_MODELS = (
     _imagenet("googlenet", _builder("googlenet", "build_googlenet"), 224, 32, 0.005),
     _imagenet("inception3", _builder("inception", "build_inception3"), 299, 32, 0.005,
               min_image_size=75),
-    _imagenet("resnet50", _factory("resnet_imagenet", "resnet_imagenet", 50), 224, 64, 0.1,
+    _imagenet("resnet50", _resnet_imagenet(50), 224, 64, 0.1,
               recipe=recipes.RESNET_IMAGENET),
-    _imagenet("resnet50_v1.5", _factory("resnet_imagenet", "resnet_imagenet", 50, v1_5=True),
-              224, 64, 0.1, recipe=recipes.RESNET_IMAGENET),
-    _imagenet("resnet101", _factory("resnet_imagenet", "resnet_imagenet", 101), 224, 32, 0.1,
+    _imagenet("resnet50_v1.5", _resnet_imagenet(50, v1_5=True), 224, 64, 0.1,
               recipe=recipes.RESNET_IMAGENET),
-    _imagenet("resnet152", _factory("resnet_imagenet", "resnet_imagenet", 152), 224, 32, 0.1,
+    _imagenet("resnet101", _resnet_imagenet(101), 224, 32, 0.1,
               recipe=recipes.RESNET_IMAGENET),
-    *(_imagenet(f"vgg{depth}", _factory("vgg", "vgg", depth), 224, 32, 0.005,
+    _imagenet("resnet152", _resnet_imagenet(152), 224, 32, 0.1,
+              recipe=recipes.RESNET_IMAGENET),
+    *(_imagenet(f"vgg{depth}", _factory("vgg", "build_vgg", depth), 224, 32, 0.005,
                 min_image_size=32)
       for depth in (11, 16, 19)),
 )

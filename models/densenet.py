@@ -16,7 +16,8 @@ def _bn_relu(x, data_format, name):
     return keras.layers.Activation("relu", name=f"{name}_relu")(x)
 
 
-def densenet_cifar(depth, growth):
+def build_densenet_cifar(depth, growth):
+    """The builder of a CIFAR DenseNet of `depth` layers growing by `growth` filters."""
     if (depth - 4) % 3:
         raise ValueError(f"DenseNet depth must be 3n+4, got {depth}")
     layers_per_block = (depth - 4) // 3

@@ -70,8 +70,8 @@ def _basic_block_v2(x, filters, strides, data_format, name, kind):
     return keras.layers.Add(name=f"{name}_add")([y, shortcut])
 
 
-def resnet_cifar(depth, version=1, shortcut="projection"):
-    """Builder for a CIFAR ResNet of `depth` layers, v1 or v2, with `shortcut`
+def build_resnet_cifar(depth, version=1, shortcut="projection"):
+    """The builder of a CIFAR ResNet of `depth` layers, v1 or v2, with `shortcut`
     "projection" or "pad" (SHORTCUTS) where a stage changes size."""
     if (depth - 2) % 6:
         raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
@@ -104,9 +104,9 @@ def resnet_cifar(depth, version=1, shortcut="projection"):
     return build
 
 
-def resnet_cifar_v1(depth):
-    return resnet_cifar(depth, version=1)
+def build_resnet_cifar_v1(depth):
+    return build_resnet_cifar(depth, version=1)
 
 
-def resnet_cifar_v2(depth):
-    return resnet_cifar(depth, version=2)
+def build_resnet_cifar_v2(depth):
+    return build_resnet_cifar(depth, version=2)

@@ -35,8 +35,8 @@ def _bottleneck(x, filters, strides, project, v1_5, data_format, name):
     return keras.layers.Activation("relu", name=f"{name}_out")(y)
 
 
-def resnet_imagenet(depth, v1_5=False):
-    """Builder for an ImageNet bottleneck ResNet of depth 50, 101 or 152."""
+def build_resnet_imagenet(depth, v1_5=False):
+    """The builder of an ImageNet bottleneck ResNet of depth 50, 101 or 152."""
     if depth not in _STAGE_BLOCKS:
         raise ValueError(f"ImageNet ResNet depth must be one of {sorted(_STAGE_BLOCKS)}")
     stage_blocks = _STAGE_BLOCKS[depth]

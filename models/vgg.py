@@ -13,7 +13,8 @@ from .registry import input_shape
 _STAGES = {11: (1, 1, 2, 2, 2), 16: (2, 2, 3, 3, 3), 19: (2, 2, 4, 4, 4)}
 
 
-def vgg(depth):
+def build_vgg(depth):
+    """The builder of VGG `depth` (11, 16 or 19)."""
     if depth not in _STAGES:
         raise ValueError(f"VGG depth must be one of {sorted(_STAGES)}")
 

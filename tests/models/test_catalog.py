@@ -2,8 +2,10 @@
 registrations it replaced, and a user's register_model() still seen by Params."""
 import json
 import os
+import pkgutil
 import subprocess
 import sys
+import types
 
 import keras
 import pytest
@@ -21,21 +23,21 @@ BEFORE = [
     ("trivial", lambda: models.build_trivial, 32, 32, 0.005, "cifar10", 1),
     ("cifar_cnn", lambda: models.build_cifar_cnn, 32, 32, 0.01, "cifar10", 10),
     ("alexnet_cifar", lambda: models.build_alexnet_cifar, 32, 128, 0.1, "cifar10", 1),
-    ("densenet40_k12", lambda: models.densenet_cifar(40, 12), 32, 64, 0.1, "cifar10", 4),
-    *[(f"resnet{d}", lambda d=d: models.resnet_cifar_v1(d), 32, 64, 0.1, "cifar10", 1)
+    ("densenet40_k12", lambda: models.build_densenet_cifar(40, 12), 32, 64, 0.1, "cifar10", 4),
+    *[(f"resnet{d}", lambda d=d: models.build_resnet_cifar_v1(d), 32, 64, 0.1, "cifar10", 1)
       for d in (20, 32, 44, 56, 110)],
-    *[(f"resnet{d}_v2", lambda d=d: models.resnet_cifar_v2(d), 32, 64, 0.1, "cifar10", 1)
+    *[(f"resnet{d}_v2", lambda d=d: models.build_resnet_cifar_v2(d), 32, 64, 0.1, "cifar10", 1)
       for d in (20, 32, 44, 56, 110)],
     ("lenet", lambda: models.build_lenet, 28, 32, 0.005, "imagenet", 16),
     ("alexnet", lambda: models.build_alexnet, 227, 512, 0.005, "imagenet", 67),
     ("googlenet", lambda: models.build_googlenet, 224, 32, 0.005, "imagenet", 1),
     ("inception3", lambda: models.build_inception3, 299, 32, 0.005, "imagenet", 75),
-    ("resnet50", lambda: models.resnet_imagenet(50), 224, 64, 0.1, "imagenet", 1),
-    ("resnet50_v1.5", lambda: models.resnet_imagenet(50, v1_5=True), 224, 64, 0.1,
+    ("resnet50", lambda: models.build_resnet_imagenet(50), 224, 64, 0.1, "imagenet", 1),
+    ("resnet50_v1.5", lambda: models.build_resnet_imagenet(50, v1_5=True), 224, 64, 0.1,
      "imagenet", 1),
-    ("resnet101", lambda: models.resnet_imagenet(101), 224, 32, 0.1, "imagenet", 1),
-    ("resnet152", lambda: models.resnet_imagenet(152), 224, 32, 0.1, "imagenet", 1),
-    *[(f"vgg{d}", lambda d=d: models.vgg(d), 224, 32, 0.005, "imagenet", 32)
+    ("resnet101", lambda: models.build_resnet_imagenet(101), 224, 32, 0.1, "imagenet", 1),
+    ("resnet152", lambda: models.build_resnet_imagenet(152), 224, 32, 0.1, "imagenet", 1),
+    *[(f"vgg{d}", lambda d=d: models.build_vgg(d), 224, 32, 0.005, "imagenet", 32)
       for d in (11, 16, 19)],
 ]
 HEAVY = ("keras", "tensorflow")
@@ -43,7 +45,7 @@ HEAVY = ("keras", "tensorflow")
 # Run in a fresh process: reads the catalog and validates Params, then lists
 # what of Keras and TensorFlow got imported; then touches one Keras-bound name
 # so the test can see that the probe does notice Keras when it is imported, and
-# imports the three modules named as the factory they define.
+# imports three builders' modules before their builders are read.
 PROBE = """
 import json, sys
 def heavy():
@@ -58,11 +60,12 @@ seen = {'catalog': catalog.__file__, 'names': catalog.registered_names(),
 import importlib, towertrain.models
 towertrain.models.FusedBatchNormalization
 seen['heavy_after_layers'] = heavy()
-# Imported before the package's name was read (as building imports it).
+# A builder's module imported before the builder's name is read (as building
+# imports it): the package's names stay what they are.
 for name in ('resnet_cifar', 'resnet_imagenet', 'vgg'):
     importlib.import_module('towertrain.models.' + name)
-seen['shared_names'] = [type(getattr(towertrain.models, n)).__name__
-                        for n in ('resnet_cifar', 'resnet_imagenet', 'vgg')]
+seen['after_modules'] = [type(getattr(towertrain.models, n)).__name__
+                         for n in ('resnet_cifar', 'build_resnet_cifar', 'build_vgg')]
 print(json.dumps(seen))
 """
 
@@ -80,8 +83,7 @@ def test_catalog_and_params_import_no_keras():
     assert seen["heavy"] == [], (
         f"reading the catalog and validating Params imported {seen['heavy']}")
     assert seen["heavy_after_layers"] == sorted(HEAVY)  # the probe sees them when they load
-    # towertrain.models.vgg is the factory even when its module was imported first.
-    assert seen["shared_names"] == ["function"] * 3
+    assert seen["after_modules"] == ["module", "function", "function"]
 
 
 def _same_builder(got, want):
@@ -121,7 +123,7 @@ def test_catalog_specs_equal_the_packages():
 
 def test_a_built_in_model_builds_through_its_builder_ref():
     ref = catalog.get_spec("resnet20").builder
-    assert str(ref) == "towertrain.models.resnet_cifar.resnet_cifar_v1(20)"
+    assert str(ref) == "towertrain.models.resnet_cifar.build_resnet_cifar_v1(20)"
     model = models.build("trivial")
     assert model.output_shape == (None, 10)
     keras.backend.clear_session()
@@ -151,19 +153,19 @@ def test_a_user_model_is_known_to_params_and_builds(monkeypatch):
     keras.backend.clear_session()
 
 
-def test_keras_bound_names_resolve_lazily_and_keep_their_meaning():
+def test_keras_bound_names_resolve_lazily_and_name_no_module():
     for name in models.__all__:
         assert getattr(models, name) is not None, name
-    from towertrain.models import FusedBatchNormalization, resnet_cifar, vgg
+    from towertrain.models import FusedBatchNormalization, build_resnet_cifar, build_vgg
     assert isinstance(FusedBatchNormalization, type)
-    # resnet_cifar, resnet_imagenet and vgg name a module and the factory it
-    # defines; building imports the module, and the package's name stays the
-    # factory (in a fresh process too: test_catalog_and_params_import_no_keras).
+    assert build_vgg is models.build_vgg and build_resnet_cifar is models.build_resnet_cifar
+    # Every builder is named build_*, so no package name is also a submodule's
+    # (importing a submodule binds it on the package) and the package is a plain module.
+    submodules = {name for _, name, _ in pkgutil.iter_modules(models.__path__)}
+    assert not submodules & set(models.__all__)
+    assert type(models) is types.ModuleType
     models.build("vgg11", image_size=32)
-    for name in ("resnet_cifar", "resnet_imagenet", "vgg"):
-        assert callable(getattr(models, name)) and not isinstance(
-            getattr(models, name), type(sys)), name
-    assert vgg is models.vgg and resnet_cifar is models.resnet_cifar
+    assert callable(models.build_vgg) and isinstance(models.vgg, types.ModuleType)
     with pytest.raises(AttributeError, match="no attribute 'no_such_model'"):
         models.no_such_model  # noqa: B018
     keras.backend.clear_session()

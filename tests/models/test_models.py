@@ -44,7 +44,7 @@ def test_unknown_name_lists_known_ones():
 
 def test_register_model_rejects_duplicates():
     with pytest.raises(ValueError, match="already registered"):
-        models.register_model("resnet20", models.resnet_cifar_v1(20), 32, 64)
+        models.register_model("resnet20", models.build_resnet_cifar_v1(20), 32, 64)
 
 
 # keras.applications is the reference: built with weights=None at the same
@@ -134,7 +134,7 @@ def test_weight_decay_filter_is_per_model(monkeypatch):
     # A private copy of the registry, so the extra name does not leak to other tests.
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     only_dense = lambda v: v.path == "logits/kernel"  # noqa: E731
-    models.register_model("resnet20_dense_decay", models.resnet_cifar_v1(20), 32, 64,
+    models.register_model("resnet20_dense_decay", models.build_resnet_cifar_v1(20), 32, 64,
                           default_dataset="cifar10", weight_decay_filter=only_dense)
     model = models.build("resnet20_dense_decay")
     assert [v.path for v in models.weight_decay_variables(model, "resnet20_dense_decay")] \

@@ -6,7 +6,7 @@ import pytest
 
 from towertrain import models
 from towertrain.models.layers import ChannelZeroPad
-from towertrain.models.resnet_cifar import _widening_shortcut, resnet_cifar
+from towertrain.models.resnet_cifar import _widening_shortcut, build_resnet_cifar
 
 
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
@@ -31,8 +31,8 @@ def test_uneven_widening_puts_the_extra_channel_after():
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_pad_resnet20_drops_exactly_the_projection_kernels(version):
-    projection = resnet_cifar(20, version)(10, "channels_last", 32)
-    pad = resnet_cifar(20, version, shortcut="pad")(10, "channels_last", 32)
+    projection = build_resnet_cifar(20, version)(10, "channels_last", 32)
+    pad = build_resnet_cifar(20, version, shortcut="pad")(10, "channels_last", 32)
     assert pad.name == f"resnet20{'' if version == 1 else '_v2'}_pad"
     # The two stage changes' 1x1 kernels: 16x32 and 32x64.
     assert projection.count_params() - pad.count_params() == 16 * 32 + 32 * 64
@@ -49,4 +49,4 @@ def test_the_registered_resnets_keep_the_projection_and_bad_kinds_are_refused():
     model = models.build("resnet20", num_classes=10)
     assert [w for w in model.weights if "_proj" in w.path]
     with pytest.raises(ValueError, match="shortcut must be one of"):
-        resnet_cifar(20, shortcut="identity")
+        build_resnet_cifar(20, shortcut="identity")
