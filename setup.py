@@ -1,8 +1,10 @@
 """Packaging for towertrain.
 
 `models/` and `input_pipeline/` install as `towertrain.models` and
-`towertrain.input_pipeline` so no generic top-level package lands in a user's
-site-packages.
+`towertrain.input_pipeline` (package_dir below) so no generic top-level package
+lands in a user's site-packages. This mapping, and BUILD's copy rules under
+Bazel, are the only ones: towertrain/__init__.py does not look for them, so a
+checkout runs installed (`pip install -e .`, the README's first command).
 """
 from setuptools import find_packages, setup
 

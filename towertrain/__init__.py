@@ -39,23 +39,13 @@ TensorFlow is imported.
 import importlib
 import os
 
+from towertrain import tf_import
+
 # oneDNN kernels are what run NCHW convolutions (and their gradients) on a CPU.
 # TensorFlow turns them on by default only on some CPUs (AVX512 ones); set it
 # before TensorFlow is imported so NCHW works on any x86 CPU. A user's own
 # TF_ENABLE_ONEDNN_OPTS wins.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
-# Under Bazel (and in a plain checkout on PYTHONPATH) models/ and
-# input_pipeline/ sit beside this package instead of inside it, as setup.py's
-# package_dir puts them: let them import as towertrain.models and
-# towertrain.input_pipeline there too. BUILD's `imports = ["."]` puts that
-# root on the path.
-_here = os.path.dirname(os.path.abspath(__file__))
-_root = os.path.dirname(_here)
-if (not os.path.isdir(os.path.join(_here, "models"))
-        and os.path.isfile(os.path.join(_root, "models", "__init__.py"))
-        and os.path.isfile(os.path.join(_root, "input_pipeline", "__init__.py"))):
-    __path__.append(_root)  # noqa: F821 - a package's __path__
 
 _EXPORTS = {
     "Params": "towertrain.config.params",
@@ -90,6 +80,7 @@ def use_logical_cpus(count):
     already has that many; otherwise it raises towertrain.DeviceError saying
     so. The CLI does this itself from --num_gpus.
     """
+    # Here, not at the top: it imports TensorFlow, which `import towertrain` must not.
     from towertrain.engine.process import devices
     devices.ensure_logical_cpus(count)
 
@@ -100,8 +91,7 @@ def __getattr__(name):
         raise AttributeError(f"module 'towertrain' has no attribute {name!r}")
     module, attribute = target if isinstance(target, tuple) else (target, name)
     if module not in _WITHOUT_TENSORFLOW:
-        from towertrain import tf_import  # its start-up lines once, not twice
-        tf_import.import_tensorflow()
+        tf_import.import_tensorflow()  # its start-up lines once, not twice
     return getattr(importlib.import_module(module), attribute)
 
 

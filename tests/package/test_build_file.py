@@ -28,10 +28,24 @@ def evaluate_build(with_namespace=False):
 
     namespace = {"load": lambda *args: None, "glob": glob, "package": lambda **kw: None,
                  "py_library": rule("py_library"), "py_binary": rule("py_binary"),
-                 "py_test": rule("py_test")}
+                 "py_test": rule("py_test"), "genrule": rule("genrule")}
     with open(os.path.join(ROOT, "BUILD"), encoding="utf-8") as build:
         exec(compile(build.read(), "BUILD", "exec"), namespace)  # Starlark is Python syntax
     return (targets, namespace) if with_namespace else targets
+
+
+def generated_files(targets):
+    """{output path: the source file it copies} of BUILD's genrules; each must
+    be a copy of its one source (`cp $< $@`), the only kind the runfiles
+    layout below knows how to make."""
+    copies = {}
+    for name, target in targets.items():
+        if target["kind"] != "genrule":
+            continue
+        assert target["cmd"] == "cp $< $@", f"{name}: not a plain copy: {target['cmd']}"
+        assert len(target["srcs"]) == 1 and len(target["outs"]) == 1, name
+        copies[target["outs"][0]] = target["srcs"][0]
+    return copies
 
 
 def closure(targets, name):
@@ -112,9 +126,11 @@ def local_test_imports(path, local):
 
 def test_every_source_file_belongs_to_a_target_and_exists():
     targets = evaluate_build()
+    copies = generated_files(targets)
     listed = set()
     for target in targets.values():
         for src in target.get("srcs", []) + [target.get("main")] * ("main" in target):
+            src = copies.get(src, src)  # a generated file: the file it copies
             assert os.path.exists(os.path.join(ROOT, src)), src
             listed.add(src)
     for package in ("towertrain", "models", "input_pipeline", "examples"):
@@ -188,27 +204,61 @@ def test_libraries_put_the_root_on_the_path_and_examples_have_targets():
         assert ":towertrain" in targets[name]["deps"]
 
 
+def test_models_and_input_pipeline_are_mapped_under_towertrain_by_copies():
+    """As setup.py's package_dir maps them for pip: models/NAME.py is copied to
+    towertrain/models/NAME.py (input_pipeline/ the same), and the libraries hold
+    the copies only, so no top-level `models` package exists under Bazel."""
+    targets = evaluate_build()
+    copies = generated_files(targets)
+    for package in ("models", "input_pipeline"):
+        sources = sorted(os.path.relpath(p, ROOT)
+                         for p in globlib.glob(os.path.join(ROOT, package, "*.py")))
+        assert sources, package
+        for src in sources:
+            assert copies.get("towertrain/" + src) == src, f"{src}: not copied under towertrain/"
+        assert sorted(targets[package]["srcs"]) == sorted("towertrain/" + s for s in sources)
+    python_srcs = {src for target in targets.values() if target["kind"] != "genrule"
+                   for src in target.get("srcs", [])}
+    assert not {src for src in python_srcs if src.split("/")[0] in ("models", "input_pipeline")}
+
+
+def runfiles(targets, name, where):
+    """Lays out in `where` the Python files of target `name` and its deps as
+    Bazel's runfiles hold them: each src at its path, a generated one made by
+    its genrule (a copy). Returns the sys.path roots (`imports`)."""
+    copies = generated_files(targets)
+    reachable = closure(targets, name).values()
+    for target in reachable:
+        for src in target.get("srcs", []):
+            os.makedirs(os.path.join(where, os.path.dirname(src)), exist_ok=True)
+            shutil.copyfile(os.path.join(ROOT, copies.get(src, src)), os.path.join(where, src))
+    return sorted({os.path.normpath(os.path.join(where, root))
+                   for target in reachable for root in target.get("imports", [])})
+
+
 def test_towertrain_models_resolve_in_a_bazel_runfiles_layout(tmp_path):
-    """Bazel lays the repository out as it is (models/ beside towertrain/) and puts
-    the imports root on sys.path; no pip mapping exists there."""
-    for package in ("towertrain", "models", "input_pipeline"):
-        shutil.copytree(os.path.join(ROOT, package), os.path.join(tmp_path, package),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    """Under Bazel only BUILD's rules map models/ and input_pipeline/: no pip
+    install, and towertrain/__init__.py finds nothing itself."""
+    roots = runfiles(evaluate_build(), "towertrain_main", str(tmp_path))
+    assert roots == [str(tmp_path)]
+    assert not os.path.exists(os.path.join(tmp_path, "models"))
     script = (
         "import sys\n"
         # Drop the editable install's finder: under Bazel only sys.path counts.
         "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
         "getattr(f, '__name__', type(f).__name__).lower()]\n"
-        f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "import towertrain.models, towertrain.input_pipeline\n"
-        "print(towertrain.models.__file__)\nprint(towertrain.input_pipeline.__file__)\n")
+        f"sys.path[:0] = {roots!r}\n"
+        "import towertrain.models, towertrain.input_pipeline.base, towertrain.models.catalog\n"
+        "print(towertrain.models.__file__)\nprint(towertrain.input_pipeline.__file__)\n"
+        "print(towertrain.models.build_trivial.__module__)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert done.returncode == 0, done.stderr[-2000:]
     files = done.stdout.split()
-    assert files[-2].startswith(str(tmp_path)) and files[-2].endswith("models/__init__.py")
-    assert files[-1].startswith(str(tmp_path))
+    assert files[-3] == os.path.join(tmp_path, "towertrain", "models", "__init__.py")
+    assert files[-2] == os.path.join(tmp_path, "towertrain", "input_pipeline", "__init__.py")
+    assert files[-1] == "towertrain.models.trivial"
 
 
 def test_test_file_names_are_unique_across_the_tree():
