@@ -12,6 +12,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
+from . import cifar10
 from .arrays import InputError
 from .base import Input
 from .slicing import split_to_devices
@@ -179,7 +180,6 @@ def from_data_dir(name, data_dir, image_shape, global_batch, num_epochs=None, se
     if name != "cifar10":
         raise InputError(f"--input=queue: only --data_name=cifar10 is fed by the queue "
                          f"input; use --input=dataset for {name}")
-    from . import cifar10
     images, labels = cifar10.read_examples(data_dir, train=True)
 
     def source(epoch):

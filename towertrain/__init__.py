@@ -91,7 +91,8 @@ def __getattr__(name):
         raise AttributeError(f"module 'towertrain' has no attribute {name!r}")
     module, attribute = target if isinstance(target, tuple) else (target, name)
     if module not in _WITHOUT_TENSORFLOW:
-        tf_import.import_tensorflow()  # its start-up lines once, not twice
+        # Through tf_import: its start-up lines once, not twice.
+        tf_import.import_tensorflow()
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -4,11 +4,18 @@ Each command (train and --eval, export, scaling) parses absl flags through
 `flags_parser`, so --help exits 0 with the command's own text and a bad flag is
 one line `<command>: error: ...` with exit status 2, never absl's FATAL log.
 """
+import dataclasses
 import os
 import re
 import signal
 import sys
 import textwrap
+
+from absl import app, flags
+
+from towertrain import tf_import
+from towertrain.config import settings, tfcnn_flags
+from towertrain.plan.sections import Outputs
 
 HELP_ARGS = ("-h", "-help", "--help", "-?", "-helpshort", "--helpshort")
 FULL_HELP_ARGS = ("-helpfull", "--helpfull")
@@ -32,7 +39,6 @@ def run_app(main, flags_parser, command="towertrain"):
     stderr = os.dup(2)
     previous = signal.signal(signal.SIGINT, lambda signum, frame: _exit_on_sigint(command,
                                                                                   stderr))
-    from absl import app
     try:
         app.run(main, flags_parser=flags_parser)
     except KeyboardInterrupt:  # raised where a handler of TensorFlow's took over
@@ -54,7 +60,6 @@ def _exit_on_sigint(command, stderr):
 def import_tensorflow_quietly():
     """Imports TensorFlow, its C++ start-up lines hidden unless
     TF_CPP_MIN_LOG_LEVEL < 2 (--verbose), then each once (towertrain.tf_import)."""
-    from towertrain import tf_import
     tf_import.import_tensorflow()
 
 
@@ -67,7 +72,6 @@ def flags_parser(help_text, command="towertrain", full_help=False, friendly_erro
     a parse error is one line and exit 2 (rewritten to start with the flag when
     friendly_errors, else absl's first line); then logging is configured."""
     def parse(argv):
-        from absl import flags
         args = _own_args(argv)
         if any(arg.split("=")[0] in HELP_ARGS for arg in args):
             sys.stdout.write(help_text())
@@ -101,7 +105,6 @@ def expand_paths(flag_values):
     """A leading `~` in a path flag is the user's home, also where no shell
     expanded it (`--train_dir=~/run` in some shells, a flag file): it created
     ./~/run while the output printed ~/run."""
-    from towertrain.config import settings
     for name in settings.PATH_SETTINGS + OTHER_PATH_FLAGS:
         if name in flag_values and isinstance(flag_values[name].value, str):
             flag_values[name].value = settings.expand_path(flag_values[name].value)
@@ -111,7 +114,6 @@ def unknown_flags_message(argv, err):
     """Every unknown flag of the command line in one message (absl stops at the
     first): each is dropped and the line parsed again, so a long command is not
     fixed one flag per run."""
-    from absl import flags
     messages, argv = [], list(argv)
     while True:
         messages.append(flag_error_message(err))
@@ -139,12 +141,10 @@ def unknown_flags_message(argv, err):
 
 def flag_error_message(err):
     """absl's parse errors, rewritten to start with the flag like Params' own."""
-    from absl import flags
     text = str(err).strip().splitlines()[0]
     if isinstance(err, flags.UnrecognizedFlagError):
         suggestion = re.search(r"Did you mean: (.+?) ?\?", text)
         # Never point a typo at a tf_cnn_benchmarks flag that is only refused.
-        from towertrain.config import tfcnn_flags
         names = [n for n in (suggestion.group(1).split(", ") if suggestion else [])
                  if n not in tfcnn_flags.REFUSED_NAMES]
         hint = f"did you mean --{', --'.join(names)}? " if names else ""
@@ -156,7 +156,6 @@ def flag_error_message(err):
         reason = {"int": "must be an integer", "float": "must be a number",
                   "bool": f"is on/off: use --{flag.name} or --no{flag.name}"}.get(
                       flag.flag_type(), text[bad_value.end():])
-        from towertrain.config import tfcnn_flags
         tfcnn = tfcnn_flags.BY_NAME.get(flag.name)
         if tfcnn and tfcnn.type == "float" and flag.flag_type() == "int" and tfcnn.note:
             reason += f" ({tfcnn.note})"  # a tf_cnn_benchmarks float taken whole here
@@ -219,7 +218,5 @@ def flag_help(flag, width=80, shown_default=None):
 def outputs_of(params):
     """The plan's Outputs section for `params` (what a run shows and writes),
     for the checks that run before a Trainer builds the whole plan."""
-    import dataclasses
-    from towertrain.plan.sections import Outputs
     return Outputs(**{field.name: getattr(params, field.name)
                       for field in dataclasses.fields(Outputs)})

@@ -4,6 +4,8 @@ or, with --eval_interval_secs, of each new checkpoint of a training run.
 The accuracy itself is the engine's (towertrain.engine.evaluation.evaluator); this is
 the command's flow around it: restore, header, result lines, summaries.
 """
+import tensorflow as tf
+
 from towertrain.callbacks import summaries
 from towertrain.engine.run import benchmark_log
 from towertrain.engine.evaluation import evaluator as evaluation
@@ -86,7 +88,6 @@ def _restore(trainer, path):
 
 def _write_events(directory, step, result):
     """accuracy/top1 and accuracy/top5 at `step` in an event file in `directory`."""
-    import tensorflow as tf
     writer = tf.summary.create_file_writer(directory)
     try:
         with writer.as_default(step=step):

@@ -12,26 +12,28 @@ towertrain.state.export, which does the work.
 """
 import os
 import sys
+import textwrap
+
+from absl import flags, logging
 
 from towertrain.commands import common
+from towertrain.errors import CheckpointError
 
 COMMAND = "towertrain.export"
 
 
 def main(argv):
-    from absl import flags
     FLAGS = flags.FLAGS
     if len(argv) > 1:  # before importing TensorFlow: a typo should fail at once
         return common.fail(f"unexpected arguments {argv[1:]}", COMMAND)
     common.import_tensorflow_quietly()  # TensorFlow's oneDNN banner would precede our output
-    from towertrain.state import checkpoint as ckpt_lib
+    # After TensorFlow's quiet import: the export builds Keras models.
     from towertrain.state.export import export
-    from absl import logging
     logging.set_verbosity(logging.WARNING)  # SavedModel writing logs a page of INFO
     try:
         export(FLAGS.train_dir, FLAGS.output, FLAGS.saved_model, FLAGS.data_format,
                FLAGS.checkpoint, FLAGS.model, FLAGS.include_preprocessing)
-    except (ckpt_lib.CheckpointError, ValueError) as err:
+    except (CheckpointError, ValueError) as err:
         return common.fail(str(err), COMMAND)
     for target in (FLAGS.output, FLAGS.saved_model):
         if target:
@@ -44,7 +46,6 @@ FLAG_NAMES = ("train_dir", "checkpoint", "output", "saved_model", "data_format",
 
 
 def define_flags():
-    from absl import flags
     flags.DEFINE_string("train_dir", None, "Training directory (latest checkpoint).")
     flags.DEFINE_string("checkpoint", None, "A checkpoint path instead of the latest.")
     flags.DEFINE_string("output", None, "The .keras file to write.")
@@ -59,15 +60,13 @@ def define_flags():
 
 
 def usage():
-    from absl import flags
-    import textwrap
     lines = [__doc__.split("\n")[0], "", "usage:",
              textwrap.indent(textwrap.dedent(__doc__.split("\n\n")[1]).rstrip(), "  "),
              "", "flags:"]
     for name in FLAG_NAMES:
         flag = flags.FLAGS[name]
         lines.append(f"  --{name}: {flag.help}")
-    from towertrain.state.export import INPUT_CONTRACT
+    from towertrain.state.export import INPUT_CONTRACT  # as in main: no Keras for --help
     lines += ["", "input contract:"] + textwrap.wrap(INPUT_CONTRACT, 78, initial_indent="  ",
                                                      subsequent_indent="  ")
     return "\n".join(lines)

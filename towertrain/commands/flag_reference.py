@@ -14,11 +14,15 @@ import os
 import subprocess
 import sys
 
+from absl import flags
+
+from towertrain.commands import export, scaling
+from towertrain.config import flags as flags_lib, settings
+
 # The commands with flags of their own, in the order they are documented, and
 # the module holding each one's command line (python -m NAME starts a launcher).
 COMMANDS = ("towertrain.export", "towertrain.scaling")
-COMMAND_MODULES = {"towertrain.export": "towertrain.commands.export",
-                   "towertrain.scaling": "towertrain.commands.scaling"}
+COMMAND_MODULES = {"towertrain.export": export, "towertrain.scaling": scaling}
 
 
 def _default(flag, shown_default=None):
@@ -52,14 +56,10 @@ def command_flags(module):
     """{"rows": table rows of `module`'s own flags, "shared": the training flags
     it also reads}, from its definitions. Call in a process that defined no
     other flags (command_section starts one)."""
-    from absl import flags
     if module == "towertrain.export":
-        from towertrain.commands import export
         export.define_flags()
         return {"rows": [_row(flags.FLAGS[n]) for n in export.FLAG_NAMES], "shared": []}
     if module == "towertrain.scaling":
-        from towertrain.config import settings
-        from towertrain.commands import scaling
         scaling.define_flags()
         shared = list(settings.for_scaling(settings.SHARED))
         return {"rows": [_row(flags.FLAGS[n]) for n in scaling.OWN_FLAGS], "shared": shared}
@@ -80,10 +80,9 @@ def command_section(module):
     if done.returncode != 0:
         raise RuntimeError(f"reading the flags of {module} failed:\n{done.stderr[-2000:]}")
     found = json.loads(done.stdout)
-    command = COMMAND_MODULES[module]
-    doc = sys.modules.get(command) or __import__(command, fromlist=["_"])
-    usage = " ".join(doc.__doc__.split("\n\n")[1].split())
-    summary = doc.__doc__.split("\n")[0].split(": ", 1)[-1]
+    doc = COMMAND_MODULES[module].__doc__
+    usage = " ".join(doc.split("\n\n")[1].split())
+    summary = doc.split("\n")[0].split(": ", 1)[-1]
     lines = [f"## `python -m {module}`", "", f"`{usage}`", "",
              _escape(summary[:1].upper() + summary[1:]), ""]
     lines += _TABLE_HEAD + found["rows"] + [""]
@@ -96,7 +95,6 @@ def command_section(module):
 def markdown():
     """docs/flags.md: every towertrain flag by group, with its type, default and
     help, then the flags of python -m towertrain.export and towertrain.scaling."""
-    from towertrain.config import flags as flags_lib, settings
     flags_lib.define_flags()
     FLAGS = flags_lib.FLAGS
     lines = ["# Flag reference", "",

@@ -2,6 +2,8 @@
 takes the training run's --model and --data_name from it, and a given flag
 that contradicts it fails naming both values. The record's functions take
 values; this is where Params meets them."""
+from towertrain.errors import ParamsError
+from towertrain.models import catalog
 from towertrain.state import run_record
 
 
@@ -19,7 +21,6 @@ def fill_params(params, explicit, record):
     changes = run_record.recorded_values(given, explicit, record)
     if not changes:
         return params
-    from towertrain.errors import ParamsError
     try:
         return params.replace(**changes)
     except ParamsError as err:  # e.g. a model registered only in the training process
@@ -43,6 +44,5 @@ def resolved(params, name):
     if name == "model":
         return params.resolved_model
     if name == "data_name" and params.data_name is None:
-        from towertrain import models  # deferred: builds the registry (imports Keras)
-        return models.get_spec(params.resolved_model).default_dataset
+        return catalog.get_spec(params.resolved_model).default_dataset
     return getattr(params, name)

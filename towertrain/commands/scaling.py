@@ -29,9 +29,17 @@ import textwrap
 import time
 from typing import List, Optional
 
-from towertrain.commands import common
+from absl import flags
+
+from towertrain import models
+from towertrain.commands import common, scaling_plot
 from towertrain.commands.scaling_plot import KERAS_MODE
-from towertrain.config import settings
+from towertrain.config import flags as flags_lib, machine, params as params_lib, settings
+from towertrain.engine.process import settings as process_settings
+
+# What imports TensorFlow is imported inside the functions that use it, after
+# main's quiet import of TensorFlow: --help stays instant and TensorFlow's
+# start-up lines stay hidden.
 
 ALL_REDUCE_SPECS = {"cpu": ("pscpu", "ring"), "gpu": ("nccl", "pscpu", "psgpu", "ring")}
 # Training flags the benchmark sets itself, per configuration, or never uses
@@ -54,7 +62,7 @@ class TowertrainRunner:
     returns images/sec (the examples the steps trained on over their wall time)."""
 
     def __init__(self, params, warmup_steps):
-        from towertrain import Trainer
+        from towertrain import Trainer  # imports TensorFlow (quietly, through the door)
         self.trainer = Trainer(params)
         for _ in range(max(1, warmup_steps)):  # the first step traces the function
             self.trainer.step()
@@ -81,10 +89,10 @@ class MirroredRunner:
     fit's per-call setup (distributing the dataset, callbacks) is not charged."""
 
     def __init__(self, params, devices, stock_batch_norm=True, warmup_steps=3):
-        import keras
+        import keras  # these import TensorFlow
         import tensorflow as tf
-        from towertrain import models
         from towertrain.recipe import precision
+        from towertrain.state.export import to_stock_keras
         strategy = tf.distribute.MirroredStrategy(list(devices))
         spec = models.get_spec(params.resolved_model)
         with strategy.scope(), precision.policy_scope(params):
@@ -92,7 +100,6 @@ class MirroredRunner:
                 params.resolved_model, data_format=params.resolved_data_format,
                 num_classes=models.DATASET_CLASSES[params.data_name or spec.default_dataset])
             if stock_batch_norm:
-                from towertrain.state.export import to_stock_keras
                 model = to_stock_keras(model)
             model.compile(optimizer=keras.optimizers.SGD(0.1),
                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -156,8 +163,6 @@ def _one_pool(base, device, max_devices):
     `python -m towertrain` gives --max_devices towers (cores / towers), so
     the multi-device rows are timed as the CLI runs them; a 1-device row then
     runs with that pool too (the table's header says which)."""
-    from towertrain.config import machine
-    from towertrain.engine.process import settings as process_settings
     if base.num_intra_threads is not None or device != "cpu":
         return base
     threads = process_settings.intra_op_threads(None, device, workers_on_host=1,
@@ -195,7 +200,6 @@ def time_rounds(configs, rounds, steps, warmup_steps, write=print):
 
 def _flag_checks(params_lib, explicit):
     """The scaling command's own flag errors (ParamsError naming the flag)."""
-    from absl import flags
     fl = flags.FLAGS
     for name in sorted(explicit):
         if name in SET_PER_CONFIGURATION:
@@ -236,9 +240,6 @@ def _devices(device, max_devices, devices):
 
 
 def main(argv):
-    from absl import flags
-    from towertrain.config import flags as flags_lib
-    from towertrain.config import params as params_lib
     if len(argv) > 1:
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
     try:
@@ -246,16 +247,14 @@ def main(argv):
     except params_lib.ParamsError as err:
         return common.fail(str(err))
     common.import_tensorflow_quietly()
-    import tensorflow as tf
+    import tensorflow as tf  # these import TensorFlow
     from towertrain.engine.process import devices
-    from towertrain.commands import scaling_plot
     fl = flags.FLAGS
     if not fl.verbose:  # many Trainers in one process: TensorFlow warns of retracing
         tf.get_logger().setLevel("ERROR")
     try:
         device, max_devices = _devices(fl.device, fl.max_devices, devices)
         base = flags_lib.params_from_flags().replace(device=device)
-        from towertrain import models
         base = base.replace(batch_size=base.batch_size or
                             models.get_spec(base.resolved_model).default_batch_size)
         base = _one_pool(base, device, max_devices)
@@ -298,8 +297,6 @@ def main(argv):
 
 
 def define_flags():
-    from absl import flags
-    from towertrain.config import flags as flags_lib
     flags_lib.define_flags()
     flags.DEFINE_integer("max_devices", None, "Time 1..this many devices (default: the "
                          "GPUs present with --device=gpu, 4 logical CPU devices with cpu).")
@@ -317,7 +314,6 @@ def define_flags():
 
 
 def help_text():
-    from absl import flags
     usage = __doc__.split("\n\n")[1]
     shared = settings.for_scaling(settings.SHARED)
     # Command-line-only flags (--verbose) close the list on lines of their own.

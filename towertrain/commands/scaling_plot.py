@@ -101,7 +101,7 @@ def write_plot(path, configs, settings):
     """Writes a PNG of median images/sec vs devices (bars: min to max over the
     rounds), a line per mode, and a dotted line of linear scaling from the
     first mode's 1-device speed. Returns False if matplotlib is not installed."""
-    try:
+    try:  # an optional dependency (the plot extra): imported only when plotting
         from matplotlib.figure import Figure
     except ImportError:
         return False

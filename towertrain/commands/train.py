@@ -8,27 +8,31 @@ import os
 import sys
 import textwrap
 
-from towertrain.commands import common
-from towertrain.config import settings
+from absl import flags
+
+from towertrain import errors, tf_errors
+from towertrain.commands import common, recorded_flags
+from towertrain.config import flags as flags_lib, settings
+from towertrain.engine.distributed import cluster as cluster_lib
+from towertrain.engine.process import runtime, settings as process_settings
+from towertrain.models import catalog  # names and defaults only: no Keras import
+from towertrain.state import run_record, writable
+
+# The modules that import TensorFlow are imported inside the functions that use
+# them, after the flags are parsed: --help stays instant, and TensorFlow reads
+# the environment (logging, --mkl, --xla) the flags set as it loads.
 
 
 def main(argv):
     if len(argv) > 1:
         return common.fail(f"unexpected arguments {argv[1:]}; flags take the form --name=value")
-    from absl import flags
-    from towertrain.engine.process import runtime
-    from towertrain.engine.process import settings as process_settings
     # --mkl, --xla: OpenMP and XLA read the environment as TensorFlow loads.
     runtime.set_environment(process_settings.environment(**{
         name: flags.FLAGS[name].value for name in process_settings.ENVIRONMENT_SETTINGS}))
     common.import_tensorflow_quietly()
-    # Deferred until flags are parsed and logging is set: these import TensorFlow.
-    from towertrain import errors, trainer as trainer_lib
+    # After the environment is set: these import TensorFlow.
+    from towertrain import trainer as trainer_lib
     from towertrain.commands import evaluate
-    from towertrain.config import flags as flags_lib
-    from towertrain.engine.distributed import cluster as cluster_lib
-    from towertrain.commands import recorded_flags
-    from towertrain.state import run_record, writable
     cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
     try:
         params = flags_lib.params_from_flags()
@@ -39,7 +43,7 @@ def main(argv):
             # --model/--data_name default to the run's own; given ones must agree.
             where = recorded_flags.directory(params)
             if params.eval_interval_secs:  # an evaluator started beside its training run
-                from towertrain.state import eval_follower
+                from towertrain.state import eval_follower  # imports TensorFlow
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
             named = where if params.checkpoint else f"--train_dir={where}"
@@ -83,7 +87,6 @@ def main(argv):
 def _cluster_failure(cluster, err):
     """A dead or unreachable worker: say which, and exit 1 without waiting on
     TensorFlow's teardown (its gRPC server can block on the dead peer)."""
-    from towertrain.engine.distributed import cluster as cluster_lib
     if cluster.num_workers == 1:
         raise err
     common.fail(cluster_lib.failure_message(cluster, err))
@@ -93,20 +96,19 @@ def _cluster_failure(cluster, err):
 
 
 def _cluster_errors():
-    import tensorflow as tf
+    import tensorflow as tf  # loaded by now: main imported it after setting its environment
     return (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
             tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
 
 
 def _op_error():
-    import tensorflow as tf
+    import tensorflow as tf  # loaded by now: main imported it after setting its environment
     return tf.errors.OpError
 
 
 def step_failure(err, params):
     """One line for TensorFlow's error in a step: the model, the op (its node
     names the tower and layer), what the kernel said, and what is kept."""
-    from towertrain import tf_errors
     node = tf_errors.FAILED_NODE.search(err.message)
     at = f" at node {node.group(1)}" if node else ""
     kept = (f"--train_dir={params.train_dir} keeps its last checkpoint" if params.train_dir
@@ -122,9 +124,6 @@ EXAMPLE = ("python -m towertrain --model=resnet20 --device=cpu --num_gpus=2 "
 
 def help_text(width=80):
     """--help: towertrain's own flags, grouped, each with its default."""
-    from absl import flags
-    from towertrain.config import flags as flags_lib
-    from towertrain.models import catalog  # names and defaults only: no Keras import
     lines = ["usage: python -m towertrain [--flag=value ...]", "",
              "Example: ResNet-20 on synthetic CIFAR-10 data over 2 logical CPU devices:",
              "  " + EXAMPLE, "",
@@ -147,7 +146,6 @@ parse_flags = common.flags_parser(help_text, full_help=True)
 
 
 def run():
-    from towertrain.config import flags as flags_lib
     flags_lib.define_flags()
     common.run_app(main, parse_flags)
 
