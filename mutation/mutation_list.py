@@ -1400,11 +1400,11 @@ MUTATIONS = [
         "ctrl_c_at_start_traceback", At("run_app"),
         "    previous = signal.signal(signal.SIGINT, lambda signum, frame: _exit_on_sigint(command,\n"
         "                                                                                  stderr))\n"
-        "    from absl import app\n    try:\n        app.run(main, flags_parser=flags_parser)\n"
+        "    try:\n        app.run(main, flags_parser=flags_parser)\n"
         "    except KeyboardInterrupt:  # raised where a handler of TensorFlow's took over\n"
         "        _exit_on_sigint(command, stderr)\n",
         "    previous = signal.getsignal(signal.SIGINT)\n"
-        "    from absl import app\n    try:\n        app.run(main, flags_parser=flags_parser)\n",
+        "    try:\n        app.run(main, flags_parser=flags_parser)\n",
         [T + "callbacks/test_signals.py::test_ctrl_c_while_the_cli_starts_is_one_line_and_status_130"]),
     # The step watchdog: a blocked step is never ended / the phase not named /
     # the limit not the slowest step after warm-up.
@@ -2082,7 +2082,7 @@ MUTATIONS = [
     # The deeper CIFAR ResNets (full sweep only) built with resnet20's blocks:
     # their parameter counts must catch it.
     Mutation(
-        "cifar_resnet_depth_capped", At("resnet_cifar"),
+        "cifar_resnet_depth_capped", At("build_resnet_cifar"),
         "    blocks_per_stage = (depth - 2) // 6\n",
         "    blocks_per_stage = min((depth - 2) // 6, 3)\n",
         [T + "models/test_models.py::test_param_count_known"]),
@@ -2095,16 +2095,16 @@ MUTATIONS = [
     # A catalog row points at the wrong builder (resnet101 built as resnet50).
     Mutation(
         "catalog_row_wrong_builder_args", At("BUILTIN_MODELS"),
-        '_factory("resnet_imagenet", "resnet_imagenet", 101)',
-        '_factory("resnet_imagenet", "resnet_imagenet", 50)',
+        '_resnet_imagenet(101)',
+        '_resnet_imagenet(50)',
         [T + "models/test_catalog.py::test_every_built_in_model_has_the_spec_it_had_before"]),
-    # Importing models/vgg.py (as building vgg11 does) rebinds towertrain.models.vgg
-    # to the module, no longer the factory.
+    # A package name that is also a submodule's: importing models/vgg.py (as
+    # building vgg11 does) rebinds it to the module.
     Mutation(
-        "models_factory_name_becomes_its_module", At("_Package.__setattr__"),
-        "        if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:\n",
-        "        if False:\n",
-        [T + "models/test_catalog.py::test_catalog_and_params_import_no_keras"]),
+        "models_name_shared_with_a_submodule", At("_KERAS_BOUND"),
+        '    "build_vgg": "vgg",\n',
+        '    "build_vgg": "vgg", "vgg": "vgg",\n',
+        [T + "models/test_catalog.py::test_keras_bound_names_resolve_lazily_and_name_no_module"]),
     # Workers sharing a host's cores each take all of them (the pool default
     # of one process): the multi-worker run oversubscribes the cores.
     Mutation(
