@@ -37,9 +37,9 @@ from towertrain.commands.scaling_plot import KERAS_MODE
 from towertrain.config import flags as flags_lib, machine, params as params_lib, settings
 from towertrain.engine.process import settings as process_settings
 
-# What imports TensorFlow is imported inside the functions that use it, after
-# main's quiet import of TensorFlow: --help stays instant and TensorFlow's
-# start-up lines stay hidden.
+# TensorFlow, Keras and the modules that import them are imported inside the
+# functions that use them, after main's quiet import of TensorFlow: --help
+# stays instant and TensorFlow's start-up lines stay hidden.
 
 ALL_REDUCE_SPECS = {"cpu": ("pscpu", "ring"), "gpu": ("nccl", "pscpu", "psgpu", "ring")}
 # Training flags the benchmark sets itself, per configuration, or never uses
@@ -62,7 +62,7 @@ class TowertrainRunner:
     returns images/sec (the examples the steps trained on over their wall time)."""
 
     def __init__(self, params, warmup_steps):
-        from towertrain import Trainer  # imports TensorFlow (quietly, through the door)
+        from towertrain import Trainer
         self.trainer = Trainer(params)
         for _ in range(max(1, warmup_steps)):  # the first step traces the function
             self.trainer.step()
@@ -89,7 +89,7 @@ class MirroredRunner:
     fit's per-call setup (distributing the dataset, callbacks) is not charged."""
 
     def __init__(self, params, devices, stock_batch_norm=True, warmup_steps=3):
-        import keras  # these import TensorFlow
+        import keras
         import tensorflow as tf
         from towertrain.recipe import precision
         from towertrain.state.export import to_stock_keras
@@ -247,7 +247,7 @@ def main(argv):
     except params_lib.ParamsError as err:
         return common.fail(str(err))
     common.import_tensorflow_quietly()
-    import tensorflow as tf  # these import TensorFlow
+    import tensorflow as tf
     from towertrain.engine.process import devices
     fl = flags.FLAGS
     if not fl.verbose:  # many Trainers in one process: TensorFlow warns of retracing

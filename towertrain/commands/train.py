@@ -18,9 +18,10 @@ from towertrain.engine.process import runtime, settings as process_settings
 from towertrain.models import catalog  # names and defaults only: no Keras import
 from towertrain.state import run_record, writable
 
-# The modules that import TensorFlow are imported inside the functions that use
-# them, after the flags are parsed: --help stays instant, and TensorFlow reads
-# the environment (logging, --mkl, --xla) the flags set as it loads.
+# TensorFlow and the modules that import it are imported inside the functions
+# that use them, after the flags are parsed: --help stays instant, and
+# TensorFlow reads the environment (logging, --mkl, --xla) the flags set as it
+# loads.
 
 
 def main(argv):
@@ -43,7 +44,7 @@ def main(argv):
             # --model/--data_name default to the run's own; given ones must agree.
             where = recorded_flags.directory(params)
             if params.eval_interval_secs:  # an evaluator started beside its training run
-                from towertrain.state import eval_follower  # imports TensorFlow
+                from towertrain.state import eval_follower
                 eval_follower.wait_for_record(where, params.eval_interval_secs)
             record = run_record.read(where)
             named = where if params.checkpoint else f"--train_dir={where}"
@@ -96,13 +97,13 @@ def _cluster_failure(cluster, err):
 
 
 def _cluster_errors():
-    import tensorflow as tf  # loaded by now: main imported it after setting its environment
+    import tensorflow as tf
     return (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
             tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
 
 
 def _op_error():
-    import tensorflow as tf  # loaded by now: main imported it after setting its environment
+    import tensorflow as tf
     return tf.errors.OpError
 
 
