@@ -42,8 +42,11 @@ print(json.dumps({
 
 
 def _copy(tmp_path):
-    for folder in ("towertrain", "models", "input_pipeline"):
-        shutil.copytree(os.path.join(ROOT, folder), tmp_path / folder,
+    # Laid out as installed (setup.py's package_dir): models/ and input_pipeline/
+    # inside the package, so the copy imports none of the checkout's files.
+    for folder, installed in (("towertrain", "towertrain"), ("models", "towertrain/models"),
+                              ("input_pipeline", "towertrain/input_pipeline")):
+        shutil.copytree(os.path.join(ROOT, folder), tmp_path / installed,
                         ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / SECTION_FILE
     text = path.read_text()
