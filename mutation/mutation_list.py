@@ -235,8 +235,8 @@ MUTATIONS = [
         "    check_matches(path, expected_variables)\n    check_whole(path)\n",
         "    check_matches(path, expected_variables)\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
     Mutation(
-        "training_ignores_checkpoint_flag", At("_resuming_saver"),
-        "    saver.restore(chosen)\n", "    saver.restore()\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
+        "training_ignores_checkpoint_flag", At("_resume_chief"),
+        "    resumed.restore(chosen)\n", "    resumed.restore()\n", [T + "state/test_checkpoint_files.py::test_damaged_latest_checkpoint_fails_and_no_byte_changes"]),
     # A lost `checkpoint` state file: the run starts over and saves over the ckpt-N files.
     Mutation(
         "lost_state_file_starts_over", At("rebuild_state_file"),
@@ -251,13 +251,13 @@ MUTATIONS = [
         [T + "state/test_train_dir_remains.py"]),
     # ckpt-N_temp/ of a save a killed run never finished, kept forever.
     Mutation(
-        "unfinished_saves_kept", At("_resuming_saver"),
-        "    saver.removed = ckpt_lib.remove_unfinished_saves(out.train_dir)\n", "",
+        "unfinished_saves_kept", At("_resume_chief"),
+        "    resumed.removed = leftovers.remove_unfinished_saves(out.train_dir)\n", "",
         [T + "state/test_train_dir_remains.py::"
          "test_the_folders_of_saves_a_killed_run_never_finished_are_removed_at_the_next_start"]),
     # --max_ckpts_to_keep not passed on (the manager keeps its default, 5).
     Mutation(
-        "max_ckpts_to_keep_ignored", At("default_callbacks"),
+        "max_ckpts_to_keep_ignored", At("resume"),
         "checkpointer = Checkpointer(handles, plan, out.train_dir, out.max_ckpts_to_keep)",
         "checkpointer = Checkpointer(handles, plan, out.train_dir)",
         [T + "commands/test_cli_checkpoints.py::test_max_ckpts_to_keep_leaves_exactly_the_last_checkpoints"]),
@@ -707,7 +707,7 @@ MUTATIONS = [
         [T + "recipe/test_model_recipe_doors.py::"
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
     Mutation(
-        "run_record_without_the_learning_rate", At("_resuming_saver"),
+        "run_record_without_the_learning_rate", At("_resume_chief"),
         "        learning_rate=model_recipe.record_entry(handles.learning_rate)))",
         "        learning_rate=None))",
         [T + "recipe/test_model_recipe_doors.py::"
@@ -1118,13 +1118,13 @@ MUTATIONS = [
     # line naming the first checkpoint, the state file rebuilt by the
     # non-writing processes only.
     Mutation(
-        "recovered_line_names_the_first", At("CheckpointSaver.header_info"),
+        "recovered_line_names_the_first", At("Resumed.header_info"),
         "run resumes from {names[-1]} instead", "run resumes from {names[0]} instead",
         [T + "state/test_train_dir_remains.py"]),
     Mutation(
         "state_file_rebuilt_by_readers_only", At("Checkpointer.__init__"),
-        "ckpt_lib.rebuild_state_file(train_dir) if writer else []",
-        "ckpt_lib.rebuild_state_file(train_dir) if not writer else []",
+        "leftovers.rebuild_state_file(train_dir) if writer else []",
+        "leftovers.rebuild_state_file(train_dir) if not writer else []",
         [T + "state/test_train_dir_remains.py"]),
     # A user's Input subclass: its labels are not checked in the step (a
     # label outside the classes trains on, or fails in the loss kernel), or
@@ -2594,8 +2594,8 @@ MUTATIONS = [
         [T + "models/test_weight_decay_filter_training.py"]),
     # A resume with another optimizer is not checked.
     Mutation(
-        "resume_state_settings_unchecked", At("_resuming_saver"),
-        "        run_record.check_state_settings(record, state, where)\n", "",
+        "resume_state_settings_unchecked", At("_resume_chief"),
+        "        contract.check_state_settings(record, state, where)\n", "",
         [T + "state/test_resume_settings.py::"
          "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
     # The optimizer's options are not recorded.
@@ -2612,7 +2612,7 @@ MUTATIONS = [
          T + "state/test_resume_settings.py::test_a_float32_run_resumed_with_use_bf16_is_refused"]),
     # A changed step count is not reported at a resume.
     Mutation(
-        "resume_changes_not_in_header", At("CheckpointSaver.header_info"),
+        "resume_changes_not_in_header", At("Resumed.header_info"),
         "            info.extend(self.resume_changes)\n", "",
         [T + "state/test_resume_settings.py::"
          "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
@@ -2650,7 +2650,7 @@ MUTATIONS = [
     # A record's settings checked with no checkpoint to resume (an earlier
     # run's leftover record refuses a fresh run).
     Mutation(
-        "run_record_checked_without_checkpoint", At("_resuming_saver"),
+        "run_record_checked_without_checkpoint", At("_resume_chief"),
         "    if chosen or checkpointer.manager.latest_checkpoint:  # a resume",
         "    if True:  # a resume",
         [T + "state/test_state_leftovers.py"]),
@@ -2662,8 +2662,8 @@ MUTATIONS = [
         [T + "state/test_record_fields.py"]),
     # The free space is not checked before the first step.
     Mutation(
-        "free_space_unchecked", At("default_callbacks"),
-        "        checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
+        "free_space_unchecked", At("resume"),
+        "    checkpointer.check_free_space()  # a disk that cannot hold one: refused now\n", "",
         [T + "state/test_full_disk.py::"
          "test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resumes_exactly"]),
     # The free space asked leaves out the optimizer slots.
@@ -2746,15 +2746,15 @@ MUTATIONS = [
     # The lock is not released at the run's end (a second
     # run in the same process, the same command again, is refused).
     Mutation(
-        "train_dir_lock_kept", At("CheckpointSaver.close"),
-        "            if self.lock is not None:\n                self.lock.release()\n",
-        "            pass\n",
+        "train_dir_lock_kept", At("Resumed.release"),
+        "        if self.lock is not None:\n            self.lock.release()\n",
+        "        pass\n",
         [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
     # A refused resume keeps the lock it took.
     Mutation(
-        "train_dir_lock_kept_on_refusal", At("default_callbacks"),
-        "        except BaseException:\n            lock.release()\n            raise\n",
-        "        except BaseException:\n            raise\n",
+        "train_dir_lock_kept_on_refusal", At("resume"),
+        "    except BaseException:\n        lock.release()\n        raise\n",
+        "    except BaseException:\n        raise\n",
         [T + "state/test_train_dir_lock.py::test_the_lock_is_freed_when_a_run_ends_or_is_refused"]),
     # The lock file not truncated: a shorter pid after a longer one's leftover
     # digits names a process that does not exist.
@@ -2880,7 +2880,7 @@ MUTATIONS = [
         [T + "state/test_eval_input_recorded.py"]),
     # The run record forgets the training data's directory.
     Mutation(
-        "record_without_data_dir", At("_resuming_saver"),
+        "record_without_data_dir", At("_resume_chief"),
         "        state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,\n",
         "        state, changeable, user_model=handles.user_model,\n",
         [T + "state/test_eval_input_recorded.py"]),
@@ -2923,7 +2923,7 @@ MUTATIONS = [
         '        "model": model,\n',
         [T + "state/test_user_model_record.py::test_the_record_names_the_users_model"]),
     Mutation(
-        "user_model_flag_not_passed_to_record", At("_resuming_saver"),
+        "user_model_flag_not_passed_to_record", At("_resume_chief"),
         "data_dir=plan.input.data_dir, user_model=handles.user_model,\n",
         "data_dir=plan.input.data_dir,\n",
         [T + "state/test_user_model_record.py"]),
@@ -2949,8 +2949,8 @@ MUTATIONS = [
         [T + "state/test_user_model_record.py::test_a_command_line_resume_is_refused_and_a_library_one_goes_on"]),
     # A resume on fewer training files fails at the first step.
     Mutation(
-        "resume_input_not_checked", At("_resuming_saver"),
-        "        run_record.check_training_input(record, input_record, plan.input.data_dir, where)\n",
+        "resume_input_not_checked", At("_resume_chief"),
+        "        contract.check_training_input(record, input_record, plan.input.data_dir, where)\n",
         "",
         [T + "state/test_resume_input.py"]),
     Mutation(
@@ -3451,7 +3451,7 @@ MUTATIONS = [
         [SAVER + "test_a_timed_save_waits_for_the_staged_batches_and_not_a_step_longer"]),
     Mutation(
         "set_aside_state_without_times", At("Checkpointer.set_aside"),
-        "        ckpt_lib.rebuild_state_file(directory)\n",
+        "        leftovers.rebuild_state_file(directory)\n",
         "        left = [os.path.basename(p) for p in ckpt_lib.checkpoints_on_disk(directory)]\n"
         "        if left:\n"
         "            tf.compat.v1.train.update_checkpoint_state(directory, left[-1], left)\n",

@@ -98,7 +98,7 @@ def _resume_chief(plan, handles, resumed):
     """The chief's train_dir checkpoint restored once the run record agrees
     with this run and the disk has room; then the record is rewritten for
     this run."""
-    out = plan.outputs
+    out, checkpointer = plan.outputs, resumed.checkpointer
     # Under the lock, so no save of another run is under way there.
     resumed.removed = leftovers.remove_unfinished_saves(out.train_dir)
     record, where = run_record.read(out.train_dir), f"--train_dir={out.train_dir}"
@@ -113,7 +113,7 @@ def _resume_chief(plan, handles, resumed):
     input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
                                              handles.input.num_examples)
     chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
-    if chosen or resumed.checkpointer.manager.latest_checkpoint:  # the same state's meaning
+    if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
         contract.check_state_settings(record, state, where)
         # ... and the same input: the checkpoint holds the position in it.
         contract.check_training_input(record, input_record, plan.input.data_dir, where)
