@@ -12,7 +12,6 @@ from absl import flags
 from towertrain.config import declare
 from towertrain.config import mode_checks
 from towertrain.config import params as params_lib
-from towertrain.config import runtime_checks
 from towertrain.config import settings
 from towertrain.config import tfcnn_checks, tfcnn_definitions
 
@@ -82,14 +81,3 @@ def check_command_line(p, explicit):
     # at its default value.
     mode_checks.check(p, _fail, explicit)
     declare.refuse_given(settings.SECTIONS, p, explicit, _fail)
-    runtime_checks.check_command_line(p, explicit, _fail)
-    if p.data_dir is None:
-        # The CLI's synthetic input lives on the devices: no tf.data, no
-        # staging. (Library users may pass their own input, so
-        # Params cannot check these.)
-        if "input" in explicit:
-            _fail("input", p.input, "needs --data_dir (synthetic data is generated on "
-                  "the devices)")
-        if "staging_depth" in explicit and p.staging_depth > 0:
-            _fail("staging_depth", p.staging_depth, "needs --data_dir (synthetic data is "
-                  "generated on each device and never staged)")

@@ -13,7 +13,6 @@ from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import declare
 from towertrain.config import mode_checks
 from towertrain.config import recipe_checks as params_recipe
-from towertrain.config import runtime_checks as params_runtime
 from towertrain.config import settings
 from towertrain.engine import exchange_settings
 # The enum settings' choices: the flags offer the same tuples Params checks.
@@ -124,7 +123,6 @@ def validate(p: Params) -> None:
     declare.refuse(settings.SECTIONS, p, _fail)  # each section's own checks
     params_recipe.validate_recipe(p, _fail)
     params_cluster.validate_cluster(p, _fail)
-    params_runtime.validate_runtime(p, _fail)
 
     device = p.resolved_device
     # Flags their mode ignores (Setting.applies_with), one check for all of them.
@@ -161,19 +159,11 @@ def _check_types(p: Params) -> None:
 
 
 def _validate_input(p: Params) -> None:
-    if p.staging_depth < 0:
-        _fail("staging_depth", p.staging_depth, "must be >= 0 (0 turns staging off)")
     if p.num_epochs is not None and p.num_epochs < 1:
         _fail("num_epochs", p.num_epochs, "must be >= 1")
     if p.num_batches is not None and p.num_epochs is not None:
         _fail("num_batches", p.num_batches, f"conflicts with --num_epochs={p.num_epochs}, "
               "which sets the number of steps; drop one")
-    if p.data_dir is not None and not os.path.isdir(p.data_dir):
-        _fail("data_dir", p.data_dir,
-              "is a file, not a directory; give the directory that holds the data files"
-              if os.path.isfile(p.data_dir) else "no such directory")
-    if p.data_dir is None and p.input == "queue":
-        _fail("input", p.input, "needs --data_dir (synthetic data is generated on the devices)")
 
 
 def _validate_checkpointing(p: Params) -> None:

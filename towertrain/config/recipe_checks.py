@@ -7,17 +7,6 @@ with."""
 def validate_recipe(p, fail):
     """fail(flag, value, message) raises ParamsError."""
     _validate_accumulation(p, fail)
-    _validate_epoch_length(p, fail)
-
-
-def _validate_epoch_length(p, fail):
-    if p.num_examples_per_epoch is not None:
-        if p.num_examples_per_epoch < 1:
-            fail("num_examples_per_epoch", p.num_examples_per_epoch, "must be >= 1")
-        if p.data_dir is not None:
-            fail("num_examples_per_epoch", p.num_examples_per_epoch,
-                 f"conflicts with --data_dir={p.data_dir}, whose files set the epoch; "
-                 "drop one")
 
 
 def _validate_accumulation(p, fail):

@@ -21,9 +21,11 @@ from towertrain.config.declare import (  # noqa: F401 - the table's words, read 
     STRING, WHEN_APPLIES, Setting, settings_of)
 from towertrain.engine import exchange_settings
 from towertrain.engine.evaluation import settings as evaluation_settings
+from towertrain.engine.feed import settings as feed_settings
 from towertrain.engine.process import settings as process_settings
 from towertrain.engine.exchange_settings import (  # noqa: F401 - also read as settings.X
     ALL_REDUCE_SPECS, EXCHANGES, VARIABLE_CONSISTENCIES, VARIABLE_UPDATES)
+from towertrain.engine.feed.settings import DATA_NAMES, INPUTS, RESIZE_METHODS  # noqa: F401
 from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
 from towertrain.engine.run import settings as run_settings
 from towertrain.recipe import settings as recipe_settings
@@ -38,7 +40,7 @@ SECTIONS = (process_settings.Devices, exchange_settings.ExchangeSettings,
             recipe_settings.LearningRateSettings, recipe_settings.Clipping,
             recipe_settings.Precision, recipe_settings.Loss, run_settings.Display,
             run_settings.Observe, state_settings.Checkpoints, evaluation_settings.Evaluation,
-            process_settings.ProcessSettings)
+            process_settings.ProcessSettings, feed_settings.InputSettings)
 
 # The --help groups, in --help order.
 GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning rate",
@@ -47,11 +49,8 @@ GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning
                 "Input pipeline (--data_dir with --input=dataset)", "Output")
 
 # Choices of the enum settings; Params checks values against the same tuples.
-DATA_NAMES = ("cifar10", "imagenet")
-INPUTS = ("dataset", "queue")
 CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
 COLLECTIVE_IMPLEMENTATIONS = ("auto", "ring", "nccl")  # TensorFlow's CommunicationImplementation
-RESIZE_METHODS = ("crop", "nearest", "bilinear", "bicubic", "area", "round_robin")
 
 
 def group(title, *settings):
@@ -75,20 +74,8 @@ _TABLE = (
         # explicit Params(model=...) apart and refuse it (Params.resolved_model).
         Setting("model", STRING, None, "Model name from the registry "
                 "(towertrain.models)."),
-        Setting("data_name", ENUM, None, "Dataset name (default: the model's); sets the "
-                "number of classes.", choices=DATA_NAMES),
-        Setting("data_dir", STRING, None, "Directory of the dataset's files (cifar10 binary "
-                "batches or imagenet TFRecords); unset: synthetic data.", scaling=NOT_USED, path=True),
-        Setting("input", ENUM, "dataset", "With --data_dir: dataset (a tf.data pipeline) or "
-                "queue (a FIFOQueue filled by threads).", choices=INPUTS, scaling=NOT_USED),
         Setting("batch_size", INTEGER, None, "Batch size per device (default: the model's)."),
-        Setting("distortions", BOOLEAN, False, "Training augmentation: cifar10 random pad-4 "
-                "crops and flips (off: none); imagenet adds color distortions to its "
-                "always-on random crop and flip.", training_only=True, scaling=NOT_USED),
-        Setting("resize_method", ENUM, None, "imagenet resize (default bilinear): nearest, bilinear, "
-                "bicubic, area, round_robin (the four by example position) or crop (a "
-                "random/central crop of the input size, no resize).",
-                choices=RESIZE_METHODS, scaling=NOT_USED)),
+        ),
     *group("Devices and variables",
         ),
     *group("Training",
@@ -104,15 +91,9 @@ _TABLE = (
                 "update of their mean; a step is one update.", training_only=True),
         Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
                 "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
-        Setting("staging_depth", INTEGER, 1, "With --data_dir: batches staged on each device "
-                "ahead of compute; 0 turns staging off. Synthetic data is never staged.",
-                training_only=True, scaling=NOT_USED)),
+        ),
     *group("Learning rate",
-        Setting("num_examples_per_epoch", INTEGER, None, "Epoch length for synthetic data "
-                "(default with --num_epochs or an epoch-based learning rate: the dataset's "
-                "known size, ImageNet 1,281,167, CIFAR-10 50,000); --data_dir sets it from "
-                "its files.",
-                training_only=True)),
+        ),
     *group("Precision and speed",
         ),
     *group("Checkpoints and evaluation",
@@ -145,33 +126,7 @@ _TABLE = (
     *group("Runtime and threads",
         ),
     *group("Input pipeline (--data_dir with --input=dataset)",
-        Setting("datasets_use_prefetch", BOOLEAN, True, "Prefetch global batches at the end "
-                "of the tf.data pipeline.", training_only=True, scaling=NOT_USED),
-        Setting("datasets_prefetch_buffer_size", INTEGER, None, "Batches that prefetch holds "
-                "(default: tf.data's AUTOTUNE; tf_cnn_benchmarks used 1).",
-                training_only=True, scaling=NOT_USED),
-        Setting("datasets_num_private_threads", INTEGER, None, "Threads of a private pool "
-                "for the pipeline (tf.data Options.threading.private_threadpool_size); 0 or "
-                "unset: TensorFlow's shared pool.", training_only=True, scaling=NOT_USED),
-        Setting("datasets_use_caching", BOOLEAN, False, "Cache the records (still encoded) "
-                "in memory after the first epoch reads them.", training_only=True,
-                scaling=NOT_USED),
-        Setting("datasets_parallel_interleave_cycle_length", INTEGER, None, "imagenet: "
-                "TFRecord shards read at once (default: 8, or fewer shards).",
-                training_only=True, scaling=NOT_USED),
-        Setting("datasets_sloppy_parallel_interleave", BOOLEAN, False, "imagenet: take "
-                "records from whichever shard is ready (faster with stragglers; the order, "
-                "and so an exact resume, is lost).", training_only=True, scaling=NOT_USED),
-        Setting("datasets_parallel_interleave_prefetch", INTEGER, None, "imagenet: shards "
-                "opened ahead of the interleave (default: tf.data's AUTOTUNE).",
-                training_only=True, scaling=NOT_USED),
-        Setting("datasets_repeat_cached_sample", BOOLEAN, False, "Read one record, keep it "
-                "in memory and repeat it for every example: measures the pipeline without "
-                "file reads.", training_only=True, scaling=NOT_USED),
-        Setting("batch_group_size", INTEGER, 1, "With staging (--staging_depth >= 1): put "
-                "this many batches on each device at a time, every this many steps, instead "
-                "of one per step (then it replaces --staging_depth).",
-                training_only=True, scaling=NOT_USED)),
+        ),
     *group("Output",
         Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "
                 "such as oneDNN's, INFO logging from TensorFlow and Keras), hidden by "

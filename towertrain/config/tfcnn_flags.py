@@ -75,7 +75,6 @@ _TABLE = (
           "TF 2 runs --forward_only as a tf.function over the variables"),
     same("batch_size", "integer", 0, "default: the model's (tf_cnn_benchmarks: 0 = the "
          "model's too)"),
-    same("batch_group_size", "integer", 1),
     same("num_batches", "integer", None),
     same("num_epochs", "float", None, "whole epochs; --num_batches runs part of one"),
     value("collect_eval_results_async", "boolean", False, False,
@@ -85,11 +84,6 @@ _TABLE = (
     refused("autotune_threshold", "integer", None,
             "it only set TF_AUTOTUNE_THRESHOLD and lengthened the warm-up; set "
             "TF_AUTOTUNE_THRESHOLD in the environment and raise --num_warmup_batches"),
-    same("data_dir", "string", None),
-    same("data_name", "string", None, "cifar10 and imagenet (coco and librispeech are not "
-         "ported)"),
-    same("resize_method", "string", "bilinear"),
-    same("distortions", "boolean", False),
     value("use_datasets", "boolean", True, True,
           "without datasets tf_cnn_benchmarks read through TF 1 RecordInput ops; towertrain "
           "reads --data_dir with tf.data, or with --input=queue through a queue fed by threads"),
@@ -104,7 +98,6 @@ _TABLE = (
             "it only set TF_GPU_THREAD_COUNT; set TF_GPU_THREAD_COUNT in the environment"),
     refused("hierarchical_copy", "boolean", False, _EXCHANGE),
     refused("network_topology", "enum", "dgx1", _EXCHANGE),
-    same("datasets_repeat_cached_sample", "boolean", False),
     refused("use_numa_affinity", "boolean", False,
             "it pinned TF 1 session threads to NUMA nodes; start towertrain under "
             "numactl --cpunodebind=N --membind=N instead"),
@@ -140,14 +133,6 @@ _TABLE = (
     value("ml_perf", "boolean", False, False,
           "MLPerf v0.5's input and logging tweaks are not ported; towertrain scales images "
           "to [-1, 1]"),
-    same("datasets_use_prefetch", "boolean", True),
-    same("datasets_prefetch_buffer_size", "integer", 1, "default AUTOTUNE in towertrain "
-         "(tf_cnn_benchmarks' 1)"),
-    same("datasets_num_private_threads", "integer", None),
-    same("datasets_use_caching", "boolean", False),
-    same("datasets_parallel_interleave_cycle_length", "integer", None),
-    same("datasets_sloppy_parallel_interleave", "boolean", False),
-    same("datasets_parallel_interleave_prefetch", "integer", None),
     refused("multi_device_iterator_max_buffer_size", "integer", 1,
             "towertrain slices each batch on the CPU and stages it on the devices, with no "
             "MultiDeviceIterator; use --staging_depth"),

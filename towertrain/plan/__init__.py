@@ -22,9 +22,9 @@ from typing import Optional
 from towertrain.config import machine as machine_lib
 from towertrain.config.declare import take as _take  # a section from Params' same-named fields
 from towertrain.engine.exchange_settings import ExchangeSettings
+from towertrain.engine.feed.settings import InputSettings
 from towertrain.engine.process.settings import Devices, ProcessSettings
 from towertrain.plan import accumulation as accumulation_lib
-from towertrain.plan import input_checks
 from towertrain.plan import model_recipe
 from towertrain.plan import schedule as schedule_lib
 from towertrain.plan import steps as steps_lib
@@ -139,7 +139,7 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
         model_spec = models.get_spec(params.resolved_model)
     topology = topology_of(params, machine, cluster)
     dataset = params.data_name or model_spec.default_dataset
-    input_checks.check(params, dataset)
+    _take(InputSettings, params).refuse_for(dataset)
     per_device = params.batch_size or model_spec.default_batch_size
     recipe = getattr(model_spec, "learning_rate_recipe", None)
     source = model_recipe.source_of(params, recipe)

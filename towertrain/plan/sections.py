@@ -12,6 +12,7 @@ from towertrain.config.cluster_spec import SINGLE, Cluster
 # Sections declared beside their reader; importable here too.
 from towertrain.engine.evaluation.settings import Evaluation
 from towertrain.engine.exchange_settings import Exchange  # noqa: F401
+from towertrain.engine.feed.settings import InputPlan  # noqa: F401
 from towertrain.engine.process.settings import Runtime  # noqa: F401
 from towertrain.engine.run.settings import Display, Observe
 from towertrain.state.settings import Checkpoints
@@ -105,32 +106,6 @@ class Recipe:
     loss: Loss
     clipping: Clipping
     seed: int  # --tf_random_seed
-
-
-@frozen
-class InputPlan:
-    """What the run reads and how."""
-    data_dir: Optional[str]
-    data_name: str  # the dataset (the model's default when not given)
-    input: str  # "dataset" or "queue"
-    seed: int
-    staging_depth: int = 0
-    batch_group_size: Optional[int] = None
-    distortions: bool = False
-    resize_method: Optional[str] = None
-    num_examples_per_epoch: Optional[int] = None
-    datasets_use_prefetch: bool = True
-    datasets_prefetch_buffer_size: Optional[int] = None
-    datasets_num_private_threads: Optional[int] = None
-    datasets_use_caching: bool = False
-    datasets_parallel_interleave_cycle_length: Optional[int] = None
-    datasets_sloppy_parallel_interleave: bool = False
-    datasets_parallel_interleave_prefetch: Optional[int] = None
-    datasets_repeat_cached_sample: bool = False
-
-    @property
-    def synthetic(self) -> bool:
-        return self.data_dir is None
 
 
 @frozen
