@@ -1,8 +1,11 @@
 """Params: the one frozen description of a run.
 
-The CLI builds it from absl flags; library users build it directly. Every
-check lives here so both paths report the same message, which always starts
-with the flag at fault (`--num_gpus=8: ...`).
+The CLI builds it from absl flags; library users build it directly. Its
+fields are the settings each component declares beside its reader
+(towertrain.config.settings collects them); Params runs every section's
+checks and the few that span sections (here, cluster_checks, mode_checks), so
+both paths report the same message, which always starts with the flag at
+fault (`--num_gpus=8: ...`).
 """
 import dataclasses
 import numbers
@@ -12,7 +15,6 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import declare
 from towertrain.config import mode_checks
-from towertrain.config import recipe_checks as params_recipe
 from towertrain.config import settings
 from towertrain.engine import exchange_settings
 # The enum settings' choices: the flags offer the same tuples Params checks.
@@ -33,7 +35,7 @@ class Params:
     changed copy.
     """
     # The fields, their types and defaults come from towertrain.config.settings
-    # (one definition per setting, shared with the flags); the checks are below.
+    # (the sections' declarations, shared with the flags); so do their checks.
 
     def __post_init__(self):
         for name in settings.PATH_SETTINGS:  # '~/run' is the home's run, never ./~/run
@@ -100,30 +102,15 @@ def _check_choice(params, flag, choices):
 
 def validate(p: Params) -> None:
     """Raises ParamsError naming the first bad flag; checks run before any work."""
-    from towertrain.models import catalog  # names without Keras; models never import the engine
-
     _check_types(p)
-    if p.model is not None and p.model not in catalog.registered_names():
-        import difflib
-        close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)
-        _fail("model", p.model, (f"unknown model (did you mean {close[0]}?)" if close else
-                                 "unknown model") +
-              f"; known models: {', '.join(catalog.registered_names())}")
     for setting in settings.params_settings():  # every enum, against its choices
         if setting.choices is not None:
             _check_choice(p, setting.name, setting.choices)
-    if p.batch_size is not None and p.batch_size < 1:
-        _fail("batch_size", p.batch_size, "must be >= 1 (it is the batch per device)")
-    if p.num_batches is not None and p.num_batches < 1:
-        _fail("num_batches", p.num_batches, "must be >= 1")
-    if p.num_warmup_batches < 0:
-        _fail("num_warmup_batches", p.num_warmup_batches, "must be >= 0")
-    _validate_checkpointing(p)
-    _validate_input(p)
+    # --eval's refusal of what only training reads first: it names the cause
+    # (evaluating) rather than a training check the value would have failed.
+    _validate_eval_against_training(p)
     declare.refuse(settings.SECTIONS, p, _fail)  # each section's own checks
-    params_recipe.validate_recipe(p, _fail)
     params_cluster.validate_cluster(p, _fail)
-
     device = p.resolved_device
     # Flags their mode ignores (Setting.applies_with), one check for all of them.
     mode_checks.check(p, _fail)
@@ -158,15 +145,7 @@ def _check_types(p: Params) -> None:
                   f"{type(value).__name__})")
 
 
-def _validate_input(p: Params) -> None:
-    if p.num_epochs is not None and p.num_epochs < 1:
-        _fail("num_epochs", p.num_epochs, "must be >= 1")
-    if p.num_batches is not None and p.num_epochs is not None:
-        _fail("num_batches", p.num_batches, f"conflicts with --num_epochs={p.num_epochs}, "
-              "which sets the number of steps; drop one")
-
-
-def _validate_checkpointing(p: Params) -> None:
+def _validate_eval_against_training(p: Params) -> None:
     if p.eval:
         # Evaluation restores a checkpoint and reads the eval set once: these
         # would be ignored. Here only those unset by default (None) can be told

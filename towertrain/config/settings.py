@@ -28,6 +28,7 @@ from towertrain.engine.exchange_settings import (  # noqa: F401 - also read as s
 from towertrain.engine.feed.settings import DATA_NAMES, INPUTS, RESIZE_METHODS  # noqa: F401
 from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
 from towertrain.engine.run import settings as run_settings
+from towertrain.plan import settings as plan_settings
 from towertrain.recipe import settings as recipe_settings
 from towertrain.state import settings as state_settings
 from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
@@ -35,7 +36,7 @@ from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
 
 # The sections that declare settings, in the order their checks run and their
 # fields follow one another within a --help group.
-SECTIONS = (process_settings.Devices, exchange_settings.ExchangeSettings,
+SECTIONS = (plan_settings.ModelSettings, plan_settings.StepSettings, process_settings.Devices, exchange_settings.ExchangeSettings,
             recipe_settings.Optimizer,
             recipe_settings.LearningRateSettings, recipe_settings.Clipping,
             recipe_settings.Precision, recipe_settings.Loss, run_settings.Display,
@@ -72,25 +73,10 @@ _TABLE = (
     *group("Model and data",
         # None, not "trivial", so Trainer(model=<keras model>) can tell an
         # explicit Params(model=...) apart and refuse it (Params.resolved_model).
-        Setting("model", STRING, None, "Model name from the registry "
-                "(towertrain.models)."),
-        Setting("batch_size", INTEGER, None, "Batch size per device (default: the model's)."),
         ),
     *group("Devices and variables",
         ),
     *group("Training",
-        Setting("num_batches", INTEGER, None, "Number of timed training steps (default: 100; "
-                "not with --num_epochs).", training_only=True, forward_only=True),
-        Setting("num_warmup_batches", INTEGER, 10, "Untimed steps before the timed ones.",
-                training_only=True, forward_only=True),
-        Setting("num_epochs", INTEGER, None, "Train this many passes over --data_dir (on "
-                "synthetic data, over the dataset's known size) instead of --num_batches "
-                "steps.", training_only=True, forward_only=True, scaling=NOT_USED),
-        Setting("gradient_accumulation_steps", INTEGER, 1, "Sum the gradients of this many "
-                "consecutive global batches on each device, then exchange and apply one "
-                "update of their mean; a step is one update.", training_only=True),
-        Setting("tf_random_seed", INTEGER, 1234, "Seed for initializers, synthetic data, dropout "
-                "and augmentation (every draw: docs/checkpoints.md, 'Randomness and exactness')."),
         ),
     *group("Learning rate",
         ),

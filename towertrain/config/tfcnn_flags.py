@@ -62,25 +62,14 @@ _TRT = ("TensorRT conversion needs a frozen TF 1 graph and a TensorRT build; exp
 # ones not yet declared beside their reader (a declared setting's `tfcnn`
 # says what its flag was there; `_implemented` adds those).
 _TABLE = (
-    same("model", "string", "trivial", "towertrain's registry (python -m towertrain --help "
-         "lists it); --model=alexnet with --data_name=cifar10 builds alexnet_cifar, as "
-         "tf_cnn_benchmarks builds its CIFAR-10 AlexNet there. Not ported: overfeat, "
-         "inception4, resnet50_v2, resnet101_v2, resnet152_v2, densenet100_k12, "
-         "densenet100_k24, the official_resnet* models, ncf, deepspeech2 and the TF 1-only "
-         "mobilenet, nasnet, nasnetlarge and ssd300"),
     same("forward_only", "boolean", False, "an inference benchmark: trains nothing and "
          "writes nothing; refuses the flags only training reads"),
     value("freeze_when_forward_only", "boolean", False, False,
           "freezing converts a TF 1 Session graph's variables to constants (for TensorRT); "
           "TF 2 runs --forward_only as a tf.function over the variables"),
-    same("batch_size", "integer", 0, "default: the model's (tf_cnn_benchmarks: 0 = the "
-         "model's too)"),
-    same("num_batches", "integer", None),
-    same("num_epochs", "float", None, "whole epochs; --num_batches runs part of one"),
     value("collect_eval_results_async", "boolean", False, False,
           "it post-processes SSD (ssd300) eval results in another process; towertrain has "
           "no SSD model"),
-    same("num_warmup_batches", "integer", None, "default 10"),
     refused("autotune_threshold", "integer", None,
             "it only set TF_AUTOTUNE_THRESHOLD and lengthened the warm-up; set "
             "TF_AUTOTUNE_THRESHOLD in the environment and raise --num_warmup_batches"),
@@ -123,7 +112,6 @@ _TABLE = (
     value("use_tf_layers", "boolean", True, True,
           "towertrain's models are always Keras layers (tf.layers' successor); the other "
           "path built raw TF 1 variables in variable scopes"),
-    same("tf_random_seed", "integer", 1234),
     refused("debugger", "string", None,
             "tfdbg wrapped a TF 1 Session; use "
             "tf.debugging.experimental.enable_dump_debug_info and TensorBoard's Debugger V2"),
@@ -215,7 +203,7 @@ REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 # GPUs. Spelled out on a command line, each is taken as not given.
 UNSET_DEFAULTS = tuple(s.name for s in settings.SETTINGS
                        if s.tfcnn is not None and s.tfcnn.unset) + (
-    "batch_size", "worker_hosts")
+    "worker_hosts",)
 
 
 def unset_spelling(flag):

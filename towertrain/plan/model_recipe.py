@@ -3,7 +3,7 @@
 Chosen as tf_cnn_benchmarks' benchmark_cnn.get_learning_rate chooses:
 
 1. --piecewise_learning_rate_schedule (it excludes --init_learning_rate and
-   the decay flags; towertrain.config.recipe_checks refuses them);
+   the decay flags; towertrain.recipe.settings refuses them);
 2. --init_learning_rate: constant, or with --num_epochs_per_decay and
    --learning_rate_decay_factor a staircase decay floored at
    --minimum_learning_rate (or towertrain's --learning_rate_schedule=cosine);
