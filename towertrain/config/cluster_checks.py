@@ -1,16 +1,14 @@
-"""Checks of the multi-worker flags (--worker_hosts, --task_index,
---collective_timeout_secs, --cluster_source, --slurm_port_base), kept apart from params.py so each file stays
-small. Every message starts with the flag at fault."""
+"""Checks of the multi-worker flags against the rest of the run (the worker
+list's grammar, --task_index within it, the mode that crosses workers, where
+the cluster comes from); each flag's own checks are beside its declaration
+(towertrain.engine.distributed.settings). Every message starts with the flag
+at fault."""
 from towertrain.config import cluster_spec
 from towertrain.errors import ClusterError
 
 
 def validate_cluster(p, fail):
-    if p.collective_timeout_secs is not None and not p.collective_timeout_secs > 0:
-        fail("collective_timeout_secs", p.collective_timeout_secs, "must be > 0 seconds")
     _validate_source(p, fail)
-    if p.task_index < 0:
-        fail("task_index", p.task_index, "must be >= 0 (0 is the chief)")
     if p.worker_hosts is None:
         if p.task_index:
             fail("task_index", p.task_index, "needs --worker_hosts (or TF_CONFIG)")
@@ -33,8 +31,6 @@ def validate_cluster(p, fail):
 
 
 def _validate_source(p, fail):
-    if not 0 < p.slurm_port_base < 65536:
-        fail("slurm_port_base", p.slurm_port_base, "must be a port number in 1..65535")
     if p.cluster_source == "flags" and p.worker_hosts is None:
         fail("cluster_source", "flags", "needs --worker_hosts (and --task_index)")
     if p.cluster_source in ("tf_config", "slurm"):

@@ -12,14 +12,14 @@ checked by towertrain.config.mode_checks), the scaling command's lists
 (`for_scaling`), tf_cnn_benchmarks' implemented flags
 (towertrain.config.tfcnn_flags) and the run record's (`recorded`). A new
 setting is one field of the section its reader takes (docs/architecture.md,
-"Adding a setting"); the settings still in `_TABLE` below have no section yet.
+"Adding a setting"); `_TABLE` below holds the command line's own flags.
 """
-import dataclasses
 
 from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
     ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
-    STRING, WHEN_APPLIES, Setting, settings_of)
+    STRING, WHEN_APPLIES, Setting, settings_of, tfcnn)
 from towertrain.engine import exchange_settings
+from towertrain.engine.distributed import settings as distributed_settings
 from towertrain.engine.evaluation import settings as evaluation_settings
 from towertrain.engine.feed import settings as feed_settings
 from towertrain.engine.process import settings as process_settings
@@ -41,7 +41,8 @@ SECTIONS = (plan_settings.ModelSettings, plan_settings.StepSettings, process_set
             recipe_settings.LearningRateSettings, recipe_settings.Clipping,
             recipe_settings.Precision, recipe_settings.Loss, run_settings.Display,
             run_settings.Observe, state_settings.Checkpoints, evaluation_settings.Evaluation,
-            process_settings.ProcessSettings, feed_settings.InputSettings)
+            distributed_settings.ClusterSettings, process_settings.ProcessSettings,
+            feed_settings.InputSettings)
 
 # The --help groups, in --help order.
 GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning rate",
@@ -50,13 +51,6 @@ GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning
                 "Input pipeline (--data_dir with --input=dataset)", "Output")
 
 # Choices of the enum settings; Params checks values against the same tuples.
-CLUSTER_SOURCES = ("auto", "flags", "tf_config", "slurm")
-COLLECTIVE_IMPLEMENTATIONS = ("auto", "ring", "nccl")  # TensorFlow's CommunicationImplementation
-
-
-def group(title, *settings):
-    """The settings of one --help group, in their --help order."""
-    return tuple(dataclasses.replace(s, group=title) for s in settings)
 
 
 def shown_default(name):
@@ -68,56 +62,18 @@ def shown_default(name):
     return None
 
 
-# The settings not yet declared in a section, by --help group.
 _TABLE = (
-    *group("Model and data",
-        # None, not "trivial", so Trainer(model=<keras model>) can tell an
-        # explicit Params(model=...) apart and refuse it (Params.resolved_model).
-        ),
-    *group("Devices and variables",
-        ),
-    *group("Training",
-        ),
-    *group("Learning rate",
-        ),
-    *group("Precision and speed",
-        ),
-    *group("Checkpoints and evaluation",
-        Setting("forward_only", BOOLEAN, False, "Inference benchmark: time the forward "
-                "pass (inference mode) on --num_batches batches and print images/sec; trains "
-                "nothing and writes nothing.", param=False, scaling=NOT_USED),
-        ),
-    *group("Cluster",
-        Setting("worker_hosts", STRING, None, "Multi-worker: comma-separated host:port of "
-                "every worker, the chief first; needs --variable_update=collective_all_reduce "
-                "(default: TF_CONFIG, else one process)."),
-        Setting("task_index", INTEGER, 0, "Multi-worker: this worker's index in "
-                "--worker_hosts; 0 is the chief (checkpoints, output)."),
-        Setting("collective_timeout_secs", FLOAT, None, "Multi-worker: a worker that has not "
-                "joined within this many seconds, or that stops answering health checks for "
-                "about as long (dead or unreachable), stops the run (default: 60)."),
-        Setting("collective_implementation", ENUM, "auto", "Multi-worker: how the "
-                "collectives that cross workers run, in TensorFlow's CommunicationImplementation "
-                "terms: nccl (NCCL between the workers' GPUs), ring (TensorFlow's ring over "
-                "gRPC, through host memory) or auto (nccl where the crossing member is a GPU, "
-                "ring on CPU devices and for the per-step scalars on /cpu:0).",
-                choices=COLLECTIVE_IMPLEMENTATIONS,
-                applies_with=("variable_update", ("collective_all_reduce",))),
-        Setting("cluster_source", ENUM, "auto", "Multi-worker: where the cluster comes "
-                "from: flags (--worker_hosts/--task_index), tf_config (TF_CONFIG, as "
-                "Kubernetes operators write it), slurm (the environment srun sets), or auto "
-                "(the one present; more than one is an error).", choices=CLUSTER_SOURCES),
-        Setting("slurm_port_base", INTEGER, 8888, "Multi-worker under Slurm: the first "
-                "port of a node's tasks (task k on a node listens on this + k).")),
-    *group("Runtime and threads",
-        ),
-    *group("Input pipeline (--data_dir with --input=dataset)",
-        ),
-    *group("Output",
-        Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "
-                "such as oneDNN's, INFO logging from TensorFlow and Keras), hidden by "
-                "default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part only, --verbosity=0 the "
-                "Python part only.", param=False)),
+    # The command line's own flags: no Params field, read by the commands.
+    Setting("forward_only", BOOLEAN, False, "Inference benchmark: time the forward "
+            "pass (inference mode) on --num_batches batches and print images/sec; trains "
+            "nothing and writes nothing.", param=False, scaling=NOT_USED,
+            group="Checkpoints and evaluation",
+            tfcnn=tfcnn("boolean", False, "an inference benchmark: trains nothing and "
+                        "writes nothing; refuses the flags only training reads")),
+    Setting("verbose", BOOLEAN, False, "Show TensorFlow's own log output (C++ notices "
+            "such as oneDNN's, INFO logging from TensorFlow and Keras), hidden by "
+            "default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part only, --verbosity=0 the "
+            "Python part only.", param=False, group="Output"),
 )
 
 

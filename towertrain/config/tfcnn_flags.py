@@ -62,8 +62,6 @@ _TRT = ("TensorRT conversion needs a frozen TF 1 graph and a TensorRT build; exp
 # ones not yet declared beside their reader (a declared setting's `tfcnn`
 # says what its flag was there; `_implemented` adds those).
 _TABLE = (
-    same("forward_only", "boolean", False, "an inference benchmark: trains nothing and "
-         "writes nothing; refuses the flags only training reads"),
     value("freeze_when_forward_only", "boolean", False, False,
           "freezing converts a TF 1 Session graph's variables to constants (for TensorRT); "
           "TF 2 runs --forward_only as a tf.function over the variables"),
@@ -158,9 +156,7 @@ _TABLE = (
     refused("allreduce_merge_scope", "integer", 1, _EXCHANGE),
     refused("job_name", "enum", "", _CLUSTER),
     refused("ps_hosts", "string", "", _CLUSTER),
-    same("worker_hosts", "string", "", "collective_all_reduce workers, the chief first"),
     refused("controller_host", "string", None, _CLUSTER),
-    same("task_index", "integer", 0),
     value("server_protocol", "string", "grpc", "grpc",
           "towertrain's workers talk gRPC; the grpc+verbs and grpc+mpi protocols were TF 1 "
           "contrib"),
@@ -203,7 +199,7 @@ REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 # GPUs. Spelled out on a command line, each is taken as not given.
 UNSET_DEFAULTS = tuple(s.name for s in settings.SETTINGS
                        if s.tfcnn is not None and s.tfcnn.unset) + (
-    "worker_hosts",)
+    )
 
 
 def unset_spelling(flag):

@@ -9,6 +9,8 @@ from towertrain.config.declare import NOT_USED, section, setting, tfcnn
 
 @section("Model and data")
 class ModelSettings:
+    # None, not "trivial", so Trainer(model=<keras model>) can tell an
+    # explicit Params(model=...) apart and refuse it (Params.resolved_model).
     model: Optional[str] = setting(
         None, "Model name from the registry (towertrain.models).",
         tfcnn=tfcnn("string", "trivial", "towertrain's registry (python -m towertrain --help lists it); "
