@@ -240,13 +240,16 @@ def find_text(region, old, new, where):
     found = []
     for spaces in range(-_LARGEST_SHIFT, _LARGEST_SHIFT + 1):
         shifted = _shift(old, spaces, starts_a_line) if spaces else None
-        if shifted and shifted != old and shifted in region:
-            found.append((spaces, shifted))
-    if len(found) == 1 and region.count(found[0][1]) == 1:
-        spaces, shifted = found[0]
-        return region.index(shifted), shifted, _shift(new, spaces, starts_a_line) or new
+        if shifted and shifted != old and region.count(shifted) == 1:
+            found.append((spaces, shifted, region.index(shifted)))
+    # Fewer leading spaces match inside more: a text that starts a line takes
+    # the shift that puts it at a line's start.
+    whole_lines = [f for f in found if f[2] == 0 or region[f[2] - 1] == "\n"]
+    if len(found) == 1 or (starts_a_line and len(whole_lines) == 1):
+        spaces, shifted, offset = found[0] if len(found) == 1 else whole_lines[0]
+        return offset, shifted, _shift(new, spaces, starts_a_line) or new
     raise Unresolved(f"{where}: the old text is not there" if not found else
-                     f"{where}: the old text occurs more than once once re-indented")
+                     f"{where}: the old text occurs in several places once re-indented")
 
 
 @dataclasses.dataclass(frozen=True)

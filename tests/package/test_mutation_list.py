@@ -198,3 +198,11 @@ def test_a_sample_takes_every_wing_in_turn():
     assert len({m.name for m in sample}) == 30
     assert max(wings.count(w) for w in wings) - min(wings.count(w) for w in wings) <= 1
     assert {"engine", "state", "models", "input_pipeline", "outside the product"} <= set(wings)
+
+
+def test_a_text_moved_to_a_shallower_block_takes_the_shift_that_starts_its_line(tree):
+    """Fewer leading spaces also match inside the line: 4, 5, ... 8 removed
+    would all be found; the one that starts the line is the move."""
+    patch = locate.resolve(At("merge", module="models.sum"), "        return a + b\n",
+                           "        return a - b\n", root=tree)
+    assert (patch.old, patch.new) == ("    return a + b\n", "    return a - b\n")
