@@ -369,12 +369,12 @@ MUTATIONS = [
     # Library door: labels and losses checked in the user's terms.
     Mutation(
         "door_dataset_unchecked", At("from_dataset"),
-        '    result.door = "from_dataset"\n', "",
+        '    result.entry_point = "from_dataset"\n', "",
         [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them",
          DOORS + "test_a_bad_label_in_the_first_batch_with_staging_on"]),
     Mutation(
         "door_generator_unchecked", At("from_generator"),
-        '    result.door = "from_generator"\n', "",
+        '    result.entry_point = "from_generator"\n', "",
         [DOORS + "test_labels_outside_the_models_classes_fail_the_step_naming_them"]),
     Mutation(
         "label_check_upper_bound_dropped", At("label_check"),
@@ -643,11 +643,11 @@ MUTATIONS = [
     # statistics (copied locally) instead of the chief's riding the first pack.
     Mutation(
         "multiworker_stats_from_own_tower0", At("CollectiveManager._statistics"),
-        "                    for flat in exchanged.riders[\"stats\"]]\n"
-        "        if self.num_workers > 1 and values:",
-        "                    for flat in exchanged.riders[\"stats\"]][:0] or (\n"
-        "                super()._statistics(tower_non_trainable, exchanged))\n"
-        "        if self.num_workers > 1 and values:",
+        '                    for flat in exchanged.extra_values["stats"]]\n'
+        '        if self.num_workers > 1 and values:',
+        '                    for flat in exchanged.extra_values["stats"]][:0] or (\n'
+        '                super()._statistics(tower_non_trainable, exchanged))\n'
+        '        if self.num_workers > 1 and values:',
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # --minimum_learning_rate multiplied by the linear-scaling factor.
     Mutation(
@@ -809,9 +809,9 @@ MUTATIONS = [
         [T + "commands/test_flag_tests_table.py::test_every_flag_has_a_row"]),
     # The scaling command takes --save_model_secs (dropped from its not-used flags).
     Mutation(
-        "scaling_takes_save_model_secs", At("_TABLE", module="settings"),
-        '"Save a checkpoint every this many seconds.",\n                training_only=True, scaling=NOT_USED),',
-        '"Save a checkpoint every this many seconds.",\n                training_only=True),',
+        "scaling_takes_save_model_secs", At("Checkpoints.save_model_secs"),
+        'training_only=True, scaling=NOT_USED,',
+        'training_only=True,',
         [T + "config/test_ignored_flags.py::test_scaling_refuses_every_summary_trace_and_checkpoint_flag"]),
     # Clusters (tests/cluster/): Slurm through SlurmClusterResolver, on the
     # ports --slurm_port_base gives.
@@ -902,7 +902,7 @@ MUTATIONS = [
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
     Mutation(
         "eval_at_specified_steps_ignored", At("for_params"),
-        "        return EvalSchedule(total_steps, steps=eval_checks.parse_steps(value))",
+        '        return EvalSchedule(total_steps, steps=evaluation_settings.parse_steps(value))',
         "        return EvalSchedule(total_steps)",
         [T + "callbacks/test_eval_flags.py::"
          "test_eval_during_training_runs_after_the_scheduled_steps_and_at_the_end"]),
@@ -1165,8 +1165,8 @@ MUTATIONS = [
     # requests in its half-precision pack (rounded) instead of a float32 one.
     Mutation(
         "riders_in_the_half_precision_pack", At("LocalExchange.exchange"),
-        "                                   riders_apart=apart)\n",
-        "                                   riders_apart=False)\n",
+        'extra_values_apart=apart)\n',
+        'extra_values_apart=False)\n',
         [T + "recipe/test_compact_transfer.py::"
          "test_a_loss_beyond_float16_s_range_is_carried_in_float32_and_the_step_applies"]),
     # The exchange waits for every gradient (as it did inside the finite
@@ -1306,7 +1306,7 @@ MUTATIONS = [
     # (a collective of their own, over a group nothing opened before step 1).
     Mutation(
         "stats_not_in_first_pack", At("CollectiveManager.exchange"),
-        "            stats = self._stats_riders(tower_non_trainable)\n",
+        '            stats = self._stats_extra_values(tower_non_trainable)\n',
         "            stats = None\n",
         [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus",
          GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
@@ -1314,9 +1314,10 @@ MUTATIONS = [
     # riding the last pack.
     Mutation(
         "tail_in_a_collective_of_its_own", At("exchange_packs"),
-        "        if not float_packs or riders_apart:\n            extra.append(name)\n",
-        "        if not float_packs or riders_apart or where == LAST:\n"
-        "            extra.append(name)\n",
+        '        if not float_packs or extra_values_apart:\n'
+        '            extra.append(name)\n',
+        '        if not float_packs or extra_values_apart or where == LAST:\n'
+        '            extra.append(name)\n',
         [GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
     # The groups opened before step 1 without waiting for each other: no one
     # order of communicator creation across workers.
@@ -1341,7 +1342,7 @@ MUTATIONS = [
         [T + "engine/test_gpu_step_facts.py::test_cluster_step_on_gpus"]),
     # Every worker's tower 0 contributes its statistics (summed, not worker 0's).
     Mutation(
-        "stats_riders_not_masked", At("CollectiveManager._stats_riders"),
+        "stats_riders_not_masked", At("CollectiveManager._stats_extra_values"),
         "                keep = self.task == 0 and i == source\n",
         "                keep = i == source\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
@@ -1752,9 +1753,11 @@ MUTATIONS = [
          T + "engine/test_runtime_flags.py::"
          "test_mkl_environment_after_tensorflow_import_is_an_error"]),
     Mutation(
-        "kmp_flags_accepted_without_mkl", At("check_command_line", module="runtime_checks"),
-        "    if not p.mkl:\n        for flag in KMP_FLAGS:",
-        "    if False:\n        for flag in KMP_FLAGS:",
+        "kmp_flags_accepted_without_mkl", At("ProcessSettings.refuse_given"),
+        '        if not p.mkl:\n'
+        '            for flag in (',
+        '        if False:\n'
+        '            for flag in (',
         [T + "engine/test_runtime_flags.py::test_bad_runtime_flags_name_the_flag"]),
     Mutation(
         "allow_growth_not_applied", At("_apply_runtime"),
@@ -1853,9 +1856,10 @@ MUTATIONS = [
          "test_forward_only_runs_inference_mode_and_changes_nothing"]),
     # --forward_only writes nothing: --train_dir is refused with it.
     Mutation(
-        "forward_only_accepts_train_dir", At("_FORWARD_ONLY_WRITERS"),
-        '_FORWARD_ONLY_WRITERS = ("train_dir", "checkpoint",',
-        '_FORWARD_ONLY_WRITERS = ("checkpoint",',
+        "forward_only_accepts_train_dir", At("Checkpoints.train_dir"),
+        ',\n'
+        '        forward_only=False)',
+        ')',
         [T + "engine/test_inference.py::test_flags_only_training_reads_are_refused"]),
     # docs/migration.md's flag table is what the data generates (a stale doc fails).
     Mutation(
@@ -1901,13 +1905,13 @@ MUTATIONS = [
          T + "recipe/test_accumulation.py::test_schedule_counts_updates"]),
     # The input position counted in updates: resume skips to the wrong batch.
     Mutation(
-        "accumulation_resume_position_in_updates", At("Feed.position"),
+        "accumulation_resume_position_in_updates", At("FeedPosition.position"),
         '        return self.accumulation.batches_before(step)\n',
         '        return step\n',
         [T + "state/test_resume_accumulation.py::test_every_example_once_per_epoch_across_a_kill"]),
     # A stop drains only the staged batches, ending mid-update.
     Mutation(
-        "accumulation_drain_mid_update", At("Feed.drain"),
+        "accumulation_drain_mid_update", At("FeedPosition.drain"),
         '        if not self.accumulating:\n            return self.staging.drain()\n',
         '        if True:\n            return self.staging.drain()\n',
         [T + "state/test_resume_accumulation.py::test_stop_mid_epoch_then_resume_equals_uninterrupted"]),
@@ -1976,14 +1980,14 @@ MUTATIONS = [
          T + "engine/test_multiworker.py::test_the_count_in_the_tail_gives_one_process_s_update"]),
     # x the count left out of the last pack's riders (zero examples: nothing applied).
     Mutation(
-        "count_left_out_of_tail", At("riders"),
+        "count_left_out_of_tail", At("extra_values"),
         "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
         "            values = [losses[d], None, stops if d == 0 else None]\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # x the loss left out of the last pack's riders: an infinite loss with
     # finite gradients (here an earlier micro-batch's) is applied.
     Mutation(
-        "loss_left_out_of_tail", At("riders"),
+        "loss_left_out_of_tail", At("extra_values"),
         "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
         "            values = [None, counts[d], stops if d == 0 else None]\n",
         [T + "engine/test_finite_check.py::"
@@ -2002,7 +2006,7 @@ MUTATIONS = [
         [GPU_GRAPH + "test_in_half_precision_the_count_goes_before_the_towers"]),
     # x the stop requests left out of the last pack's riders: a signalled worker stops alone.
     Mutation(
-        "stop_request_left_out_of_tail", At("riders"),
+        "stop_request_left_out_of_tail", At("extra_values"),
         "            values = [losses[d], counts[d], stops if d == 0 else None]\n",
         "            values = [losses[d], counts[d], None]\n",
         [T + "cluster/test_coordinated_stop.py"]),
@@ -2030,9 +2034,9 @@ MUTATIONS = [
          "test_scaling_command_refuses_a_command_line_only_flag_it_does_not_use"]),
     # tf_cnn_benchmarks' --device=GPU refused again (the setting case-sensitive).
     Mutation(
-        "device_flag_case_sensitive", At("_TABLE", module="settings"),
-        '"else cpu).", choices=DEVICES, case_sensitive=False),',
-        '"else cpu).", choices=DEVICES),',
+        "device_flag_case_sensitive", At("Devices.device"),
+        'choices=DEVICES, case_sensitive=False,',
+        'choices=DEVICES,',
         [T + "config/test_tfcnn_flags.py::test_every_tf_cnn_enum_value_parses_or_says_what_to_use",
          T + "config/test_tfcnn_flags.py::test_upper_case_device_reaches_params_as_the_lower_case_value"]),
     # The flag definition ignores the setting's case_sensitive.
@@ -2296,7 +2300,7 @@ MUTATIONS = [
     # --save_summaries_steps=0 (no summaries) with --summary_verbosity: summaries
     # asked for and none written, silently.
     Mutation(
-        "summaries_off_and_on_accepted", At("validate_observe"),
+        "summaries_off_and_on_accepted", At("Observe.refuse"),
         "    if p.save_summaries_steps == 0 and p.summary_verbosity:",
         "    if False:",
         [T + "config/test_tfcnn_unset_defaults.py::"
@@ -2326,9 +2330,9 @@ MUTATIONS = [
          "test_resize_method_nearest_in_training_copies_pixels_where_bilinear_mixes"]),
     # --gpu_indices refused with --eval/--forward_only, which run towers too.
     Mutation(
-        "gpu_indices_training_only", At("_TABLE", module="settings"),
-        '"run on them too.", scaling=NOT_USED),',
-        '"run on them too.", training_only=True, scaling=NOT_USED),',
+        "gpu_indices_training_only", At("Devices.gpu_indices"),
+        '        scaling=NOT_USED,\n',
+        '        training_only=True, scaling=NOT_USED,\n',
         [T + "engine/test_runtime_flags.py::"
          "test_gpu_indices_choose_the_gpus_of_eval_and_forward_only_too"]),
     # Trainer.save without the engine variables (global step, loss scale).
@@ -2770,7 +2774,7 @@ MUTATIONS = [
         "every >= p.num_warmup_batches + p.resolved_num_batches",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "trace_step_warmup_boundary", At("validate_observe"),
+        "trace_step_warmup_boundary", At("Observe.refuse"),
         "if p.trace_step <= p.num_warmup_batches:", "if p.trace_step < p.num_warmup_batches:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
@@ -2795,8 +2799,8 @@ MUTATIONS = [
         [T + "config/test_refusal_table.py"]),
     # Lists: one member dropped.
     Mutation(
-        "forward_only_writer_dropped", At("_FORWARD_ONLY_WRITERS"),
-        '                         "eval_dir")', '                         )',
+        "forward_only_writer_dropped", At("Evaluation.eval_dir"),
+        '        forward_only=False)', '        )',
         [T + "config/test_refusal_table.py"]),
     # `~` in a path flag: ./~/run created (the library's Params, every command's parser).
     Mutation(
@@ -2820,7 +2824,7 @@ MUTATIONS = [
         [T + "state/test_writable_every_path.py", T + "state/test_refusal_operands.py"]),
     # --summary_dir with --profile_steps alone refused ("writes nothing").
     Mutation(
-        "summary_dir_for_a_profile_refused", At("validate_observe"),
+        "summary_dir_for_a_profile_refused", At("Observe.refuse"),
         "    if p.summary_dir and not p.summary_verbosity and p.profile_steps is None:",
         "    if p.summary_dir and not p.summary_verbosity:",
         [T + "state/test_writable_every_path.py"]),
@@ -3109,12 +3113,12 @@ MUTATIONS = [
         [T + "commands/test_small_messages.py::test_one_device_per_worker_is_singular"]),
     # Boundaries the flag checks accept, moved by one (FLAG_CHECKS_ACCEPT).
     Mutation(
-        "num_eval_batches_one_refused", At("validate_eval"),
+        "num_eval_batches_one_refused", At("Evaluation.refuse"),
         "p.num_eval_batches is not None and p.num_eval_batches < 1:",
         "p.num_eval_batches is not None and p.num_eval_batches <= 1:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "display_perf_ewma_one_refused", At("validate_eval"),
+        "display_perf_ewma_one_refused", At("Display.refuse"),
         "not 0 < p.display_perf_ewma <= 1:", "not 0 < p.display_perf_ewma < 1:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
@@ -3330,7 +3334,7 @@ MUTATIONS = [
         [T + "commands/test_cli.py::test_help_lists_towertrains_flags_grouped_with_defaults"]),
     # A staged run builds its drain step in warmup (staging's cost).
     Mutation(
-        "drain_step_built_in_timed_steps", At("Feed.begin"),
+        "drain_step_built_in_timed_steps", At("FeedPosition.begin"),
         "            if fence is not None:\n                self.add_fence(fence)\n",
         "",
         [T + "engine/test_staging_warmup.py::test_every_variant_is_first_called_in_warmup"]),
@@ -3412,7 +3416,7 @@ MUTATIONS = [
         [T + "engine/test_runtime_flags.py::test_towers_sharing_the_cores_split_them_unless_told"]),
     Mutation(
         "threads_line_says_zero", At("describe_threads"),
-        """    pool = plan_runtime.describe_pool(held) + (" per process" if held else "")\n""",
+        '    pool = process_settings.describe_pool(held) + (" per process" if held else "")\n',
         """    pool = f"{held} per process"\n""",
         [T + "package/test_bench_threads.py::test_tensorflows_choice_reaches_the_run_as_asked"]),
     Mutation(
