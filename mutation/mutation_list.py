@@ -1923,7 +1923,7 @@ MUTATIONS = [
         [T + "recipe/test_accumulation.py::test_micro_batches_before_the_last_exchange_nothing"]),
     # Accumulation with --variable_update=independent let through.
     Mutation(
-        "accumulation_independent_allowed", At("_validate_accumulation"),
+        "accumulation_independent_allowed", At("StepSettings.refuse"),
         "    if steps > 1 and p.variable_update == \"independent\":",
         "    if False:",
         [T + "recipe/test_accumulation.py::test_refused_combinations_name_the_flags"]),
@@ -2064,14 +2064,18 @@ MUTATIONS = [
          "test_relaxed_resume_applies_the_held_sums_like_an_uninterrupted_run"]),
     # --distortions on synthetic data accepted and silently ignored.
     Mutation(
-        "distortions_on_synthetic_ignored", At("check", module="input_checks"),
-        "        _refuse_preprocessing_flags(params)\n", "        pass\n",
+        "distortions_on_synthetic_ignored", At("InputSettings.refuse_for"),
+        '        if self.data_dir is None:\n'
+        '            # Synthetic', '        if False:\n'
+        '            # Synthetic',
         [T + "input/test_distortions_resize.py::test_preprocessing_flags_on_synthetic_data_are_errors"]),
     # --resize_method on cifar10 files accepted and silently ignored.
     Mutation(
-        "resize_method_on_cifar10_ignored", At("check", module="input_checks"),
-        "        if params.resize_method is not None:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
-        "        if False:\n            raise ParamsError(f\"--resize_method={params.resize_method}: only applies to \"",
+        "resize_method_on_cifar10_ignored", At("InputSettings.refuse_for"),
+        '            if self.resize_method is not None:\n'
+        '                raise ParamsError(f"--resize_method={self.resize_method}: only applies to "',
+        '            if False:\n'
+        '                raise ParamsError(f"--resize_method={self.resize_method}: only applies to "',
         [T + "input/test_distortions_resize.py::"
          "test_resize_method_on_cifar10_files_is_an_error_and_the_cli_exits_2"]),
     # resnet50_v1.5 strides the first 1x1 conv like v1 (the one thing it does
@@ -2522,19 +2526,19 @@ MUTATIONS = [
         [T + "cluster/test_launch_restarts.py::test_workers_a_signal_stopped_are_not_restarted"]),
     # --datasets_* accepted with --data_dir whatever --input is.
     Mutation(
-        "datasets_flags_with_any_input", At("check_command_line", module="runtime_checks"),
+        "datasets_flags_with_any_input", At("InputSettings.refuse_given"),
         'if given and (p.data_dir is None or p.input != "dataset"):',
         "if given and p.data_dir is None:",
         [T + "config/test_refusal_table.py"]),
     # The --batch_group_size-on-synthetic-data check disabled by a misspelt key.
     Mutation(
-        "batch_group_size_check_misspelt", At("check_command_line", module="runtime_checks"),
+        "batch_group_size_check_misspelt", At("InputSettings.refuse_given"),
         'if "batch_group_size" in explicit and p.data_dir is None:',
         'if "batch_group_sizes" in explicit and p.data_dir is None:',
         [T + "config/test_refusal_table.py"]),
     # --datasets_prefetch_buffer_size refused alone, accepted with --nodatasets_use_prefetch.
     Mutation(
-        "prefetch_buffer_conflict_inverted", At("check_command_line", module="runtime_checks"),
+        "prefetch_buffer_conflict_inverted", At("InputSettings.refuse_given"),
         'in explicit and not p.datasets_use_prefetch:', 'in explicit and p.datasets_use_prefetch:',
         [T + "config/test_refusal_table.py"]),
     # --sync_batch_norm accepted on TF_CONFIG and Slurm clusters (a bug once).
@@ -2769,7 +2773,7 @@ MUTATIONS = [
     # --- The patterns closed (boundaries, lists, device branches). ---
     # Boundaries: each comparison against a user's number moved by one.
     Mutation(
-        "eval_every_n_steps_boundary", At("_validate_checkpointing"),
+        "eval_every_n_steps_boundary", At("_validate_eval_against_training"),
         "every > p.num_warmup_batches + p.resolved_num_batches",
         "every >= p.num_warmup_batches + p.resolved_num_batches",
         [T + "config/test_refusal_table.py"]),
@@ -3067,7 +3071,7 @@ MUTATIONS = [
         [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
     Mutation(
         "xla_takes_the_gpu_pack_default", At("gradient_pack_bytes"),
-        "            and not p.xla_compile):\n", "            ):\n",
+        '            and not xla_compile):\n', "            ):\n",
         [T + "config/test_exchange_checks.py::test_the_plan_sizes_packs_by_default_on_gpus_only"]),
     Mutation(
         "pack_size_and_count_both_accepted", At("_validate_pack_size"),
@@ -3094,12 +3098,12 @@ MUTATIONS = [
         "    array_checks.check(images)  # raw pixels\n", "",
         [T + "input/test_array_checks.py", T + "commands/test_newcomer_errors.py"]),
     Mutation(
-        "data_dir_file_called_missing", At("_validate_input"),
+        "data_dir_file_called_missing", At("InputSettings.refuse"),
         "              if os.path.isfile(p.data_dir) else \"no such directory\")",
         "              if False else \"no such directory\")",
         [T + "commands/test_small_messages.py::test_a_data_dir_naming_a_file_says_so"]),
     Mutation(
-        "model_without_did_you_mean", At("validate"),
+        "model_without_did_you_mean", At("ModelSettings.refuse"),
         "        close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)\n",
         "        close = []\n",
         [T + "commands/test_small_messages.py::test_a_misspelled_model_gets_a_did_you_mean"]),
@@ -3141,8 +3145,8 @@ MUTATIONS = [
         [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
          T + "commands/test_newcomer_errors.py"]),
     Mutation(
-        "params_model_default_named", At("_TABLE", module="settings"),
-        'Setting("model", STRING, None,', 'Setting("model", STRING, "trivial",',
+        "params_model_default_named", At("ModelSettings.model"),
+        '        None, "Model name from the registry', '        "trivial", "Model name from the registry',
         [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused"]),
     # A global batch larger than an epoch of real data taken
     # (every step one partial batch); its boundary (a batch of exactly the
