@@ -2782,7 +2782,7 @@ MUTATIONS = [
         "if p.trace_step <= p.num_warmup_batches:", "if p.trace_step < p.num_warmup_batches:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "slurm_port_base_boundary", At("_validate_source"),
+        "slurm_port_base_boundary", At("ClusterSettings.refuse"),
         "if not 0 < p.slurm_port_base < 65536:", "if not 0 < p.slurm_port_base <= 65536:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
@@ -2853,15 +2853,15 @@ MUTATIONS = [
         [T + "plan/test_gpu_branches.py"]),
     # Survivors of generated_mutants.py that broke a claim, now killed.
     Mutation(
-        "slurm_port_base_negative_accepted", At("_validate_source"),
+        "slurm_port_base_negative_accepted", At("ClusterSettings.refuse"),
         "if not 0 < p.slurm_port_base < 65536:", "if not 0 != p.slurm_port_base < 65536:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "collective_timeout_negative_accepted", At("validate_cluster"),
+        "collective_timeout_negative_accepted", At("ClusterSettings.refuse"),
         "not p.collective_timeout_secs > 0:", "not p.collective_timeout_secs != 0:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
-        "collective_timeout_valid_refused", At("validate_cluster"),
+        "collective_timeout_valid_refused", At("ClusterSettings.refuse"),
         "not p.collective_timeout_secs > 0:", "not p.collective_timeout_secs > 1:",
         [T + "config/test_refusal_table.py"]),
     Mutation(
