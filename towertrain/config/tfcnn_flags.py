@@ -12,9 +12,11 @@ flag is decided from what it does in that source:
   REFUSED (3): refused whatever its value, with `why` (why it cannot apply,
     and what to use instead).
 
-towertrain.config.tfcnn_definitions defines the absl flags of categories 2 and
-3 from this table, towertrain.config.tfcnn_checks refuses them, and
-towertrain.commands.migration_doc writes docs/migration.md's table from it.
+Category 1 is each declared setting's `tfcnn` (towertrain.config.declare: its
+type, default and what differs there), collected here; categories 2 and 3
+are the table below. towertrain.config.tfcnn_definitions defines the absl
+flags of categories 2 and 3, towertrain.config.tfcnn_checks refuses them, and
+towertrain.commands.migration_doc writes docs/migration.md's table from FLAGS.
 """
 import collections
 
@@ -58,9 +60,7 @@ _TRT = ("TensorRT conversion needs a frozen TF 1 graph and a TensorRT build; exp
         "python -m towertrain.export and convert the SavedModel with "
         "tf.experimental.tensorrt.Converter")
 
-# The flags towertrain accepts with one value or refuses, and the implemented
-# ones not yet declared beside their reader (a declared setting's `tfcnn`
-# says what its flag was there; `_implemented` adds those).
+# Categories 2 and 3: the flags towertrain accepts with one value or refuses.
 _TABLE = (
     value("freeze_when_forward_only", "boolean", False, False,
           "freezing converts a TF 1 Session graph's variables to constants (for TensorRT); "
@@ -198,8 +198,7 @@ REFUSED_NAMES = frozenset(f.name for f in FLAGS if f.category != IMPLEMENTED)
 # model's batch, --save_model_secs=0 no timed saves, --gpu_indices= the first
 # GPUs. Spelled out on a command line, each is taken as not given.
 UNSET_DEFAULTS = tuple(s.name for s in settings.SETTINGS
-                       if s.tfcnn is not None and s.tfcnn.unset) + (
-    )
+                       if s.tfcnn is not None and s.tfcnn.unset)
 
 
 def unset_spelling(flag):
@@ -211,14 +210,10 @@ def unset_spelling(flag):
 # the flags.DEFINE_enum calls at SOURCE_COMMIT). towertrain's flags take every one
 # (--device and --local_parameter_device in either case, as there) except the
 # values in REFUSED_VALUES, whose parse error says why and what to use.
-ENUM_VALUES = {
-    **{s.name: s.tfcnn.values for s in settings.SETTINGS
-       if s.tfcnn is not None and s.tfcnn.values is not None},
-}
-REFUSED_VALUES = {
-    **{(s.name, value): why for s in settings.SETTINGS if s.tfcnn is not None
-       for value, why in s.tfcnn.refused_values},
-}
+ENUM_VALUES = {s.name: s.tfcnn.values for s in settings.SETTINGS
+               if s.tfcnn is not None and s.tfcnn.values is not None}
+REFUSED_VALUES = {(s.name, value): why for s in settings.SETTINGS if s.tfcnn is not None
+                  for value, why in s.tfcnn.refused_values}
 
 
 def value_refusal(name, given):
