@@ -83,3 +83,17 @@ def test_one_field_in_one_section_is_a_whole_setting(tmp_path):
         env=dict(os.environ, PYTHONPATH=str(copy), TF_CPP_MIN_LOG_LEVEL="3"))
     assert "--scratch_clip_ratio=0.25: only applies to training" in refused.stderr, \
         refused.stderr[-2000:]
+
+
+def test_the_declared_recorded_settings_are_the_run_records():
+    """The settings declared `recorded` are those the run record keeps
+    (towertrain.state.run_record.STATE_SETTINGS), each after the setting whose
+    mode it needs, so the record can take its list from the declarations."""
+    from towertrain.config import settings
+    from towertrain.state import run_record
+    declared = [s.name for s in settings.recorded()]
+    assert set(declared) == set(run_record.STATE_SETTINGS)
+    for setting in settings.recorded():
+        if setting.applies_with is not None:
+            mode = setting.applies_with[0]
+            assert declared.index(mode) < declared.index(setting.name), setting.name

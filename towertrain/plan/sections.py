@@ -3,7 +3,10 @@
 Each section holds what one concern needs, worked out once (towertrain.plan
 builds them): a part takes its section, or a few values of it, never the
 Params. Field names follow the flags they come from, so a value is found by
-its flag's name.
+its flag's name. A section whose fields are settings is declared beside the
+component that reads it (its settings.py), with its checks; this module keeps
+the sections worked out from several (Topology, Batches, Steps, Recipe,
+Outputs) and names the others too.
 """
 import dataclasses
 from typing import Optional, Tuple
@@ -15,9 +18,9 @@ from towertrain.engine.exchange_settings import Exchange  # noqa: F401
 from towertrain.engine.feed.settings import InputPlan  # noqa: F401
 from towertrain.engine.process.settings import Runtime  # noqa: F401
 from towertrain.engine.run.settings import Display, Observe
-from towertrain.state.settings import Checkpoints
 from towertrain.recipe.settings import (  # noqa: F401
     Clipping, LearningRateSettings, Loss, Optimizer, Precision)
+from towertrain.state.settings import Checkpoints
 
 frozen = dataclasses.dataclass(frozen=True)
 
