@@ -23,34 +23,33 @@ from towertrain.engine.distributed import settings as distributed_settings
 from towertrain.engine.evaluation import settings as evaluation_settings
 from towertrain.engine.feed import settings as feed_settings
 from towertrain.engine.process import settings as process_settings
-from towertrain.engine.exchange_settings import (  # noqa: F401 - also read as settings.X
-    ALL_REDUCE_SPECS, EXCHANGES, VARIABLE_CONSISTENCIES, VARIABLE_UPDATES)
-from towertrain.engine.feed.settings import DATA_NAMES, INPUTS, RESIZE_METHODS  # noqa: F401
-from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
 from towertrain.engine.run import settings as run_settings
 from towertrain.plan import settings as plan_settings
 from towertrain.recipe import settings as recipe_settings
 from towertrain.state import settings as state_settings
-from towertrain.recipe.settings import (  # noqa: F401 - also read as settings.X
+# The enum settings' choices, declared with them; read here as settings.X too.
+from towertrain.engine.exchange_settings import (  # noqa: F401
+    ALL_REDUCE_SPECS, EXCHANGES, VARIABLE_CONSISTENCIES, VARIABLE_UPDATES)
+from towertrain.engine.feed.settings import DATA_NAMES, INPUTS, RESIZE_METHODS  # noqa: F401
+from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
+from towertrain.recipe.settings import (  # noqa: F401
     LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES, LOSS_TYPES, OPTIMIZERS)
 
-# The sections that declare settings, in the order their checks run and their
-# fields follow one another within a --help group.
-SECTIONS = (plan_settings.ModelSettings, plan_settings.StepSettings, process_settings.Devices, exchange_settings.ExchangeSettings,
-            recipe_settings.Optimizer,
-            recipe_settings.LearningRateSettings, recipe_settings.Clipping,
-            recipe_settings.Precision, recipe_settings.Loss, run_settings.Display,
-            run_settings.Observe, state_settings.Checkpoints, evaluation_settings.Evaluation,
-            distributed_settings.ClusterSettings, process_settings.ProcessSettings,
-            feed_settings.InputSettings)
+# The sections that declare settings, in the order their checks run; within a
+# --help group their fields follow one another in this order.
+SECTIONS = (plan_settings.ModelSettings, plan_settings.StepSettings,
+            process_settings.Devices, exchange_settings.ExchangeSettings,
+            recipe_settings.Optimizer, recipe_settings.LearningRateSettings,
+            recipe_settings.Clipping, recipe_settings.Precision, recipe_settings.Loss,
+            run_settings.Display, run_settings.Observe, state_settings.Checkpoints,
+            evaluation_settings.Evaluation, distributed_settings.ClusterSettings,
+            process_settings.ProcessSettings, feed_settings.InputSettings)
 
 # The --help groups, in --help order.
 GROUP_TITLES = ("Model and data", "Devices and variables", "Training", "Learning rate",
                 "Optimizer options", "Precision and speed", "Summaries and traces",
                 "Checkpoints and evaluation", "Cluster", "Runtime and threads",
                 "Input pipeline (--data_dir with --input=dataset)", "Output")
-
-# Choices of the enum settings; Params checks values against the same tuples.
 
 
 def shown_default(name):
@@ -75,7 +74,6 @@ _TABLE = (
             "default. TF_CPP_MIN_LOG_LEVEL=0 shows the C++ part only, --verbosity=0 the "
             "Python part only.", param=False, group="Output"),
 )
-
 
 
 def collect(sections=SECTIONS, table=_TABLE):

@@ -13,16 +13,17 @@ class ModelSettings:
     # explicit Params(model=...) apart and refuse it (Params.resolved_model).
     model: Optional[str] = setting(
         None, "Model name from the registry (towertrain.models).",
-        tfcnn=tfcnn("string", "trivial", "towertrain's registry (python -m towertrain --help lists it); "
-              "--model=alexnet with --data_name=cifar10 builds alexnet_cifar, as "
-              "tf_cnn_benchmarks builds its CIFAR-10 AlexNet there. Not ported: "
-              "overfeat, inception4, resnet50_v2, resnet101_v2, resnet152_v2, "
-              "densenet100_k12, densenet100_k24, the official_resnet* models, ncf, "
-              "deepspeech2 and the TF 1-only mobilenet, nasnet, nasnetlarge and "
-              "ssd300"))
+        tfcnn=tfcnn("string", "trivial", "towertrain's registry (python -m towertrain --help "
+                    "lists it); --model=alexnet with --data_name=cifar10 builds alexnet_cifar, as "
+                    "tf_cnn_benchmarks builds its CIFAR-10 AlexNet there. Not ported: "
+                    "overfeat, inception4, resnet50_v2, resnet101_v2, resnet152_v2, "
+                    "densenet100_k12, densenet100_k24, the official_resnet* models, ncf, "
+                    "deepspeech2 and the TF 1-only mobilenet, nasnet, nasnetlarge and "
+                    "ssd300"))
     batch_size: Optional[int] = setting(
         None, "Batch size per device (default: the model's).",
-        tfcnn=tfcnn("integer", 0, "default: the model's (tf_cnn_benchmarks: 0 = the model's too)", unset=True))
+        tfcnn=tfcnn("integer", 0, "default: the model's (tf_cnn_benchmarks: 0 = the model's "
+                    "too)", unset=True))
     tf_random_seed: int = setting(
         1234, "Seed for initializers, synthetic data, dropout and augmentation "
         "(every draw: docs/checkpoints.md, 'Randomness and exactness').",

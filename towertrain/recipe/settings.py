@@ -158,7 +158,8 @@ class Loss:
         0.0, "L2 weight decay on the variables the model marks for it (conv and "
         "dense kernels; never BN or biases).",
         training_only=True,
-        tfcnn=tfcnn("float", 4e-05, "default 0 in towertrain, and only conv and dense kernels decay (see 'Weight decay defaults' above)"),
+        tfcnn=tfcnn("float", 4e-05, "default 0 in towertrain, and only conv and dense kernels "
+                    "decay (see 'Weight decay defaults' above)"),
         recorded=ALWAYS)
     single_l2_loss_op: bool = setting(
         False, "Compute the weight decay as one L2 loss of all decayed variables "

@@ -60,9 +60,9 @@ class Evaluation:
         None, "With --eval: write the results as TensorBoard events (accuracy/top1, "
         "accuracy/top5 at each checkpoint's step) here.",
         scaling=NOT_USED, path=True,
-        tfcnn=tfcnn("string", "/tmp/tf_cnn_benchmarks/eval", "towertrain writes eval events only when it is given "
-              "(tf_cnn_benchmarks' --eval always writes them, by default to "
-              "/tmp/tf_cnn_benchmarks/eval)"),
+        tfcnn=tfcnn("string", "/tmp/tf_cnn_benchmarks/eval", "towertrain writes eval events "
+                    "only when it is given (tf_cnn_benchmarks' --eval always writes "
+                    "them, by default to /tmp/tf_cnn_benchmarks/eval)"),
         forward_only=False)
 
     @staticmethod

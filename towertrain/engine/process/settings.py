@@ -31,8 +31,8 @@ class ProcessSettings:
         "divided among this process's towers and the cluster's workers on "
         "this host, at least 1 (measured on 2 cores: 1.15-1.29x at 2-8 "
         "towers); one tower: TensorFlow's choice).",
-        tfcnn=tfcnn("integer", None, "default: 1 on gpu; on cpu, the cores / the towers and workers on "
-              "this host"))
+        tfcnn=tfcnn("integer", None, "default: 1 on gpu; on cpu, the cores / the towers and "
+                    "workers on this host"))
     num_inter_threads: int = setting(
         0, "Threads of TensorFlow's inter-op pool; 0: TensorFlow picks.",
         tfcnn=tfcnn("integer", 0))
@@ -47,7 +47,8 @@ class ProcessSettings:
         "parallel region before sleeping.",
         scaling=NOT_USED, tfcnn=tfcnn("integer", 0))
     kmp_affinity: str = setting(
-        "granularity=fine,verbose,compact,1,0", "With --mkl: KMP_AFFINITY, which cores OpenMP threads are bound to.",
+        "granularity=fine,verbose,compact,1,0", "With --mkl: KMP_AFFINITY, which cores OpenMP "
+        "threads are bound to.",
         scaling=NOT_USED, tfcnn=tfcnn("string", "granularity=fine,verbose,compact,1,0"))
     kmp_settings: int = setting(
         1, "With --mkl: KMP_SETTINGS; 1 prints the OpenMP settings when it "
@@ -110,7 +111,8 @@ class Devices:
     device: Optional[str] = setting(
         None, "Compute device type (default: gpu if one is present, else cpu).",
         choices=DEVICES, case_sensitive=False,
-        tfcnn=tfcnn("enum", "gpu", "default: gpu if one is present, else cpu", values=("cpu", "gpu", "CPU", "GPU")))
+        tfcnn=tfcnn("enum", "gpu", "default: gpu if one is present, else cpu",
+                    values=("cpu", "gpu", "CPU", "GPU")))
     num_gpus: int = setting(
         1, "Number of towers: GPUs, or logical CPU devices with --device=cpu.",
         scaling=PER_CONFIGURATION,
@@ -126,9 +128,10 @@ class Devices:
         "--num_gpus (default: 0..num_gpus-1); --eval and --forward_only run "
         "on them too.",
         scaling=NOT_USED,
-        tfcnn=tfcnn("string", "", "towertrain: the physical GPUs the towers run on, in tower order (the "
-              "ring's order); tf_cnn_benchmarks only passes it to TF 1's collective "
-              "ring order and always uses the first --num_gpus GPUs", unset=True))
+        tfcnn=tfcnn("string", "", "towertrain: the physical GPUs the towers run on, in tower "
+                    "order (the ring's order); tf_cnn_benchmarks only passes it to TF 1's "
+                    "collective ring order and always uses the first --num_gpus GPUs",
+                    unset=True))
     data_format: Optional[str] = setting(
         None, "Image layout (default: NCHW on gpu, NHWC on cpu).",
         choices=DATA_FORMATS, group="Model and data",
