@@ -145,7 +145,7 @@ def definitions(tree, path):
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
                 name = prefix + node.name
                 found.append(Definition(name, module, path, first, node.end_lineno))
-                visit(node.body, name + ".", isinstance(node, ast.ClassDef) is False)
+                visit(node.body, name + ".", not isinstance(node, ast.ClassDef))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not in_function:
                 found.extend(Definition(prefix + n, module, path, node.lineno, node.end_lineno)
                              for n in _assigned_names(node))
