@@ -842,7 +842,7 @@ MUTATIONS = [
         [T + "cluster/test_coordinated_stop.py"]),
     # A resume does not read the topology the checkpoint recorded.
     Mutation(
-        "topology_not_read_at_resume", At("Topology.after_restore"),
+        "topology_not_read_at_resume", At("RecordedTopology.after_restore"),
         "        self.saved = tuple(int(v.numpy()) for v in self._variables)",
         "        self.saved = self.current",
         [T + "cluster/test_topology_change.py::test_a_changed_global_batch_is_said_at_the_resume"]),
@@ -1664,8 +1664,8 @@ MUTATIONS = [
         [T + "engine/test_variable_consistency.py::test_relaxed_applies_each_sum_one_step_late"]),
     Mutation(
         "gradient_accumulation_steps_ignored", At("plan_steps"),
-        '    accumulation = accumulation_lib.Plan(params.gradient_accumulation_steps,',
-        '    accumulation = accumulation_lib.Plan(1,',
+        '    accumulation = accumulation_lib.AccumulationPlan(params.gradient_accumulation_steps,',
+        '    accumulation = accumulation_lib.AccumulationPlan(1,',
         [T + "recipe/test_accumulation.py::"
          "test_full_batches_equal_stock_keras_gradient_accumulation"]),
     Mutation(
@@ -1884,7 +1884,7 @@ MUTATIONS = [
         [T + "recipe/test_accumulation.py::test_update_equals_one_step_on_its_batches_concatenated"]),
     # An epoch's last update does not stop at the epoch's end (always K batches).
     Mutation(
-        "accumulation_spans_epochs", At("Plan.micro_batches"),
+        "accumulation_spans_epochs", At("AccumulationPlan.micro_batches"),
         "        if self.batches_per_epoch is None:\n            return self.steps\n"
         "        first = (step",
         "        if True:\n            return self.steps\n        first = (step",
@@ -2664,7 +2664,7 @@ MUTATIONS = [
         [T + "state/test_state_leftovers.py"]),
     # The topology header ignores a changed number of devices per worker.
     Mutation(
-        "topology_devices_not_compared", At("Topology.header_info"),
+        "topology_devices_not_compared", At("RecordedTopology.header_info"),
         "        if self.saved is None or self.saved == self.current:",
         "        if self.saved is None or self.saved[:2] == self.current[:2]:",
         [T + "state/test_record_fields.py"]),

@@ -9,7 +9,7 @@ import tensorflow as tf
 from towertrain import Params, Trainer
 from towertrain.callbacks import Callback
 from towertrain.input_pipeline import from_arrays
-from towertrain.plan.accumulation import Plan
+from towertrain.plan.accumulation import AccumulationPlan
 
 from helpers import graph_walks
 from helpers.cli import quiet
@@ -155,13 +155,13 @@ def test_schedule_counts_updates():
 
 
 def test_plan_splits_epochs_into_updates():
-    plan = Plan(steps=4, batches_per_epoch=10)
+    plan = AccumulationPlan(steps=4, batches_per_epoch=10)
     assert plan.updates_per_epoch == 3
     assert [plan.micro_batches(s) for s in range(6)] == [4, 4, 2, 4, 4, 2]
     assert [plan.batches_before(s) for s in range(7)] == [0, 4, 8, 10, 14, 18, 20]
     assert [plan.first_update_at_or_after(b) for b in (0, 1, 4, 9, 10, 11)] == [
         0, 1, 1, 3, 3, 4]
-    unbounded = Plan(steps=3)
+    unbounded = AccumulationPlan(steps=3)
     assert unbounded.micro_batches(7) == 3 and unbounded.batches_before(5) == 15
     assert unbounded.first_update_at_or_after(7) == 3
 

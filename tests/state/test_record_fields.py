@@ -142,7 +142,7 @@ def test_each_topology_number_changed_alone_is_reported(name):
     assert sorted(TOPOLOGY) == sorted(topology_lib.NAMES)
     assert name in TOPOLOGY_CHANGES, f"no case changes the topology's {name!r} alone"
     value, expected = TOPOLOGY_CHANGES[name]
-    topology = topology_lib.Topology(**TOPOLOGY)
+    topology = topology_lib.RecordedTopology(**TOPOLOGY)
     saved = dict(TOPOLOGY, **{name: value})
     for variable, field in zip(topology.variables().values(), topology_lib.NAMES):
         variable.assign(saved[field])  # what a restore of that checkpoint reads

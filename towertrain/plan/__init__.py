@@ -196,7 +196,7 @@ def _learning_rate(params, layout, input_facts, batches, steps):
     steps_per_epoch, epoch_text = steps.updates_per_epoch, None
     if steps_per_epoch is None and examples is not None and input_facts.synthetic:
         # Synthetic data stands in for its dataset: its known size, as --num_epochs.
-        steps_per_epoch = accumulation_lib.Plan(
+        steps_per_epoch = accumulation_lib.AccumulationPlan(
             batches.accumulation_steps,
             math.ceil(examples / batches.global_batch)).updates_per_epoch
         epoch_text = f"{examples:,} examples: {origin}"

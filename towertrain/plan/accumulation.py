@@ -1,7 +1,7 @@
 """Gradient accumulation (--gradient_accumulation_steps=K): which global
 batches make up each update.
 
-    plan = Plan(steps=4, batches_per_epoch=10)
+    plan = AccumulationPlan(steps=4, batches_per_epoch=10)
     plan.updates_per_epoch          # 3: updates of 4, 4 and 2 batches
     plan.micro_batches(2)           # 2: the update taking the global step 2 -> 3
     plan.batches_before(3)          # 10: the input position after 3 updates
@@ -17,7 +17,7 @@ updates; the input position (resume, staging) is counted in batches, and
 import math
 
 
-class Plan:
+class AccumulationPlan:
     """steps: K. batches_per_epoch: global batches per epoch (the last may be
     partial), or None when the data has no epoch length."""
 

@@ -83,7 +83,7 @@ class Steps:
     timed: int
     num_epochs: Optional[int]  # --num_epochs (None: warmup + timed steps)
     batches_per_epoch: Optional[int]  # global batches (None: no epoch length)
-    accumulation: "object"  # towertrain.plan.accumulation.Plan
+    accumulation: "object"  # towertrain.plan.accumulation.AccumulationPlan
     eval_schedule: Optional["object"] = None  # towertrain.plan.eval_schedule.EvalSchedule
     # Where the epoch length came from (the header's Epoch line): examples per
     # epoch (None: the input gives batches only) and the source's words.

@@ -128,8 +128,8 @@ def plan_steps(params, input_facts, global_batch, dataset=None) -> Steps:
         input_steps_per_epoch = math.ceil(examples / global_batch)  # synthetic: known size
     batches_per_epoch = epoch_batches(params.num_examples_per_epoch, input_steps_per_epoch,
                                       global_batch)
-    accumulation = accumulation_lib.Plan(params.gradient_accumulation_steps,
-                                         batches_per_epoch)
+    accumulation = accumulation_lib.AccumulationPlan(params.gradient_accumulation_steps,
+                                                     batches_per_epoch)
     warmup, timed = warmup_and_timed(params, accumulation.updates_per_epoch)
     schedule = eval_schedule.for_params(params, warmup + timed,
                                         accumulation.updates_per_epoch)

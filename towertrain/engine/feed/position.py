@@ -14,7 +14,7 @@ from towertrain.plan import steps as steps_plan
 class FeedPosition:
     """input: the run's Input (the staging wrapper when staging is on);
     staging: that StagedInput, or None; accumulation: the plan's
-    accumulation.Plan; total_steps: the run's last global step."""
+    accumulation.AccumulationPlan; total_steps: the run's last global step."""
 
     def __init__(self, input_source, staging, accumulation, total_steps):
         self.input = input_source

@@ -45,7 +45,7 @@ class Checkpointer:
         self.handles = handles
         self.train_dir = train_dir
         self.max_to_keep = max_to_keep
-        self.topology = topology_lib.Topology(  # who wrote a restored checkpoint
+        self.topology = topology_lib.RecordedTopology(  # who wrote a restored checkpoint
             plan.batches.global_batch, plan.topology.num_workers, plan.topology.num_towers)
         self.state = ckpt_lib.EngineState(handles.model, handles.variables, handles.input,
                                           dict(handles.engine_variables(),

@@ -12,8 +12,10 @@ import tensorflow as tf
 NAMES = ("global_batch", "workers", "devices_per_worker")
 
 
-class Topology:
-    """The run's topology as checkpoint variables, and what a restore found.
+class RecordedTopology:
+    """The run's topology as checkpoint variables, and what a restore found:
+    the shape a checkpoint records (where the towers run is the plan's
+    towertrain.plan.Topology; this is its count, saved and compared).
 
     global_batch: examples per step of the whole cluster; workers: processes;
     devices_per_worker: towers in each (towertrain.plan: batches, topology)."""
