@@ -91,7 +91,7 @@ DEFAULT_MODEL = "trivial"
 # tf_cnn_benchmarks class that overrides get_learning_rate (models/recipes.py);
 # without one, default_learning_rate at every step, as its Model base class.
 # default_learning_rate stays the constant a run recorded before recipes
-# trained with (towertrain.plan.model_recipe keeps it at a resume).
+# trained with (towertrain.plan.learning_rate.source keeps it at a resume).
 BUILTIN_MODELS = (
     _cifar("trivial", _builder("trivial", "build_trivial"), 32, 0.005),
     # min_image_size: two valid 3x3 convs and 2x2 pools (cifar_cnn); two 2x2

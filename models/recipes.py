@@ -2,7 +2,7 @@
 learning-rate flag is given (--init_learning_rate, --piecewise_learning_rate_schedule).
 
 Installed as `towertrain.models.recipes`. Plain Python (no Keras): the catalog
-reads it. towertrain.plan.model_recipe turns a recipe into the run's schedule
+reads it. towertrain.plan.learning_rate turns a recipe into the run's schedule
 for its global batch, epoch and gradient exchange.
 
 The built-in recipes are tf_cnn_benchmarks' `get_learning_rate` overrides
@@ -20,19 +20,8 @@ from typing import Optional, Tuple
 #   "fraction": int(N / B * E)   (ResnetModel; also the flags' decay and warmup)
 #   "whole":    (N // B) * E     (ResnetCifar10Model, DensenetCifar10Model)
 #   "total":    (E * N) // B     (AlexnetCifar10Model's decay)
+# (towertrain.plan.learning_rate.model_recipe.epochs_to_steps counts them).
 EPOCH_STEPS = ("fraction", "whole", "total")
-
-
-def epochs_to_steps(rule, epochs, examples, batch):
-    """E epochs as steps under `rule` (EPOCH_STEPS), in tf_cnn_benchmarks'
-    own float/integer arithmetic."""
-    if rule == "fraction":
-        return int(examples / batch * epochs)
-    if rule == "whole":
-        return int(examples // batch * epochs)
-    if rule == "total":
-        return int(epochs * examples // batch)
-    raise ValueError(f"epoch_steps must be one of {', '.join(EPOCH_STEPS)}, got {rule!r}")
 
 
 @dataclasses.dataclass(frozen=True)

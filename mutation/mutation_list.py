@@ -655,7 +655,7 @@ MUTATIONS = [
         "        self.minimum = float(minimum or 0.0)\n",
         "        self.minimum = float(minimum or 0.0) * self.scale\n",
         [T + "commands/test_flag_values.py::test_minimum_learning_rate_is_not_scaled_with_linear_scaling"]),
-    # A model's own learning-rate recipe (plan/model_recipe.py, models/recipes.py)
+    # A model's own learning-rate recipe (plan/learning_rate/, models/recipes.py)
     # against tf_cnn_benchmarks' formulas.
     Mutation(
         "recipe_boundary_step_takes_the_later_rate", At("learning_rate", module="model_recipe"),
@@ -708,7 +708,7 @@ MUTATIONS = [
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
     Mutation(
         "run_record_without_the_learning_rate", At("_resume_chief"),
-        "        learning_rate=model_recipe.record_entry(handles.learning_rate)))",
+        "        learning_rate=lr_source.record_entry(handles.learning_rate)))",
         "        learning_rate=None))",
         [T + "recipe/test_model_recipe_doors.py::"
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),

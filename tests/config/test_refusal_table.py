@@ -417,7 +417,7 @@ CASES = [
      "needs the epoch length", E),
     (["--eval_during_training_at_specified_epochs=1"],
      "--eval_during_training_at_specified_epochs=1: ", "needs the epoch length", E),
-    # --- towertrain/plan/model_recipe.py: a flag the model's own recipe would ignore,
+    # --- towertrain/plan/learning_rate/: a flag the model's own recipe would ignore,
     # and a decay interval shorter than a step.
     (["--model=resnet20", "--num_learning_rate_warmup_epochs=1"],
      "--num_learning_rate_warmup_epochs=1.0: ", "only applies with --init_learning_rate or "
@@ -479,9 +479,10 @@ UNREACHABLE = {
     'towertrain/config/cluster_spec.py: raise ClusterError(f"--task_index={params.task_index}: '
     'must be in "': "Params refuses the same --task_index first (cluster_checks.py); "
     "from_flags keeps the check for callers that bypass Params",
-    'towertrain/plan/schedule.py: raise ParamsError("--learning_rate_schedule=cosine: needs '
-    'the run\'s length")': "a plan's total steps are >= 1 (--num_batches >= 1, --num_epochs "
-    ">= 1 with a known epoch); kept for callers of schedule.learning_rate",
+    'towertrain/plan/learning_rate/schedule.py: raise ParamsError('
+    '"--learning_rate_schedule=cosine: needs the run\'s length")':
+        "a plan's total steps are >= 1 (--num_batches >= 1, --num_epochs >= 1 with a known "
+        "epoch); kept for callers of schedule.learning_rate",
 }
 
 # Command lines at the boundary of a refusal above (the last value accepted),

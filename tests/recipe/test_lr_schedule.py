@@ -21,7 +21,7 @@ from helpers.run_handles import default_callbacks_for
 from helpers.serial_reference import IMAGE_SHAPE, NUM_CLASSES, assert_close, tiny_model
 from towertrain import Callback, Params, Trainer
 from towertrain.recipe import lr_schedule
-from towertrain.plan import schedule as schedule_lib
+from towertrain.plan.learning_rate import schedule as schedule_lib
 from towertrain.input_pipeline import from_arrays
 from towertrain.config.params import ParamsError
 

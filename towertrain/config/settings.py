@@ -25,6 +25,7 @@ from towertrain.engine.feed import settings as feed_settings
 from towertrain.engine.process import settings as process_settings
 from towertrain.engine.run import settings as run_settings
 from towertrain.plan import settings as plan_settings
+from towertrain.plan.learning_rate import settings as learning_rate_settings
 from towertrain.recipe import settings as recipe_settings
 from towertrain.state import settings as state_settings
 # The enum settings' choices, declared with them; read here as settings.X too.
@@ -32,14 +33,15 @@ from towertrain.engine.exchange_settings import (  # noqa: F401
     ALL_REDUCE_SPECS, EXCHANGES, VARIABLE_CONSISTENCIES, VARIABLE_UPDATES)
 from towertrain.engine.feed.settings import DATA_NAMES, INPUTS, RESIZE_METHODS  # noqa: F401
 from towertrain.engine.process.settings import DATA_FORMATS, DEVICES  # noqa: F401
-from towertrain.recipe.settings import (  # noqa: F401
-    LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES, LOSS_TYPES, OPTIMIZERS)
+from towertrain.plan.learning_rate.settings import (  # noqa: F401
+    LEARNING_RATE_SCALINGS, LEARNING_RATE_SCHEDULES)
+from towertrain.recipe.settings import LOSS_TYPES, OPTIMIZERS  # noqa: F401
 
 # The sections that declare settings, in the order their checks run; within a
 # --help group their fields follow one another in this order.
 SECTIONS = (plan_settings.ModelSettings, plan_settings.StepSettings,
             process_settings.Devices, exchange_settings.ExchangeSettings,
-            recipe_settings.Optimizer, recipe_settings.LearningRateSettings,
+            recipe_settings.Optimizer, learning_rate_settings.LearningRateSettings,
             recipe_settings.Clipping, recipe_settings.Precision, recipe_settings.Loss,
             run_settings.Display, run_settings.Observe, state_settings.Checkpoints,
             evaluation_settings.Evaluation, distributed_settings.ClusterSettings,

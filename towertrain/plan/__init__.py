@@ -25,8 +25,9 @@ from towertrain.engine.exchange_settings import ExchangeSettings
 from towertrain.engine.feed.settings import InputSettings
 from towertrain.engine.process.settings import Devices, ProcessSettings
 from towertrain.plan import accumulation as accumulation_lib
-from towertrain.plan import model_recipe
-from towertrain.plan import schedule as schedule_lib
+from towertrain.plan.learning_rate import model_recipe
+from towertrain.plan.learning_rate import schedule as schedule_lib
+from towertrain.plan.learning_rate import source as lr_source
 from towertrain.plan import steps as steps_lib
 from towertrain.plan.sections import (Batches, Clipping, Exchange, InputPlan, Loss,
                                       Optimizer, Outputs, Precision, Recipe, Runtime,
@@ -74,7 +75,7 @@ class Layout:
     eval_batch_per_device: int
     base_learning_rate: float
     # The model's own learning-rate recipe and which rate the run trains with
-    # (towertrain.plan.model_recipe.source_of: flags, recipe, model or kept).
+    # (towertrain.plan.learning_rate.source.source_of: flags, recipe, model or kept).
     learning_rate_recipe: Optional[object] = None
     learning_rate_source: str = "model"
 
@@ -142,11 +143,11 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     _take(InputSettings, params).refuse_for(dataset)
     per_device = params.batch_size or model_spec.default_batch_size
     recipe = getattr(model_spec, "learning_rate_recipe", None)
-    source = model_recipe.source_of(params, recipe)
-    if source == "recipe" and model_recipe.recorded_before_recipes(params.train_dir):
+    source = lr_source.source_of(params, recipe)
+    if source == "recipe" and lr_source.recorded_before_recipes(params.train_dir):
         source = "kept"
     if source == "recipe":
-        model_recipe.check_flags(params, params.resolved_model, recipe)
+        lr_source.check_flags(params, params.resolved_model, recipe)
     return Layout(
         model=params.resolved_model, dataset=dataset, topology=topology,
         runtime=runtime_of(params, topology, machine),
@@ -184,7 +185,7 @@ def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> Run
 
 
 def _learning_rate(params, layout, input_facts, batches, steps):
-    """The run's LearningRate (towertrain.plan.model_recipe says which)."""
+    """The run's LearningRate (towertrain.plan.learning_rate.source says which)."""
     source, topology = layout.learning_rate_source, layout.topology
     examples, origin = model_recipe.epoch_of(params, input_facts, steps, layout.dataset,
                                              batches.global_batch)
@@ -204,5 +205,5 @@ def _learning_rate(params, layout, input_facts, batches, steps):
                                       global_batch=batches.per_update,
                                       steps_per_epoch=steps_per_epoch, total_steps=steps.total)
     return dataclasses.replace(rate, source=source, epoch_text=epoch_text,
-                               origin=model_recipe.origin_of(params, layout.model, source,
-                                                             params.train_dir))
+                               origin=lr_source.origin_of(params, layout.model, source,
+                                                          params.train_dir))

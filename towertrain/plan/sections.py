@@ -19,7 +19,7 @@ from towertrain.engine.feed.settings import InputPlan  # noqa: F401
 from towertrain.engine.process.settings import Runtime  # noqa: F401
 from towertrain.engine.run.settings import Display, Observe
 from towertrain.recipe.settings import (  # noqa: F401
-    Clipping, LearningRateSettings, Loss, Optimizer, Precision)
+    Clipping, Loss, Optimizer, Precision)
 from towertrain.state.settings import Checkpoints
 
 frozen = dataclasses.dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Steps:
 class Recipe:
     """What one update does: optimizer, learning rate, precision, loss, clipping."""
     optimizer: Optimizer
-    learning_rate: "object"  # towertrain.plan.schedule.LearningRate
+    learning_rate: "object"  # towertrain.plan.learning_rate.schedule.LearningRate
     precision: Precision
     loss: Loss
     clipping: Clipping

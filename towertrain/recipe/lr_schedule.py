@@ -1,6 +1,7 @@
-"""The learning rate as a function of the global step.
+"""The learning rate as a function of the global step: the Keras side of the
+learning-rate recipe, whose numbers towertrain.plan.learning_rate works out.
 
-    schedule = build(run_plan.recipe.learning_rate)   # towertrain.plan.schedule
+    schedule = build(run_plan.recipe.learning_rate)   # towertrain.plan.learning_rate
     keras.optimizers.SGD(schedule)      # Keras calls schedule(optimizer.iterations)
 
 Keras optimizers call a LearningRateSchedule with their `iterations`: the
@@ -28,8 +29,8 @@ global step from s to s + 1 (the loop's step s + 1).
   a step), the examples of --data_dir (or of an Input with num_examples), or
   --num_examples_per_epoch for synthetic data.
 - --minimum_learning_rate is an absolute floor; it is not scaled.
-- A model's own recipe (towertrain.plan.model_recipe: tf_cnn_benchmarks'
-  get_learning_rate) warms up from 0 instead (warmup_from_zero): update s < W
+- A model's own recipe (towertrain.plan.learning_rate.model_recipe:
+  tf_cnn_benchmarks' get_learning_rate) warms up from 0 instead (warmup_from_zero): update s < W
   uses the first rate x s / W, later ones the schedule; its boundaries and
   scale are worked out there, in tf_cnn_benchmarks' arithmetic.
 """
@@ -45,7 +46,7 @@ def _epochs(count):
 
 
 def build(learning_rate):
-    """The run's Schedule from the plan's LearningRate (towertrain.plan.schedule:
+    """The run's Schedule from the plan's LearningRate (towertrain.plan.learning_rate:
     the flags already turned into steps and checked there)."""
     return Schedule(**dataclasses.asdict(learning_rate))
 
@@ -80,8 +81,8 @@ class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         self.base_batch_size = base_batch_size
         self.steps_per_epoch = steps_per_epoch
         self.warmup_from_zero = bool(warmup_from_zero)
-        # A recipe's header parts (towertrain.plan.model_recipe): how the first
-        # rate was scaled, what an epoch is, whose recipe it is.
+        # A recipe's header parts (towertrain.plan.learning_rate.model_recipe): how
+        # the first rate was scaled, what an epoch is, whose recipe it is.
         self.scale_text, self.epoch_text, self.origin = scale_text, epoch_text, origin
         self.source = source  # flags, recipe, model (its constant) or kept (a resume's)
 

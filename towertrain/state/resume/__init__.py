@@ -19,7 +19,7 @@ nothing written) and agrees; a run without --train_dir only agrees.
 """
 from towertrain.engine.distributed import cluster as cluster_lib
 from towertrain.plan import cluster as resolvers
-from towertrain.plan import model_recipe
+from towertrain.plan.learning_rate import source as lr_source
 from towertrain.state import checkpoint as ckpt_lib
 from towertrain.state import run_record
 
@@ -124,7 +124,7 @@ def _resume_chief(plan, handles, resumed):
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
         input_record=input_record,
-        learning_rate=model_recipe.record_entry(handles.learning_rate)))
+        learning_rate=lr_source.record_entry(handles.learning_rate)))
     return resumed
 
 

@@ -11,8 +11,8 @@ import dataclasses
 import math
 from typing import Optional, Tuple
 
-from towertrain.recipe import settings as recipe_settings
 from towertrain.errors import ParamsError
+from towertrain.plan.learning_rate import settings as lr_settings
 
 _NEEDS_EPOCH = ("needs the epoch length: --data_dir, or --num_examples_per_epoch for "
                 "synthetic data")
@@ -36,7 +36,7 @@ class LearningRate:
     global_batch: Optional[int] = None
     base_batch_size: Optional[int] = None
     steps_per_epoch: Optional[int] = None
-    # A model's recipe (towertrain.plan.model_recipe): warmup from 0, and the
+    # A model's recipe (model_recipe.py beside this): warmup from 0, and the
     # header's parts. source: flags, recipe, model (its constant rate) or kept
     # (a run recorded before recipes keeps the constant it trained with).
     warmup_from_zero: bool = False
@@ -75,7 +75,7 @@ def learning_rate(params, base_learning_rate, global_batch, steps_per_epoch,
     kind, values, boundaries, boundary_epochs = "constant", [base_learning_rate], [], []
     decay_steps = cosine_steps = None
     if p.piecewise_learning_rate_schedule is not None:
-        values, boundary_epochs = recipe_settings.parse_piecewise(
+        values, boundary_epochs = lr_settings.parse_piecewise(
             p.piecewise_learning_rate_schedule)
         if boundary_epochs:
             need_epochs("piecewise_learning_rate_schedule")
