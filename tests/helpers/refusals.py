@@ -84,9 +84,11 @@ def refusal_sites():
 
 
 def _refusal_files():
-    """The flag checks, the run plan, and every settings.py of the product."""
-    paths = {f"{folder}/{name}" for folder in REFUSAL_DIRS
-             for name in os.listdir(os.path.join(ROOT, folder)) if name.endswith(".py")}
+    """The flag checks, the run plan (its subpackages too), and every
+    settings.py of the product."""
+    paths = {os.path.relpath(os.path.join(dirpath, name), ROOT) for folder in REFUSAL_DIRS
+             for dirpath, _, files in os.walk(os.path.join(ROOT, folder))
+             for name in files if name.endswith(".py")}
     for top in ("towertrain", "models", "input_pipeline"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
             for name in files:
