@@ -54,8 +54,8 @@ from towertrain.input_pipeline.arrays import InputError
 
 def join_cluster(params):
     """Joins the cluster `params` describe (multi-worker; nothing for one
-    process) before TensorFlow runs any op: the library's door, as the CLI
-    does it. Returns the cluster (towertrain.engine.distributed.joining)."""
+    process) before TensorFlow runs any op: the library's entry point, as the
+    CLI does it. Returns the cluster (towertrain.engine.distributed.joining)."""
     from towertrain.engine.distributed import joining
     return joining.join(plan_lib.lay_out(params))
 

@@ -1,7 +1,7 @@
 """The gradient-exchange flags (--all_reduce_spec, --gradient_repacking,
 --gradient_pack_mb):
 every refused combination names the flag and what to use instead, through
-Params (the library door) and the command line (exit 2)."""
+Params (the library entry point) and the command line (exit 2)."""
 import pytest
 
 from towertrain import Params, ParamsError

@@ -61,7 +61,7 @@ def test_a_flag_its_mode_ignores_is_an_error_naming_flag_and_mode(name):
     kw = needed_for(name, {"device": "cpu", name: value})
     p = Params(**kw)
     flags_lib.check_command_line(p, set(kw))
-    # Library door: a non-default value with a mode that ignores it.
+    # Library entry point: a non-default value with a mode that ignores it.
     kw[mode] = ignoring
     with pytest.raises(ParamsError) as err:
         Params(**kw)

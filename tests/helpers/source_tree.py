@@ -7,7 +7,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Where each source folder installs (setup.py's package_dir).
 SOURCES = {"towertrain": "towertrain", "models": "towertrain.models",
            "input_pipeline": "towertrain.input_pipeline"}
-DOOR = "towertrain"
+ENTRY_POINT = "towertrain"  # the package users import; its names come from every wing
 
 
 def find_modules(root, sources=SOURCES):
@@ -27,4 +27,4 @@ def find_modules(root, sources=SOURCES):
 def wing(module):
     """'towertrain.engine.tower' -> 'engine'; 'towertrain.trainer' -> 'trainer'."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else DOOR
+    return parts[1] if len(parts) > 1 else ENTRY_POINT

@@ -52,7 +52,7 @@ def test_the_cli_refuses_a_global_batch_larger_than_the_files(
 
 
 def test_more_devices_than_examples_says_fewer_devices(data_dir):
-    # Library door, same data: 4 devices of 3 (12); 10 examples fill 2 per device.
+    # Library entry point, same data: 4 devices of 3 (12); 10 examples fill 2 per device.
     with pytest.raises(ParamsError) as refused:
         Trainer(Params(device="cpu", num_gpus=4, batch_size=3, data_dir=data_dir))
     assert str(refused.value) == _refusal(

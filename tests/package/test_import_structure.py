@@ -25,13 +25,13 @@ take them. They import only each other, the models' names and errors.
 
 `python -m towertrain[.export|.scaling]` start through launchers
 (towertrain/__main__.py, export.py, scaling.py) whose only code is a
-`__main__` guard, and towertrain/__init__.py is the lazy public door.
+`__main__` guard, and towertrain/__init__.py is the lazy public entry point.
 """
 import ast
 
 import pytest
 
-from helpers.source_tree import DOOR, ROOT, SOURCES, find_modules, wing
+from helpers.source_tree import ENTRY_POINT, ROOT, SOURCES, find_modules, wing
 
 LAYERS = [("errors", "private_api", "tf_import", "tf_errors"), ("models", "input_pipeline"), ("config",), ("plan",),
           ("recipe",), ("engine",), ("state",), ("callbacks",), ("trainer",), ("commands",)]
@@ -120,7 +120,7 @@ def upward_imports(graph):
     wings of one layer (models <-> input_pipeline)."""
     bad = []
     for importer, targets in graph.items():
-        if importer in LAUNCHERS or importer == DOOR:
+        if importer in LAUNCHERS or importer == ENTRY_POINT:
             continue
         for target in targets:
             if is_declaration(target) and is_declaration(importer):
@@ -128,8 +128,8 @@ def upward_imports(graph):
             if wing(target) == wing(importer) and \
                     is_declaration(target) == is_declaration(importer):
                 continue
-            if target == DOOR:
-                if wing(importer) != "commands":  # the door's names hide their wing
+            if target == ENTRY_POINT:
+                if wing(importer) != "commands":  # the entry point's names hide their wing
                     bad.append((importer, target))
                 continue
             if rank(importer) is None or rank(target) is None or rank(target) >= rank(importer):
@@ -143,7 +143,8 @@ def graph():
 
 
 def test_every_module_belongs_to_a_wing(graph):
-    homeless = [m for m in graph if m not in LAUNCHERS and m != DOOR and rank(m) is None]
+    homeless = [m for m in graph
+                if m not in LAUNCHERS and m != ENTRY_POINT and rank(m) is None]
     assert not homeless, f"modules outside the wings {LAYERS}: {homeless}"
 
 

@@ -1,4 +1,4 @@
-"""The library door: the public names, and a user's own Keras model on numpy
+"""The library entry point: the public names, and a user's own Keras model on numpy
 data trained through them on 2 logical devices equals serial Keras training."""
 import os
 

@@ -1,7 +1,8 @@
 """How data flows through the house, read off the source (towertrain.plan):
 
 - who reads Params: config/, the plan, commands/, trainer.py, the public
-  door and the settings' sections' refusals (a settings.py beside its reader); every other module is on an allow-list that may only shrink;
+  entry point and the settings' sections' refusals (a settings.py beside its
+  reader); every other module is on an allow-list that may only shrink;
 - nothing in engine/, state/ or the built-in callbacks takes the Trainer;
 - the cluster is resolved by one function, once per process; the GPU list is
   read in one place;
@@ -20,7 +21,7 @@ from helpers.source_tree import ROOT, find_modules, wing
 
 # Wings that decide from the flags: they may read Params.
 PARAMS_WINGS = ("config", "plan", "commands", "trainer")
-DOOR = "towertrain"  # `import towertrain` re-exports Params for users
+ENTRY_POINT = "towertrain"  # `import towertrain` re-exports Params for users
 # Modules outside those wings that still read Params. It may only shrink: a
 # module that stops reading Params must leave it (the test says so).
 PARAMS_ALLOWED = set()
@@ -95,7 +96,7 @@ def is_declaration(name):
 
 def test_params_is_read_only_where_the_flags_are_decided(modules):
     readers = {name: where for name, path in modules.items()
-               if wing(name) not in PARAMS_WINGS and name != DOOR
+               if wing(name) not in PARAMS_WINGS and name != ENTRY_POINT
                and not is_declaration(name)
                for where in [params_reads(path)] if where}
     unexpected = {n: w for n, w in readers.items() if n not in PARAMS_ALLOWED}

@@ -69,7 +69,7 @@ def test_a_live_run_holds_its_train_dir_readers_pass_and_a_crash_frees_it(tmp_pa
 
 
 def test_the_lock_is_freed_when_a_run_ends_or_is_refused(tmp_path):
-    """The library door: runs one after another in one process, a refused one
+    """The library entry point: runs one after another in one process, a refused one
     between them, each take the lock and give it back."""
     from towertrain import Params, Trainer
     from towertrain.state.checkpoint import CheckpointError

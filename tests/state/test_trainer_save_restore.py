@@ -1,4 +1,4 @@
-"""Trainer.save / Trainer.restore: the library's checkpoint door."""
+"""Trainer.save / Trainer.restore: the library's checkpoint entry point."""
 import keras
 import tensorflow as tf
 import numpy as np

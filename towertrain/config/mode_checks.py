@@ -3,7 +3,7 @@ given with another mode, each is an error naming the flag and the mode, e.g.
 `--all_reduce_spec=ring: only applies to --variable_update=replicated (got
 --variable_update=parameter_server)`.
 
-One generic check for both doors: Params (library users) sees a value that
+One generic check for both entry points: Params (library users) sees a value that
 differs from the default; the command line also sees a flag given explicitly
 with its default value (`explicit`, the names absl marks present).
 """

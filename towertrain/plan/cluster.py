@@ -17,8 +17,8 @@
              --variable_update=collective_all_reduce, or is an error.
 
 Runs no TensorFlow op: it must run before the cluster is joined. `resolve`
-is the one door: a process works its cluster out once (the resolvers read the
-environment, and Slurm's sets CUDA_VISIBLE_DEVICES), every later call with
+is the one entry point: a process works its cluster out once (the resolvers
+read the environment, and Slurm's sets CUDA_VISIBLE_DEVICES), every later call with
 the same settings and environment gets that same answer.
 """
 import contextlib

@@ -103,11 +103,11 @@ def check_batch_fits_epoch(params, input_facts, global_batch, split):
     per_device, towers, workers = split
     devices = towers * workers
     if input_facts.user_input:  # an endless input of the user's, cut by Params(num_epochs)
-        door = input_facts.user_input
+        entry_point = input_facts.user_input
         raise ParamsError(
-            f"--num_epochs={params.num_epochs}: {door}'s global_batch={global_batch} is "
+            f"--num_epochs={params.num_epochs}: {entry_point}'s global_batch={global_batch} is "
             f"larger than its {examples} examples, so no step of an epoch would train on a "
-            f"full batch; give {door} a global_batch of at most {examples}")
+            f"full batch; give {entry_point} a global_batch of at most {examples}")
     where = (f"{per_device} per device x {towers} device{'s' * (towers > 1)} x {workers} "
              f"worker{'s' * (workers > 1)}")
     fix = (f"use a smaller --batch_size (at most {examples // devices} per device) or fewer "
