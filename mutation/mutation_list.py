@@ -2608,14 +2608,15 @@ MUTATIONS = [
          "test_resume_with_another_optimizer_is_refused_and_the_checkpoint_resumes_exactly"]),
     # The optimizer's options are not recorded.
     Mutation(
-        "resume_optimizer_options_unrecorded", At("state_settings"),
-        "        values[name] = getattr(optimizer, name)\n", "        pass\n",
+        "resume_optimizer_options_unrecorded", At("recorded_values", module="config.settings"),
+        "            if value_of(mode) not in allowed or (mode in names and mode not in values):\n",
+        "            if True:\n",
         [T + "state/test_resume_settings.py::test_each_setting_that_shapes_the_saved_state_is_refused"]),
     # A float32 run resumed with --use_bf16: bf16 not in the recorded precision.
     Mutation(
-        "resume_bf16_unrecorded", At("state_settings"),
-        "    values.update(use_fp16=precision.use_fp16, use_bf16=precision.use_bf16,\n",
-        "    values.update(use_fp16=precision.use_fp16,\n",
+        "resume_bf16_unrecorded", At("Precision", module="recipe.settings"),
+        "        False, \"bfloat16 compute, float32 variables.\",\n        recorded=ALWAYS)\n",
+        "        False, \"bfloat16 compute, float32 variables.\")\n",
         [T + "state/test_record_fields.py",
          T + "state/test_resume_settings.py::test_a_float32_run_resumed_with_use_bf16_is_refused"]),
     # A changed step count is not reported at a resume.

@@ -37,7 +37,35 @@ print(json.dumps({
                   if line.startswith("| `--scratch_clip_ratio`")],
     "recorded": [s.name for s in settings.recorded()],
     "recorded_values": settings.recorded_values(lambda name: getattr(params.Params(), name)),
+    "record": record_and_resume(),
 }))
+"""
+# The run record's side, as the resume (towertrain.state.resume) does it: the
+# recipe's sections give the values written to the record, and a resume that
+# changes the setting is refused, naming it.
+RECORD = """
+import types
+from towertrain.config import declare
+from towertrain.errors import CheckpointError
+from towertrain.recipe import settings as recipe_settings
+from towertrain.state import run_record
+from towertrain.state.resume import contract
+
+
+def record_and_resume():
+    def state(value):
+        p = params.Params(scratch_clip_ratio=value)
+        return run_record.state_settings(*(declare.take(cls, p) for cls in (
+            recipe_settings.Optimizer, recipe_settings.Precision, recipe_settings.Loss,
+            recipe_settings.Clipping)))
+    model = types.SimpleNamespace(name="m", output_shape=(None, 10), input_shape=(None, 8, 8, 3))
+    record = run_record.record_of("trivial", "cifar10", "NHWC", model, state(0.5))
+    contract.check_state_settings(record, state(0.5), "D")  # unchanged: resumes
+    try:
+        contract.check_state_settings(record, state(0.25), "D")
+    except CheckpointError as err:
+        return {"written": record.get("scratch_clip_ratio"), "refused": str(err)}
+    return {"written": record.get("scratch_clip_ratio"), "refused": None}
 """
 
 
@@ -65,13 +93,18 @@ def _run(copy, *args):
 
 def test_one_field_in_one_section_is_a_whole_setting(tmp_path):
     copy = _copy(tmp_path)
-    found = json.loads(_run(copy, "-c", REPORT).splitlines()[-1])
+    found = json.loads(_run(copy, "-c", RECORD + REPORT).splitlines()[-1])
     assert found["imported_from"].startswith(str(copy)), found["imported_from"]
     assert found["field"] == ["float", 0.5] and found["params_default"] == 0.5
     assert found["reference"] == [
         "| `--scratch_clip_ratio` | float | `0.5` | A scratch setting added by a test. |"]
     assert "scratch_clip_ratio" in found["recorded"]
     assert found["recorded_values"]["scratch_clip_ratio"] == 0.5
+    # Written to the run record, and a resume that changes it is refused.
+    assert found["record"]["written"] == 0.5
+    assert (found["record"]["refused"] or "").startswith(
+        "--scratch_clip_ratio=0.25 but D was trained with --scratch_clip_ratio=0.5"), \
+        found["record"]
     for flag in ("--help", "--helpfull"):
         shown = _run(copy, "-m", "towertrain", flag)
         assert "--scratch_clip_ratio" in shown and "A scratch setting added by a test." \
@@ -85,14 +118,13 @@ def test_one_field_in_one_section_is_a_whole_setting(tmp_path):
         refused.stderr[-2000:]
 
 
-def test_the_declared_recorded_settings_are_the_run_records():
-    """The settings declared `recorded` are those the run record keeps
-    (towertrain.state.run_record.STATE_SETTINGS), each after the setting whose
-    mode it needs, so the record can take its list from the declarations."""
+def test_the_run_record_checks_the_declared_recorded_settings_in_declaration_order():
+    """The run record's settings are those declared `recorded=`, each after
+    the setting whose mode it needs (the order a resume checks them in)."""
     from towertrain.config import settings
     from towertrain.state import run_record
     declared = [s.name for s in settings.recorded()]
-    assert set(declared) == set(run_record.STATE_SETTINGS)
+    assert list(run_record.STATE_SETTINGS) == declared
     for setting in settings.recorded():
         if setting.applies_with is not None:
             mode = setting.applies_with[0]

@@ -78,11 +78,17 @@ _TABLE = (
 )
 
 
+def declared(sections=SECTIONS, table=_TABLE):
+    """Every setting in declaration order: the table's rows, then each
+    section's fields in SECTIONS order."""
+    return tuple(table) + tuple(s for cls in sections for s in settings_of(cls))
+
+
 def collect(sections=SECTIONS, table=_TABLE):
     """Every setting: the sections' fields and the table's rows, in --help
-    group order (within a group: the table's rows, then each section's
-    fields in SECTIONS order). A name declared twice fails on import."""
-    found = tuple(table) + tuple(s for cls in sections for s in settings_of(cls))
+    group order (within a group: in declaration order). A name declared
+    twice fails on import."""
+    found = declared(sections, table)
     names = [s.name for s in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -95,6 +101,8 @@ def collect(sections=SECTIONS, table=_TABLE):
 
 # The table, in --help order. Params' fields follow the same order.
 SETTINGS = collect()
+# Each setting's place in declaration order (recorded settings are checked in it).
+_DECLARATION_ORDER = {s.name: i for i, s in enumerate(declared())}
 
 # Each generator reads `table`, SETTINGS unless given (a test's scratch table).
 
@@ -147,20 +155,25 @@ def for_scaling(treatment, table=None):
 
 def recorded(table=None):
     """The settings the run record keeps (they shape the saved state: a resume
-    that changes one is refused), in the order they are checked: a setting
-    before the options it governs."""
-    return tuple(s for s in _table(table) if s.recorded is not None)
+    that changes one is refused), in the order they are checked: declaration
+    order, where a setting comes before the options it governs (a scratch
+    table's own settings last)."""
+    found = [s for s in _table(table) if s.recorded is not None]
+    last = len(_DECLARATION_ORDER)
+    return tuple(sorted(found, key=lambda s: _DECLARATION_ORDER.get(s.name, last)))
 
 
 def recorded_values(value_of, table=None):
     """{name: value} of the recorded settings that apply to a run, value_of(name)
     giving its value: an option of another mode (--momentum with adam, the loss
-    scale without --use_fp16) is left out, so it never blocks a resume."""
+    scale without --use_fp16), or of a mode itself left out (the auto loss
+    scale's period without --use_fp16), is left out, so it never blocks a resume."""
+    names = {s.name for s in recorded(table)}
     values = {}
     for setting in recorded(table):
         if setting.recorded == WHEN_APPLIES and setting.applies_with is not None:
             mode, allowed = setting.applies_with
-            if value_of(mode) not in allowed:
+            if value_of(mode) not in allowed or (mode in names and mode not in values):
                 continue
         values[setting.name] = value_of(setting.name)
     return values

@@ -12,9 +12,11 @@ data_format is recorded but neither filled nor checked: checkpoints do not
 depend on the layout, so the device's default (NHWC on cpu, NCHW on gpu) is
 the right one for evaluation wherever the run was trained.
 """
+import dataclasses
 import json
 import os
 
+from towertrain.config import settings
 from towertrain.errors import CheckpointError
 
 RUN_INFO_FILE = "towertrain_run.json"
@@ -28,18 +30,14 @@ USER_MODEL = "user_model"
 # they mean, the variables' precision and loss scale, the decay folded into
 # every update): a resume that changes one is refused before any step, since
 # the checkpoint would load "fine" and train on as another run (a momentum
-# run resumed with adam: loss 2.2 -> 911,486). In the order they are checked
+# run resumed with adam: loss 2.2 -> 911,486). Declared beside their reader
+# with `recorded=` (towertrain.config.declare); in the order they are checked
 # (towertrain.state.resume.contract), a setting before the options it governs.
-STATE_SETTINGS = ("optimizer", "momentum", "nesterov", "rmsprop_decay", "rmsprop_momentum",
-                  "rmsprop_epsilon", "adam_beta1", "adam_beta2", "adam_epsilon",
-                  "use_fp16", "use_bf16", "fp16_vars", "fp16_loss_scale",
-                  "fp16_enable_auto_loss_scale", "fp16_inc_loss_scale_every_n",
-                  "weight_decay")
-_OPTIMIZER_OPTIONS = {"momentum": ("momentum", "nesterov"),
-                      "rmsprop": ("rmsprop_decay", "rmsprop_momentum", "rmsprop_epsilon"),
-                      "adam": ("adam_beta1", "adam_beta2", "adam_epsilon")}
+STATE_SETTINGS = tuple(s.name for s in settings.recorded())
 
 # What may change at a resume by design: reported in the header, not refused.
+# Listed here, not declared: they are the plan's values (the accumulation
+# plan's steps, the run's last step), not settings.
 CHANGEABLE = ("accumulation_steps", "total_steps")
 
 
@@ -122,23 +120,20 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
     }
 
 
-def state_settings(optimizer, precision, loss):
-    """{setting: value} of STATE_SETTINGS for a run's plan sections (Optimizer,
-    Precision, Loss): only the options of the optimizer used, and the loss
-    scale's only with --use_fp16, so an option that does not apply never
-    blocks a resume."""
-    values = {"optimizer": optimizer.optimizer}
-    for name in _OPTIMIZER_OPTIONS.get(optimizer.optimizer, ()):
-        values[name] = getattr(optimizer, name)
-    values.update(use_fp16=precision.use_fp16, use_bf16=precision.use_bf16,
-                  fp16_vars=precision.fp16_vars)
-    if precision.use_fp16:
-        values.update(fp16_loss_scale=precision.fp16_loss_scale,
-                      fp16_enable_auto_loss_scale=precision.fp16_enable_auto_loss_scale)
-        if precision.fp16_enable_auto_loss_scale:
-            values["fp16_inc_loss_scale_every_n"] = precision.fp16_inc_loss_scale_every_n
-    values["weight_decay"] = loss.weight_decay
-    return values
+def state_settings(*sections):
+    """{setting: value} of STATE_SETTINGS for a run's plan sections that
+    declare them (the recipe's Optimizer, Precision, Loss, Clipping): only the
+    options of the optimizer used, and the loss scale's only with --use_fp16,
+    so an option that does not apply never blocks a resume."""
+    values = {f.name: getattr(section, f.name)
+              for section in sections for f in dataclasses.fields(section)}
+
+    def value_of(name):
+        if name not in values:
+            raise ValueError(f"setting {name} is recorded but none of the sections "
+                             f"{[type(s).__name__ for s in sections]} declares it")
+        return values[name]
+    return settings.recorded_values(value_of)
 
 
 def training_input(data_name, data_dir, num_examples):

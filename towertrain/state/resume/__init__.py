@@ -107,7 +107,8 @@ def _resume_chief(plan, handles, resumed):
     run_record.check(record, {"model": model, "data_name": plan.dataset,
                               run_record.USER_MODEL: handles.user_model}, where)
     recipe = plan.recipe
-    state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
+    state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss,
+                                      recipe.clipping)
     changeable = {"accumulation_steps": plan.batches.accumulation_steps,
                   "total_steps": plan.steps.total}
     input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
