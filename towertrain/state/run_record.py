@@ -103,7 +103,8 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
     the registry's, marked as the user's (no command line can rebuild it).
     input_record: training_input's record of the training files.
     learning_rate: which rate the run trains with
-    (towertrain.plan.learning_rate.source.record_entry); a record without one is older than models' recipes."""
+    (towertrain.plan.learning_rate.source.record_entry); a record without one
+    is older than models' recipes."""
     return {
         "model": keras_model.name if user_model else model,
         USER_MODEL: bool(user_model),
