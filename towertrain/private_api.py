@@ -7,6 +7,9 @@ tests/package/test_private_api.py says which name, under which versions),
 not code spread over the engine. Nothing here imports towertrain.
 
 check_available() lists the names that are missing in the installed versions.
+The private modules are imported inside their function: a version without one
+breaks that function only, not the import of this module (the engine's every
+wing imports it), and check_available() names it.
 """
 import contextlib
 import functools
@@ -106,14 +109,14 @@ def optimizer_learning_rate(optimizer):
 def op_determinism_enabled():
     """Whether tf.config.experimental.enable_op_determinism() is on (no public
     getter). Touches: tensorflow.python.framework.config.is_op_determinism_enabled."""
-    from tensorflow.python.framework import config as tf_config
+    from tensorflow.python.framework import config as tf_config  # deferred: see the docstring
     return tf_config.is_op_determinism_enabled()
 
 
 def onednn_enabled():
     """Whether this process runs TensorFlow's oneDNN (MKL) CPU kernels.
     Touches: tensorflow.python.util._pywrap_util_port.IsMklEnabled."""
-    from tensorflow.python.util import _pywrap_util_port
+    from tensorflow.python.util import _pywrap_util_port  # deferred: see the docstring
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
@@ -126,7 +129,7 @@ def graph_function(graph, name):
 def nccl_all_sum(tensors):
     """NCCL all-reduce (sum); each output on its input's device.
     Touches: tensorflow.python.ops.nccl_ops.all_sum (NcclAllReduce has no public API)."""
-    from tensorflow.python.ops import nccl_ops
+    from tensorflow.python.ops import nccl_ops  # deferred: see the docstring
     return nccl_ops.all_sum(tensors)
 
 
@@ -137,7 +140,7 @@ def collective_all_reduce(tensor, group_size, group_key, instance_key, merge_op=
     communication_hint: 'auto', 'ring' or 'nccl' (NCCL between GPUs; the
     runtime picks it only for a group of GPU devices).
     Touches: tensorflow.python.ops.collective_ops.all_reduce_v2."""
-    from tensorflow.python.ops import collective_ops
+    from tensorflow.python.ops import collective_ops  # deferred: see the docstring
     return collective_ops.all_reduce_v2(
         tensor, group_size, group_key, instance_key, merge_op=merge_op,
         final_op=final_op, communication_hint=communication_hint, timeout=timeout,
@@ -172,7 +175,7 @@ def collective_all_gather(tensor, group_size, group_key, instance_key, ordering_
 def eager_context():
     """TensorFlow's eager context (graph collection, run metadata, server def).
     Touches: tensorflow.python.eager.context.context()."""
-    from tensorflow.python.eager import context
+    from tensorflow.python.eager import context  # deferred: see the docstring
     return context.context()
 
 
@@ -187,7 +190,7 @@ def forget_custom_gradients():
     holds the whole traced graph, so every Trainer built in a process stayed
     in memory. Touches: tensorflow.python.framework.ops._gradient_registry.
     """
-    from tensorflow.python.framework import ops
+    from tensorflow.python.framework import ops  # deferred: see the docstring
     registry = ops._gradient_registry._registry
     before = set(registry)
     try:

@@ -33,7 +33,7 @@ def import_tensorflow(show=None):
     with tempfile.TemporaryFile() as caught:
         os.dup2(caught.fileno(), 2)
         try:
-            import tensorflow  # noqa: F401
+            import tensorflow  # noqa: F401 - deferred: this is the quiet import itself
         finally:
             os.dup2(saved, 2)
             os.close(saved)

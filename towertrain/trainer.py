@@ -48,7 +48,14 @@ from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.state import resume as resume_lib
-from towertrain.errors import ParamsError
+from towertrain.errors import OutOfMemoryError, ParamsError
+from towertrain import callbacks as callbacks_lib
+from towertrain.engine.distributed import joining
+from towertrain.engine.evaluation import cluster_eval
+from towertrain.engine.evaluation import evaluator as evaluation
+from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import export as export_lib
+from towertrain.state import writable
 from towertrain.input_pipeline.arrays import InputError
 
 
@@ -56,7 +63,6 @@ def join_cluster(params):
     """Joins the cluster `params` describe (multi-worker; nothing for one
     process) before TensorFlow runs any op: the library's entry point, as the
     CLI does it. Returns the cluster (towertrain.engine.distributed.joining)."""
-    from towertrain.engine.distributed import joining
     return joining.join(plan_lib.lay_out(params))
 
 
@@ -297,7 +303,6 @@ class Trainer:
     def _out_of_memory(self, where, remedy):
         """The one line of a run that did not fit (TensorFlow's OOM: a page of
         allocator state), in the run's terms: `where` it happened, what to try."""
-        from towertrain.errors import OutOfMemoryError
         plan, count = self.plan, len(self.devices)
         workers = plan.topology.num_workers
         # Per device x devices (x workers) = the global batch, as the header's.
@@ -373,8 +378,6 @@ class Trainer:
           (default: the input's eval split). callbacks: extra
           towertrain.callbacks.Callback objects, run after the built-in ones.
         """
-        from towertrain import callbacks as callbacks_lib
-        from towertrain.state import writable
         # Before anything is written or trained.
         writable.check_run(self.plan.outputs, training=not self.params.eval)
         handles = self._run_handles(eval_data)
@@ -390,7 +393,6 @@ class Trainer:
         (towertrain.engine.run.handles). The eval split is resolved here, before
         training, so a missing one fails first. Every worker evaluates its share
         of the split (towertrain.engine.evaluation.cluster_eval)."""
-        from towertrain.engine.evaluation import cluster_eval
         evaluator = data = None
         if self.plan.steps.eval_schedule is not None:
             data = self._eval_data(eval_data)
@@ -411,7 +413,6 @@ class Trainer:
     def evaluate(self, eval_data=None, write=None):
         """Top-1/top-5 of the current variables over `eval_data` (default: the
         input's eval split); prints the result line when `write` is given."""
-        from towertrain.engine.evaluation import evaluator as evaluation
         result = self._evaluator().evaluate(self._eval_data(eval_data))
         if write is not None:
             write(evaluation.format_result(result, self.global_step()))
@@ -420,13 +421,11 @@ class Trainer:
     def _eval_data(self, eval_data=None):
         """`eval_data`, else the input's eval split, in the plan's eval batches and
         amount (--num_eval_batches, --num_eval_epochs)."""
-        from towertrain.engine.evaluation import evaluator as evaluation
         return evaluation.eval_data_for(self.input, self.plan.batches.eval_per_process,
                                         self.plan.outputs, eval_data)
 
     def _evaluator(self):
         """An Evaluator of this trainer's variables, model and devices."""
-        from towertrain.engine.evaluation import evaluator as evaluation
         return evaluation.Evaluator(self.model, self.variables, self.devices)
 
     # --- Library API (towertrain/__init__.py): export, save, restore. save()
@@ -436,7 +435,6 @@ class Trainer:
         """Writes the trained model as a stock-Keras `.keras` file (loads with
         keras.saving.load_model without towertrain); returns that model. A model
         with layers of your own is saved as it is (load it with your classes)."""
-        from towertrain.state import export as export_lib
         self.sync_model()
         return export_lib.save_stock_keras(self.model, path)
 
@@ -445,7 +443,6 @@ class Trainer:
         checkpoint prefix `path` (portable: restores into any mode, device count
         or data format). The input position is not saved: for exact resume of the
         data use Params(train_dir=...) with train(). Returns the written path."""
-        from towertrain.state import checkpoint as ckpt_lib
         return ckpt_lib.save_portable(self.model, self.variables, path,
                                       engine_variables=self.engine_variables())
 
@@ -453,7 +450,6 @@ class Trainer:
         """Reads a checkpoint (a prefix written by save() or a train_dir's
         ckpt-N) into every copy and the Keras model; a checkpoint of another
         model fails naming the missing and unexpected variables."""
-        from towertrain.state import checkpoint as ckpt_lib
         ckpt_lib.restore_portable(self.model, self.variables, path,
                                   engine_variables=self.engine_variables())
         self.sync_model()

@@ -3,6 +3,8 @@
 Write your own by subclassing `Callback` and pass it as
 `Trainer.train(callbacks=[...])`.
 """
+from towertrain.engine.run.settings import parse_profile_steps
+
 from .base import Callback
 from .benchmark_log_file import BenchmarkLogFile
 from .cluster_stop import ClusterStop
@@ -75,7 +77,6 @@ def _stop_on_signal(plan, handles, saves_on_stop, write):
 def _observers(plan, handles, summaries, write):
     """TensorBoard summaries, the step trace and the profile (they start at the
     resumed step; the summaries read it at the header)."""
-    from towertrain.engine.run.settings import parse_profile_steps
     out, warmup = plan.outputs, plan.steps.warmup
     observers = [summaries] if summaries else []
     if out.trace_file:

@@ -8,6 +8,7 @@ trained step: a resumed run neither skips nor repeats a batch.
 import time
 
 from towertrain.errors import TrainingDivergedError
+from towertrain.state import run_record
 
 from .base import Callback
 
@@ -92,6 +93,5 @@ class CheckpointSaver(Callback):
         elif self.loop.step > self.loop.start_step:
             self.write(f"Saved checkpoint at step {step} to {path}")
         if self.loop.completed:  # an evaluator following train_dir stops after this one
-            from towertrain.state import run_record
-            run_record.mark_final(self.checkpointer.train_dir, step, path)
+                run_record.mark_final(self.checkpointer.train_dir, step, path)
 

@@ -1,6 +1,7 @@
 """The step watchdog as a callback (towertrain.engine.run.watchdog): armed
 right before each step runs, off while the other callbacks work (saves, eval)."""
 from towertrain.engine.run import watchdog as watchdog_lib
+from towertrain.state import checkpoint as ckpt_lib
 
 from .base import Callback
 
@@ -21,7 +22,6 @@ class StepWatchdog(Callback):
     def _where(self):
         if not self.train_dir:
             return " (no --train_dir: it starts over)"
-        from towertrain.state import checkpoint as ckpt_lib
         latest = ckpt_lib.latest(self.train_dir)
         return (f" from {latest}, the last checkpoint" if latest else
                 f" (no checkpoint in --train_dir={self.train_dir} yet: it starts over)")

@@ -190,7 +190,8 @@ def read_xspace(logdir):
     paths = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
     if not paths:
         raise RuntimeError(f"the profiler wrote no .xplane.pb under {logdir}")
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # TensorFlow's own proto
+    # TensorFlow's own proto; deferred: only reading a trace back (tests, tools) needs it.
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
     space = xplane_pb2.XSpace()
     with open(max(paths, key=os.path.getmtime), "rb") as f:
         space.ParseFromString(f.read())

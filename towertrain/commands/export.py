@@ -20,6 +20,14 @@ from towertrain.commands import common
 from towertrain.errors import CheckpointError
 
 COMMAND = "towertrain.export"
+# What the exported model expects, shown by --help (here, not beside the
+# export, so --help imports no Keras).
+INPUT_CONTRACT = (
+    "The exported model takes images preprocessed as for --eval: for cifar10 each "
+    "image standardized (tf.image.per_image_standardization), for imagenet the "
+    "central 87.5% crop resized to the model's size and scaled to [-1, 1]; fed raw "
+    "pixels it scores far lower. --include_preprocessing puts the cifar10 eval "
+    "preprocessing inside the model, which then takes raw pixels (0..255, NHWC).")
 
 
 def main(argv):
@@ -66,7 +74,6 @@ def usage():
     for name in FLAG_NAMES:
         flag = flags.FLAGS[name]
         lines.append(f"  --{name}: {flag.help}")
-    from towertrain.state.export import INPUT_CONTRACT  # as in main: no Keras for --help
     lines += ["", "input contract:"] + textwrap.wrap(INPUT_CONTRACT, 78, initial_indent="  ",
                                                      subsequent_indent="  ")
     return "\n".join(lines)

@@ -34,7 +34,7 @@ def available_cores() -> int:
 @functools.lru_cache(maxsize=None)
 def physical_gpus():
     """TensorFlow's physical GPU list (tuple), read once per process."""
-    import tensorflow as tf
+    import tensorflow as tf  # deferred: config imports no TensorFlow
     return tuple(tf.config.list_physical_devices("GPU"))
 
 

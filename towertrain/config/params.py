@@ -13,10 +13,11 @@ import os
 from typing import Optional
 
 from towertrain.config import cluster_checks as params_cluster
-from towertrain.config import declare
+from towertrain.config import declare, machine
 from towertrain.config import mode_checks
 from towertrain.config import settings
 from towertrain.engine import exchange_settings
+from towertrain.models import catalog  # the models' names, without Keras
 # The enum settings' choices: the flags offer the same tuples Params checks.
 from towertrain.config.settings import (  # noqa: F401 - also read as params.VARIABLE_UPDATES
     ALL_REDUCE_SPECS, DATA_FORMATS, DATA_NAMES, DEVICES, INPUTS, OPTIMIZERS, VARIABLE_UPDATES)
@@ -58,14 +59,12 @@ class Params:
         """--model, or the registry's default model when not given."""
         if self.model is not None:
             return self.model
-        from towertrain.models import catalog  # names without Keras
         return catalog.DEFAULT_MODEL
 
     @property
     def resolved_device(self) -> str:
         if self.device is not None:
             return self.device
-        from towertrain.config import machine  # deferred: it lists the GPUs once, lazily
         return machine.probe().default_device
 
     @property

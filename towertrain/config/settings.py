@@ -14,6 +14,7 @@ checked by towertrain.config.mode_checks), the scaling command's lists
 setting is one field of the section its reader takes (docs/architecture.md,
 "Adding a setting"); `_TABLE` below holds the command line's own flags.
 """
+import os
 
 from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
     ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
@@ -23,6 +24,7 @@ from towertrain.engine.distributed import settings as distributed_settings
 from towertrain.engine.evaluation import settings as evaluation_settings
 from towertrain.engine.feed import settings as feed_settings
 from towertrain.engine.process import settings as process_settings
+from towertrain.models import catalog  # the models' names, without Keras
 from towertrain.engine.run import settings as run_settings
 from towertrain.plan import settings as plan_settings
 from towertrain.plan.learning_rate import settings as learning_rate_settings
@@ -58,7 +60,6 @@ def shown_default(name):
     """What --help and docs/flags.md show as the default of a training flag
     whose None means a value: --model's is the registry's default model."""
     if name == "model":
-        from towertrain.models import catalog  # names without Keras
         return catalog.DEFAULT_MODEL
     return None
 
@@ -118,7 +119,6 @@ PATH_SETTINGS = tuple(s.name for s in SETTINGS if s.path)
 
 def expand_path(value):
     """`value` with a leading `~` expanded (other values as they are)."""
-    import os
     return os.path.expanduser(value) if isinstance(value, str) and value.startswith("~") \
         else value
 

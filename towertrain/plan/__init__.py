@@ -19,12 +19,15 @@ import dataclasses
 import math
 from typing import Optional
 
+from towertrain import models
 from towertrain.config import machine as machine_lib
 from towertrain.config.declare import take as _take  # a section from Params' same-named fields
 from towertrain.engine.exchange_settings import ExchangeSettings
 from towertrain.engine.feed.settings import InputSettings
 from towertrain.engine.process.settings import Devices, ProcessSettings
 from towertrain.plan import accumulation as accumulation_lib
+from towertrain.plan import cluster as cluster_lib
+from towertrain.plan import describe
 from towertrain.plan.learning_rate import model_recipe
 from towertrain.plan.learning_rate import schedule as schedule_lib
 from towertrain.plan.learning_rate import source as lr_source
@@ -96,7 +99,6 @@ class RunPlan:
 
     def describe(self):
         """The header's static lines, by label (towertrain.plan.describe)."""
-        from towertrain.plan import describe
         return describe.static_lines(self)
 
 
@@ -130,13 +132,11 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     once per process); cluster: the run's (default: resolved once per process);
     model_spec: the registered model's defaults (batch size, learning rate,
     dataset; default: --model's entry in the registry)."""
-    from towertrain.plan import cluster as cluster_lib
     machine = machine or machine_lib.probe()
     if cluster is None:
         cluster = cluster_lib.resolve(params)
     cluster_lib.check_supported(params, cluster)
     if model_spec is None:
-        from towertrain import models
         model_spec = models.get_spec(params.resolved_model)
     topology = topology_of(params, machine, cluster)
     dataset = params.data_name or model_spec.default_dataset

@@ -136,7 +136,7 @@ def _environment(environ, names):
 def from_tf_config(text) -> Cluster:
     """The cluster of a TF_CONFIG text: {"cluster": {["chief": [..],] "worker":
     [..]}, "task": {"type": "worker", "index": K}}."""
-    import tensorflow as tf
+    import tensorflow as tf  # deferred: the plan imports no TensorFlow
     try:
         json.loads(text)
         with _environment({"TF_CONFIG": text}, ["TF_CONFIG"]):
@@ -179,7 +179,7 @@ def from_slurm(params, environ=None) -> Cluster:
     """The cluster of this Slurm step, from SlurmClusterResolver: one task per
     worker, a node's tasks on --slurm_port_base + 0, 1, ...; with --device=gpu
     this task's own GPUs set in `environ` (gpu_share)."""
-    import tensorflow as tf
+    import tensorflow as tf  # deferred: the plan imports no TensorFlow
     environ = os.environ if environ is None else environ
     tasks = _int(environ.get("SLURM_STEP_NUM_TASKS"), 0)
     # The resolver's own GPU split numbers a node's GPUs from 0 whatever

@@ -2,9 +2,11 @@
 (towertrain.plan: the model's defaults, plan/steps.py: warm-up, timed steps,
 epochs, accumulation), with their refusals.
 """
+import difflib
 from typing import Optional
 
 from towertrain.config.declare import NOT_USED, section, setting, tfcnn
+from towertrain.models import catalog  # the models' names, without Keras
 
 
 @section("Model and data")
@@ -31,9 +33,7 @@ class ModelSettings:
 
     @staticmethod
     def refuse(p, fail):
-        from towertrain.models import catalog  # names without Keras
         if p.model is not None and p.model not in catalog.registered_names():
-            import difflib
             close = difflib.get_close_matches(p.model, catalog.registered_names(), n=1)
             fail("model", p.model, (f"unknown model (did you mean {close[0]}?)" if close else
                                     "unknown model") +

@@ -11,6 +11,9 @@ confirms it with --allow_emulated_precision, and the header says which it is.
 """
 import collections
 
+import tensorflow as tf
+
+from towertrain.config import machine
 from towertrain.errors import ParamsError
 
 # CPU flags (/proc/cpuinfo) with bfloat16 arithmetic: AVX512-BF16 or AMX.
@@ -62,8 +65,6 @@ def _probe_machine(device, dtype):
 def gpu_capabilities():
     """(major, minor) compute capability of each GPU in use, None where
     TensorFlow does not say."""
-    import tensorflow as tf  # deferred: only a GPU run asks
-    from towertrain.config import machine
     capabilities = []
     for gpu in machine.physical_gpus():
         found = tf.config.experimental.get_device_details(gpu).get("compute_capability")

@@ -9,11 +9,19 @@ keras.saving.load_model in a process that never imports towertrain.
 """
 import os
 
+import keras
+import tensorflow as tf
+from keras import ops
+
+from towertrain import models
+from towertrain.errors import ParamsError
+from towertrain.models import FusedBatchNormalization, LocalResponseNormalization, catalog
+from towertrain.state import checkpoint as ckpt_lib
+from towertrain.state import run_record, writable
+
 
 def _stock_layer(layer):
     """The stock Keras layer standing in for a towertrain layer, or None."""
-    import keras
-    from towertrain.models import FusedBatchNormalization, LocalResponseNormalization
     if isinstance(layer, FusedBatchNormalization):
         # Same variables, same inference math (moving statistics).
         return keras.layers.BatchNormalization(
@@ -33,8 +41,6 @@ def _stock_lrn(layer):
     as tf.nn.local_response_normalization: x / (bias + alpha * window_sum(x^2))^beta,
     the window spanning depth_radius channels each side, zero outside.
     """
-    import keras
-    from keras import ops
     shape = tuple(layer.input.shape[1:])
     axis = 1 if layer.data_format == "channels_first" else 3
     channels, radius = shape[axis - 1], layer.depth_radius
@@ -54,7 +60,6 @@ def _stock_lrn(layer):
 
 def _non_stock(model):
     """Names of layers/operations under `model` whose class is not Keras' own."""
-    import keras
     found = []
     for op in getattr(model, "operations", model.layers):
         if not type(op).__module__.startswith("keras."):
@@ -66,7 +71,6 @@ def _non_stock(model):
 
 def to_stock_keras(model):
     """A clone of `model` using stock Keras layers only, with the same weights."""
-    import keras
 
     def clone(layer):
         stock = _stock_layer(layer)
@@ -111,9 +115,6 @@ def _make_parent(path):
 
 def load_model_from_checkpoint(path, model_name, num_classes, data_format, image_size=None):
     """Builds the registered model in `data_format` and reads the checkpoint into it."""
-    import tensorflow as tf
-    from towertrain import models
-    from towertrain.state import checkpoint as ckpt_lib
     with tf.device("/cpu:0"):
         model = models.build(model_name, num_classes=num_classes, data_format=data_format,
                              image_size=image_size)
@@ -122,21 +123,10 @@ def load_model_from_checkpoint(path, model_name, num_classes, data_format, image
     return model
 
 
-INPUT_CONTRACT = (
-    "The exported model takes images preprocessed as for --eval: for cifar10 each "
-    "image standardized (tf.image.per_image_standardization), for imagenet the "
-    "central 87.5% crop resized to the model's size and scaled to [-1, 1]; fed raw "
-    "pixels it scores far lower. --include_preprocessing puts the cifar10 eval "
-    "preprocessing inside the model, which then takes raw pixels (0..255, NHWC).")
-
-
 def with_eval_preprocessing(model, data_name, data_format):
     """`model` behind the eval preprocessing of `data_name`: a stock-Keras model
     taking raw pixels (0..255, NHWC). Only cifar10's is a fixed-size per-image
     computation; imagenet's starts from a JPEG of any size."""
-    import keras
-    from keras import ops
-    from towertrain.errors import ParamsError
     if data_name != "cifar10":
         raise ParamsError(f"--include_preprocessing: only for cifar10 runs (this one is "
                           f"{data_name}: its eval preprocessing decodes and crops a JPEG of "
@@ -158,8 +148,6 @@ def with_eval_preprocessing(model, data_name, data_format):
 def _check_registered(model_name, train_dir, checkpoint):
     """A model a script registered (towertrain.register_model) exists only in
     that script's process: `python -m towertrain.export` said 'unknown model'."""
-    from towertrain.models import catalog
-    from towertrain.state import checkpoint as ckpt_lib
     if model_name in catalog.registered_names():
         return
     where = f"--train_dir={train_dir}" if train_dir else f"--checkpoint={checkpoint}"
@@ -174,17 +162,15 @@ def _check_registered(model_name, train_dir, checkpoint):
 def export(train_dir=None, output=None, saved_model=None, data_format=None,
            checkpoint=None, model_name=None, include_preprocessing=False):
     """Writes `output` (.keras) and/or `saved_model` (directory); returns the stock
-    model. include_preprocessing: the model takes raw pixels (see INPUT_CONTRACT)."""
-    from towertrain.state import checkpoint as ckpt_lib
+    model. include_preprocessing: the model takes raw pixels (see
+    towertrain.commands.export.INPUT_CONTRACT)."""
     if not output and not saved_model:
         raise ckpt_lib.CheckpointError("nothing to write: give --output and/or --saved_model")
     if output and not output.endswith(".keras"):
         raise ckpt_lib.CheckpointError(f"--output={output}: must end in .keras")
-    from towertrain.state import writable  # before the work, nothing written on failure
     writable.check([("output", output, True), ("saved_model", saved_model, False)])
     path = ckpt_lib.resolve(train_dir, checkpoint)
     run_dir = train_dir or os.path.dirname(path) or "."  # a bare ckpt-N: the current folder
-    from towertrain.state import run_record  # a user's own model: no registry entry to build
     info = run_record.read(run_dir)
     run_record.check_rebuildable(
         info, f"--train_dir={train_dir}" if train_dir else f"--checkpoint={checkpoint}", "export")

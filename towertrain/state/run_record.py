@@ -144,7 +144,9 @@ def training_input(data_name, data_dir, num_examples):
     at the first step with TensorFlow's 'Expected 1 components but got 0')."""
     if not data_dir:
         return {}
-    from towertrain.input_pipeline import cifar10, imagenet  # as the reader picks them
+    # As the reader picks them; deferred: the command line reads the record before
+    # TensorFlow, and these readers import it.
+    from towertrain.input_pipeline import cifar10, imagenet
     reader = cifar10 if data_name == "cifar10" else imagenet
     return {"input_examples": int(num_examples) if num_examples is not None else None,
             "input_files": [os.path.basename(f) for f in reader.find_files(data_dir)]}

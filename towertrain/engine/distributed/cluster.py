@@ -25,6 +25,7 @@ import time
 from towertrain import tf_errors
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster  # noqa: F401
 from towertrain.errors import ClusterError  # noqa: F401 - a ParamsError: one-line flag error
+from towertrain.engine.process import runtime
 
 DEFAULT_COLLECTIVE_TIMEOUT_SECS = 60.0
 
@@ -48,7 +49,6 @@ def setup(layout) -> Cluster:
     Must run before TensorFlow runs any op. A single-process cluster only
     records itself. Returns the cluster.
     """
-    from towertrain.engine.process import runtime
     # Before the server starts the runtime: its thread pools are fixed then
     # (workers sharing this host split its cores).
     runtime.configure(layout.runtime)
@@ -60,9 +60,9 @@ def setup(layout) -> Cluster:
         _ACTIVE["timeout"] = float(timeout_secs)
     if cluster.num_workers == 1 and cluster is SINGLE:
         return cluster
+    # Deferred: the command line imports this module before TensorFlow (--help).
     from tensorflow.core.protobuf import cluster_pb2, tensorflow_server_pb2
     from towertrain import private_api
-
     from towertrain.engine.process import devices as devices_lib
     if device == "cpu" and num_local_devices:
         devices_lib.ensure_logical_cpus(num_local_devices)

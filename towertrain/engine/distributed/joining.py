@@ -14,6 +14,7 @@ import tensorflow as tf
 from towertrain import private_api
 from towertrain.engine.distributed import cluster as cluster_lib
 from towertrain.errors import ClusterError
+from towertrain.plan.cluster import SOURCES
 
 
 def join(layout):
@@ -32,7 +33,6 @@ def unserved_address(cluster, err):
     """Why this task's server did not start: its port in use (probed as a
     server binds it, reusing addresses left in TIME_WAIT), an address that
     is not this machine's, else TensorFlow's reason."""
-    from towertrain.plan.cluster import SOURCES
     host, _, port = cluster.address.rpartition(":")
     host = host.strip("[]")
     why = f"TensorFlow: {str(err).strip().splitlines()[0]}"

@@ -18,6 +18,8 @@ failure), and stops with the trainer, before the workers exit one by one.
 import atexit
 import threading
 
+import tensorflow as tf
+
 from towertrain import private_api
 
 # A peer is given up after this many failed checks in a row, each check
@@ -49,7 +51,6 @@ class PeerWatch:
             self._thread.join(timeout=2 * self.check_timeout + 1)
 
     def _run(self):
-        import tensorflow as tf
         failed = {}
         while not self._stop.wait(self.check_timeout):
             for index in range(self.cluster.num_workers):
@@ -69,7 +70,6 @@ class PeerWatch:
                         return
 
     def _abort(self, index, err):
-        import tensorflow as tf
         detail = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
         self.failure = (f"{self.cluster.describe(index)} stopped answering "
                         f"({FAILED_CHECKS} health checks failed: {detail})")

@@ -13,6 +13,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from towertrain.engine.contract import up_front
+from towertrain.engine.evaluation import eval_amount
 from towertrain.input_pipeline import split_to_devices
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import EvalData, NoEvalSplitError
@@ -105,7 +107,6 @@ class Evaluator:
 def check_labels(labels, model, eval_data):
     """A batch's labels against the model's classes, as training checks them:
     one outside them scored 'Accuracy @ 1 = 0.0000' without a word."""
-    from towertrain.engine.contract import up_front
     classes = model.output_shape[-1]
     values = np.asarray(labels).reshape(-1)
     if classes is None or not values.size or not np.issubdtype(values.dtype, np.number):
@@ -148,7 +149,6 @@ def eval_data_for(input_source, batch_size, outputs, eval_data=None):
     (the plan's eval batch per process; an error naming what is missing if it
     has none); cut or repeated to the `outputs` section's --num_eval_batches or
     --num_eval_epochs when given (towertrain.engine.evaluation.eval_amount)."""
-    from towertrain.engine.evaluation import eval_amount
     if eval_data is None:
         try:
             eval_data = input_source.eval_data(batch_size)

@@ -20,6 +20,11 @@ there), for tracing its step.
 """
 import contextlib
 
+import tensorflow as tf
+
+from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
+from towertrain.engine.exchange import cross_worker
+
 COLLECTIVE_OPS = ("NcclAllReduce", "CollectiveReduceV2", "CollectiveReduce",
                   "CollectiveReduceScatterV2", "CollectiveGatherV2", "CollectiveBcastSendV2",
                   "CollectiveBcastRecvV2")
@@ -129,7 +134,6 @@ def pruned(graph):
 
 
 def _device(op):
-    import tensorflow as tf
     spec = tf.DeviceSpec.from_string(op.device)
     return (spec.device_type or "").upper(), spec.device_index
 
@@ -184,7 +188,6 @@ def group_order(graph):
 
 def group(op):
     """(group size, group key) of a collective op, read from its constant inputs."""
-    import tensorflow as tf
     return (int(tf.get_static_value(op.inputs[1])), int(tf.get_static_value(op.inputs[2])))
 
 
@@ -193,8 +196,6 @@ def stand_in_cluster(cluster):
     """Within: `cluster` counts as joined, and the cluster exchange's start
     builds its group opener without running it (no broadcast, no collective,
     no peer watch). For tracing only."""
-    from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
-    from towertrain.engine.exchange import cross_worker
     saved = (cluster_lib._ACTIVE["cluster"], cross_worker.ClusterExchange.start,
              peer_watch.start)
     cluster_lib._ACTIVE["cluster"] = cluster

@@ -1,5 +1,5 @@
 """The input a run plan asks for: synthetic, or a dataset under --data_dir."""
-from towertrain.input_pipeline import dataset_options
+from towertrain.input_pipeline import cifar10, dataset_options, imagenet, queue_input
 from towertrain.errors import InputError
 from towertrain.input_pipeline.base import WrappedInput
 from towertrain.input_pipeline.slicing import WorkerShare
@@ -64,12 +64,9 @@ def _reader(input_plan, image_shape, num_classes, global_batch, data_format, sha
     name, data_dir = input_plan.data_name, input_plan.data_dir
     options = dataset_options_of(input_plan)
     if input_plan.input == "queue":
-        from towertrain.input_pipeline import queue_input
         return queue_input.from_data_dir(name, data_dir, image_shape, **common)
     if name == "cifar10":
-        from towertrain.input_pipeline import cifar10
         return cifar10.dataset_input(data_dir, options=options, share=share, **common)
-    from towertrain.input_pipeline import imagenet
     return imagenet.dataset_input(data_dir, image_size=image_size_of(
         image_shape, data_format), num_classes=num_classes,
         resize_method=input_plan.resize_method or "bilinear", options=options,

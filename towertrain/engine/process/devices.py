@@ -8,6 +8,7 @@ import os
 import subprocess
 
 import tensorflow as tf
+from towertrain import private_api
 from towertrain.config import gpu_share
 from towertrain.config import machine
 from towertrain.engine.exchange_settings import split_spec
@@ -244,7 +245,6 @@ def check_data_format(device: str, data_format: str) -> None:
     backward convolution fails deep inside the step, so say it up front."""
     if device != "cpu" or data_format != "NCHW":
         return
-    from towertrain import private_api
     if not private_api.onednn_enabled():
         raise DeviceError(
             "--data_format=NCHW with --device=cpu: needs TensorFlow's oneDNN kernels, "

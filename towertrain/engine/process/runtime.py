@@ -42,7 +42,7 @@ def describe_threads(runtime):
     cores (None otherwise): the intra-op pool TensorFlow holds, and why."""
     if runtime.intra_threads_why is None:
         return None
-    import tensorflow as tf
+    import tensorflow as tf  # deferred: the command line imports this before TensorFlow
     held = tf.config.threading.get_intra_op_parallelism_threads()
     pool = process_settings.describe_pool(held) + (" per process" if held else "")
     return f"intra-op {pool} ({runtime.intra_threads_why})"
@@ -63,7 +63,7 @@ _APPLIED = {}  # the Runtime section this process applied last
 
 
 def _apply_runtime(runtime, gpus):
-    import tensorflow as tf
+    import tensorflow as tf  # deferred: the command line imports this before TensorFlow
     set_environment(runtime.environment)
     threading = tf.config.threading
     _apply("num_intra_threads", runtime.num_intra_threads,
@@ -104,5 +104,5 @@ def sync_after_step(runtime):
     inside the timed step; None when off."""
     if not runtime.sync_on_finish:
         return None
-    import tensorflow as tf
+    import tensorflow as tf  # deferred: the command line imports this before TensorFlow
     return tf.test.experimental.sync_devices

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from towertrain import private_api
 from towertrain.engine.step import lockstep
+from towertrain.models import FusedBatchNormalization
 
 
 def moments(member, inputs, axes, weights=None):
@@ -41,7 +42,6 @@ def moments(member, inputs, axes, weights=None):
 
 def batch_norm_layers(model):
     """(towertrain FusedBatchNormalization layers, keras BatchNormalization layers)."""
-    from towertrain.models import FusedBatchNormalization
     fused, stock = [], []
     for layer in private_api.flatten_layers(model):
         if isinstance(layer, FusedBatchNormalization):

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from towertrain import private_api
 from towertrain.engine.contract import in_step
+from towertrain.engine.step import lockstep
 from towertrain.recipe import l2_loss
 
 # correct: how many examples the logits classify right (None: not a classifier).
@@ -105,7 +106,6 @@ def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_cor
     contributed to the shared statistics of the other towers' losses, and the
     towers' gradients still sum to the gradient of the global batch's loss.
     """
-    from towertrain.engine.step import lockstep  # (towertrain/engine/step/lockstep.py)
     traced = lockstep.Lockstep(len(towers), reduce_device).run(towers)
     flat = [v for trainable, _, _ in traced for v in trainable]
     # tf.gradients places each gradient op with its forward op, on the tower's device.
