@@ -94,12 +94,13 @@ def test_no_setting_spreads_again(counted, name):
 def test_the_median_over_the_common_settings_came_down(counted):
     now = statistics.median(len(counted[n]) for n in COMMON)
     assert now < statistics.median(BEFORE.values())
-    assert now <= 7
+    assert now <= 6
 
 
-@pytest.mark.xfail(strict=True, reason="the input, cluster and step settings still have no "
-                   "section of their own, and batch_size, train_dir, data_dir and optimizer "
-                   "are read by many modules under those names")
+@pytest.mark.xfail(strict=True, reason="every setting has its section now, but batch_size, "
+                   "train_dir, variable_update, optimizer and data_dir are read by many "
+                   "modules under those names (and the word is also a Keras optimizer's, an "
+                   "input reader's argument)")
 def test_the_median_over_the_common_settings_is_at_most_3(counted):
     assert statistics.median(len(counted[n]) for n in COMMON) <= 3
 
