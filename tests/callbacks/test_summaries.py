@@ -391,6 +391,9 @@ def test_a_compute_bound_run_shows_almost_no_wait(tmp_path):
     printed, summarized, steps = _wait_shares(tmp_path, from_arrays(images, labels, 256),
                                               model)
     assert printed == pytest.approx(_measured(printed, steps), abs=0.006), printed
-    # A step now and then shows a few ms of scheduling as wait: the median is ~0.
+    # A step now and then shows a few ms of scheduling as wait, more while another
+    # test process shares the 2 cores (its input thread waits for a core: a median
+    # of 0.11 was seen so). 0.2 still tells it from a balanced run (0.4-0.6 above)
+    # and from a wait that counts the compute (~1).
     for shares in (printed, summarized):
-        assert np.median(list(shares.values())) <= 0.1, shares
+        assert np.median(list(shares.values())) <= 0.2, shares
