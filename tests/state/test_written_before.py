@@ -8,19 +8,12 @@ import subprocess
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from helpers import cifar_files
 from helpers import written_before
-from helpers.checkpoint_files import latest_step
+from helpers.checkpoint_files import latest_step, saved_tensors
 
 FOLDER = __file__.rsplit("/", 1)[0] + "/written_before"
-
-
-def model_tensors(train_dir):
-    reader = tf.train.load_checkpoint(train_dir)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if name.startswith(("model/", "slots/", "step/"))}
 
 
 @pytest.mark.slow
@@ -39,7 +32,7 @@ def test_a_train_dir_written_before_resumes_exactly(tmp_path):
     straight = str(tmp_path / "straight")
     subprocess.run(written_before.command(data_dir, straight, "--num_epochs=4"),
                    check=True, capture_output=True, timeout=300)
-    expected, got = model_tensors(straight), model_tensors(old)
+    expected, got = saved_tensors(straight), saved_tensors(old)
     assert sorted(got) == sorted(expected)
     # Dropout and batch norm have variables of their own: both kinds are compared.
     assert any("bn" in name for name in got) and any("dropout" in name for name in got), (
