@@ -816,9 +816,9 @@ MUTATIONS = [
     # Clusters (tests/cluster/): Slurm through SlurmClusterResolver, on the
     # ports --slurm_port_base gives.
     Mutation(
-        "slurm_ignores_port_base", At("from_slurm"),
-        "                port_base=params.slurm_port_base, **options)",
-        "                port_base=8888, **options)",
+        "slurm_ignores_port_base", At("tasks"),
+        "            port_base=port_base, **options)",
+        "            port_base=8888, **options)",
         [T + "cluster/test_cluster_sources.py::"
          "test_slurm_environment_gives_the_cluster_through_the_resolver"]),
     # TF_CONFIG with a 'chief' job: the chief must be task 0.
@@ -879,10 +879,9 @@ MUTATIONS = [
          "test_workers_that_would_share_a_gpu_are_refused_before_any_starts"]),
     # Slurm numbers a node's GPUs from 0, not from the list it gave the job.
     Mutation(
-        "slurm_gpus_from_zero", At("_set_own_gpus"),
-        "    gpus = gpu_share.machine_gpus(environ)\n    if not gpus:",
-        "    gpus = tuple(str(i) for i in range(len(gpu_share.machine_gpus(environ))))\n"
-        "    if not gpus:",
+        "slurm_gpus_from_zero", At("claim"),
+        "        node_gpus = gpu_share.machine_gpus(environ)\n",
+        "        node_gpus = tuple(str(i) for i in range(len(gpu_share.machine_gpus(environ))))\n",
         [T + "cluster/test_gpu_share.py::"
          "test_slurm_tasks_of_one_node_get_their_share_of_its_gpus_list"]),
     # A worker beside others that maps every GPU runs anyway.
@@ -3539,4 +3538,12 @@ MUTATIONS = [
         "    previous = signal.getsignal(signal.SIGINT)",
         [T + "callbacks/test_signals.py::"
          "test_ctrl_c_during_an_import_that_catches_every_exception_still_exits_130"]),
+    # A Slurm task's own GPUs set after Params asked TensorFlow for devices
+    # (an unset --device): CUDA has read CUDA_VISIBLE_DEVICES, every task of
+    # the node would map every GPU.
+    Mutation(
+        "slurm_gpus_set_after_the_device_probe", At("validate"),
+        "    slurm_gpus.claim(p)", "    pass",
+        [T + "cluster/test_slurm_gpus_first.py::"
+         "test_a_slurm_task_of_two_per_node_sets_its_gpus_before_any_device_probe"]),
 ]

@@ -15,6 +15,7 @@ from typing import Optional
 from towertrain.config import cluster_checks as params_cluster
 from towertrain.config import declare, machine
 from towertrain.config import mode_checks
+from towertrain.config import slurm_gpus
 from towertrain.config import settings
 from towertrain.engine import exchange_settings
 from towertrain.models import catalog  # the models' names, without Keras
@@ -105,6 +106,9 @@ def validate(p: Params) -> None:
     for setting in settings.params_settings():  # every enum, against its choices
         if setting.choices is not None:
             _check_choice(p, setting.name, setting.choices)
+    # Before any check asks TensorFlow for devices (an unset --device is the
+    # machine's): CUDA reads CUDA_VISIBLE_DEVICES once, at the first probe.
+    slurm_gpus.claim(p)
     # --eval's refusal of what only training reads first: it names the cause
     # (evaluating) rather than a training check the value would have failed.
     _validate_eval_against_training(p)

@@ -132,9 +132,9 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     once per process); cluster: the run's (default: resolved once per process);
     model_spec: the registered model's defaults (batch size, learning rate,
     dataset; default: --model's entry in the registry)."""
-    machine = machine or machine_lib.probe()
-    if cluster is None:
+    if cluster is None:  # first: a Slurm task's own GPUs are set before the probe
         cluster = cluster_lib.resolve(params)
+    machine = machine or machine_lib.probe()
     cluster_lib.check_supported(params, cluster)
     if model_spec is None:
         model_spec = models.get_spec(params.resolved_model)

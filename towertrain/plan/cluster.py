@@ -8,9 +8,10 @@
              'chief' job, if any, is task 0 and the 'worker' tasks follow;
   slurm      the environment `srun` sets for each task, read by
              tf.distribute.cluster_resolver.SlurmClusterResolver (one task
-             per node; a node's tasks listen on --slurm_port_base + k; with
-             --device=gpu each task gets its own --num_gpus of the node's GPUs
-             through CUDA_VISIBLE_DEVICES, towertrain.config.gpu_share);
+             per node; a node's tasks listen on --slurm_port_base + k; on
+             GPUs each task gets its own --num_gpus of the node's GPUs
+             through CUDA_VISIBLE_DEVICES, set before TensorFlow lists a
+             device: towertrain.config.slurm_gpus);
   auto       (default) the one present: --worker_hosts, TF_CONFIG, or a Slurm
              step of more than one task. More than one present is an error
              that asks for --cluster_source; each needs
@@ -21,13 +22,12 @@ is the one entry point: a process works its cluster out once (the resolvers
 read the environment, and Slurm's sets CUDA_VISIBLE_DEVICES), every later call with
 the same settings and environment gets that same answer.
 """
-import contextlib
 import json
 import os
 
-from towertrain.config import gpu_share
+from towertrain.config import slurm_gpus
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster, from_flags, parse_worker_hosts
-from towertrain.errors import ClusterError, DeviceError
+from towertrain.errors import ClusterError
 
 SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
            "slurm": "Slurm", "local": "one process"}
@@ -45,7 +45,9 @@ def resolve(params, environ=None) -> Cluster:
     """The cluster of a run (SINGLE for one local process), worked out once per
     process for the same settings and environment."""
     environ = os.environ if environ is None else environ
-    key = (tuple(getattr(params, name) for name in _SETTINGS), params.resolved_device,
+    # params.device as given: resolving it would ask TensorFlow for devices
+    # before this task's own GPUs are set (towertrain.config.slurm_gpus).
+    key = (tuple(getattr(params, name) for name in _SETTINGS), params.device,
            tuple(sorted((name, value) for name, value in environ.items()
                         if name.startswith(_ENVIRONMENT_PREFIXES))))
     if key not in _RESOLVED:
@@ -88,7 +90,7 @@ def _present(params, environ):
     found = ["flags"] if params.worker_hosts else []
     if environ.get("TF_CONFIG"):
         found.append("tf_config")
-    if _int(environ.get("SLURM_STEP_NUM_TASKS"), 1) > 1:
+    if slurm_gpus.slurm_present(environ):
         found.append("slurm")
     return found
 
@@ -105,41 +107,13 @@ def _check_exchange(params, source, environ):
                        "train in one process")
 
 
-def _int(text, default):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return default
-
-
-@contextlib.contextmanager
-def _environment(environ, names):
-    """TensorFlow's resolvers read os.environ only: while they run, the
-    variables `names` of a given mapping (tests) stand in for the real ones."""
-    if environ is os.environ:
-        yield
-        return
-    saved = {name: os.environ.get(name) for name in names}
-    for name in names:
-        os.environ.pop(name, None)
-        if environ.get(name) is not None:
-            os.environ[name] = environ[name]
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None)
-            if value is not None:
-                os.environ[name] = value
-
-
 def from_tf_config(text) -> Cluster:
     """The cluster of a TF_CONFIG text: {"cluster": {["chief": [..],] "worker":
     [..]}, "task": {"type": "worker", "index": K}}."""
     import tensorflow as tf  # deferred: the plan imports no TensorFlow
     try:
         json.loads(text)
-        with _environment({"TF_CONFIG": text}, ["TF_CONFIG"]):
+        with slurm_gpus.resolver_environment({"TF_CONFIG": text}, ["TF_CONFIG"]):
             resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
             jobs = resolver.cluster_spec().as_dict()
             task_type, task_id = resolver.task_type, resolver.task_id
@@ -177,22 +151,12 @@ def _addresses(job):
 
 def from_slurm(params, environ=None) -> Cluster:
     """The cluster of this Slurm step, from SlurmClusterResolver: one task per
-    worker, a node's tasks on --slurm_port_base + 0, 1, ...; with --device=gpu
-    this task's own GPUs set in `environ` (gpu_share)."""
-    import tensorflow as tf  # deferred: the plan imports no TensorFlow
+    worker, a node's tasks on --slurm_port_base + 0, 1, ...; on GPUs this
+    task's own GPUs set in `environ` (towertrain.config.slurm_gpus, which
+    Params already asked before any device probe)."""
     environ = os.environ if environ is None else environ
-    tasks = _int(environ.get("SLURM_STEP_NUM_TASKS"), 0)
-    # The resolver's own GPU split numbers a node's GPUs from 0 whatever
-    # CUDA_VISIBLE_DEVICES lists (GPUs 4-7 of a job become 0-3): it hands out
-    # none (one "GPU" per task, nothing set) and gpu_share splits the list.
-    options = dict(gpus_per_node=max(tasks, 1), gpus_per_task=1, auto_set_gpu=False)
     try:
-        names = [n for n in environ if n.startswith("SLURM_")] + ["CUDA_VISIBLE_DEVICES"]
-        with _environment(environ, names):
-            resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
-                port_base=params.slurm_port_base, **options)
-            workers = _addresses(resolver.cluster_spec().as_dict().get(JOB))
-            task_id = resolver.task_id
+        workers, task_id = slurm_gpus.tasks(params.slurm_port_base, environ)
     except (RuntimeError, ValueError, KeyError, IndexError) as err:
         raise ClusterError(f"--cluster_source=slurm: {str(err).splitlines()[0]} (run under "
                            "srun, which sets SLURM_PROCID, SLURM_STEP_NUM_TASKS, "
@@ -200,28 +164,8 @@ def from_slurm(params, environ=None) -> Cluster:
     if len(workers) == 1:
         return SINGLE
     cluster = Cluster(parse_worker_hosts(",".join(workers)), int(task_id), source="slurm")
-    if params.resolved_device == "gpu":
-        _set_own_gpus(params, cluster, environ)
+    slurm_gpus.claim(params, environ, cluster.workers, cluster.task_index)
     return cluster
-
-
-def _set_own_gpus(params, cluster, environ):
-    """CUDA_VISIBLE_DEVICES of this task: its share of its node's GPUs, by its
-    rank among the node's tasks (their ports' order). srun --gpus-per-task
-    already gave each task its own (SLURM_GPUS_PER_TASK): kept."""
-    if environ.get("SLURM_GPUS_PER_TASK"):
-        return
-    gpus = gpu_share.machine_gpus(environ)
-    if not gpus:
-        return  # no GPU to share: the devices say why none is there
-    host = cluster.address.rpartition(":")[0]
-    node = [address for address in cluster.workers if address.rpartition(":")[0] == host]
-    try:
-        environ[gpu_share.VISIBLE] = gpu_share.share(
-            node.index(cluster.address), len(node), params.num_gpus, gpus,
-            where=f"node {host}")
-    except DeviceError as err:
-        raise ClusterError(f"--cluster_source=slurm: {err}") from None
 
 
 def check_supported(params, cluster: Cluster) -> None:
