@@ -3546,4 +3546,19 @@ MUTATIONS = [
         "    slurm_gpus.claim(p)", "    pass",
         [T + "cluster/test_slurm_gpus_first.py::"
          "test_a_slurm_task_of_two_per_node_sets_its_gpus_before_any_device_probe"]),
+    # --global_batch_size with --batch_size: the accumulation steps not worked
+    # out (each update trains on fewer examples than the global batch).
+    Mutation(
+        "global_batch_accumulation_ignored", At("split"),
+        "        return Split(per_device, whole, global_batch_size)",
+        "        return Split(per_device, 1, global_batch_size)",
+        [T + "plan/test_global_batch.py::"
+         "test_a_resume_on_another_topology_keeps_the_global_batch"]),
+    # A resume on another topology not kept in the run record's history.
+    Mutation(
+        "topology_change_not_recorded", At("topology_history"),
+        '        changes.append({"step": int(resumed_step), "from": before, "to": topology})',
+        "        pass",
+        [T + "plan/test_global_batch.py::"
+         "test_a_resume_on_another_topology_keeps_the_global_batch"]),
 ]

@@ -83,6 +83,14 @@ CASES = [
     # --- towertrain/config/params.py
     (["--model=nope"], "--model=nope: ", "unknown model; known models: ", E),
     (["--batch_size=-1"], "--batch_size=-1: ", "must be >= 1 (it is the batch per device)", E),
+    (["--global_batch_size=0"], "--global_batch_size=0: ", "must be >= 1", E),
+    (["--global_batch_size=8", "--batch_size=2", "--gradient_accumulation_steps=2"],
+     "--global_batch_size=8: ", "conflicts with --batch_size=2 and "
+     "--gradient_accumulation_steps=2 together", E),
+    (["--global_batch_size=9", "--num_gpus=2"], "--global_batch_size=9: ",
+     "does not divide over 1 worker x 2 devices (2)", E),
+    (["--global_batch_size=8", "--num_gpus=2", "--batch_size=3"], "--global_batch_size=8: ",
+     "not a multiple of --batch_size=3 x 1 worker x 2 devices (6)", E),
     (["--num_batches=-1"], "--num_batches=-1: ", "must be >= 1", E),
     (["--num_warmup_batches=-1"], "--num_warmup_batches=-1: ", "must be >= 0", E),
     (["--step_timeout_secs=-1"], "--step_timeout_secs=-1.0: ", "must be >= 0 seconds", E),
@@ -490,6 +498,9 @@ UNREACHABLE = {
 ACCEPTED = [
     # Synthetic data: --num_epochs counts the dataset's known size.
     (["--num_epochs=2"], E),
+    # The per-device batch worked out, or the accumulation steps with --batch_size.
+    (["--global_batch_size=8", "--num_gpus=2"], E),
+    (["--global_batch_size=8", "--num_gpus=2", "--batch_size=2"], E),
     # ... and so do the learning-rate flags that count epochs.
     (["--piecewise_learning_rate_schedule=0.1;5;0.01"], E),
     (["--num_epochs_per_decay=1", "--learning_rate_decay_factor=0.5"], E),

@@ -28,6 +28,7 @@ from towertrain.engine.process.settings import Devices, ProcessSettings
 from towertrain.plan import accumulation as accumulation_lib
 from towertrain.plan import cluster as cluster_lib
 from towertrain.plan import describe
+from towertrain.plan import global_batch as global_batch_lib
 from towertrain.plan.learning_rate import model_recipe
 from towertrain.plan.learning_rate import schedule as schedule_lib
 from towertrain.plan.learning_rate import source as lr_source
@@ -81,6 +82,12 @@ class Layout:
     # (towertrain.plan.learning_rate.source.source_of: flags, recipe, model or kept).
     learning_rate_recipe: Optional[object] = None
     learning_rate_source: str = "model"
+    # How the global batch is cut over this topology (towertrain.plan.global_batch).
+    batch_split: Optional[global_batch_lib.Split] = None
+
+    @property
+    def accumulation_steps(self):
+        return self.batch_split.accumulation if self.batch_split else 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +148,10 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     topology = topology_of(params, machine, cluster)
     dataset = params.data_name or model_spec.default_dataset
     _take(InputSettings, params).refuse_for(dataset)
-    per_device = params.batch_size or model_spec.default_batch_size
+    batch_split = global_batch_lib.split(
+        params.global_batch_size, params.batch_size, params.gradient_accumulation_steps,
+        topology.num_workers, topology.num_towers, model_spec.default_batch_size)
+    per_device = batch_split.per_device
     recipe = getattr(model_spec, "learning_rate_recipe", None)
     source = lr_source.source_of(params, recipe)
     if source == "recipe" and lr_source.recorded_before_recipes(params.train_dir):
@@ -157,7 +167,7 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
         batch_per_device=per_device,
         eval_batch_per_device=params.eval_batch_size or per_device,
         base_learning_rate=params.init_learning_rate or model_spec.default_learning_rate,
-        learning_rate_recipe=recipe, learning_rate_source=source)
+        learning_rate_recipe=recipe, learning_rate_source=source, batch_split=batch_split)
 
 
 def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> RunPlan:
@@ -165,15 +175,17 @@ def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> Run
     topology = layout.topology
     per_process = layout.batch_per_device * topology.num_towers
     global_batch = input_facts.global_batch or per_process
-    accumulation_steps = params.gradient_accumulation_steps
+    accumulation_steps = layout.accumulation_steps
     batches = Batches(per_device=layout.batch_per_device, per_process=per_process,
                       global_batch=global_batch,
                       eval_per_device=layout.eval_batch_per_device,
-                      accumulation_steps=accumulation_steps)
+                      accumulation_steps=accumulation_steps,
+                      global_batch_size=params.global_batch_size)
     steps_lib.check_batch_fits_epoch(
         params, input_facts, global_batch,
         (layout.batch_per_device, topology.num_towers, topology.num_workers))
-    steps = steps_lib.plan_steps(params, input_facts, global_batch, layout.dataset)
+    steps = steps_lib.plan_steps(params, input_facts, global_batch, layout.dataset,
+                                 accumulation_steps)
     recipe = Recipe(
         optimizer=_take(Optimizer, params),
         learning_rate=_learning_rate(params, layout, input_facts, batches, steps),

@@ -10,6 +10,18 @@ def batch_size(plan):
             f"{batches.global_batch / topology.num_towers / topology.num_workers:g} per device"]
 
 
+def global_batch(plan):
+    """--global_batch_size's line: how this topology carries it."""
+    batches, topology = plan.batches, plan.topology
+    towers, workers = topology.num_towers, topology.num_workers
+    accumulated = (f" x {batches.accumulation_steps} accumulation steps"
+                   if batches.accumulation_steps > 1 else "")
+    return (f"{batches.global_batch_size} per update (--global_batch_size): "
+            f"{batches.per_device} per device x {towers} device{'s' * (towers > 1)} x "
+            f"{workers} worker{'s' * (workers > 1)}{accumulated}; kept when the topology "
+            "changes")
+
+
 def num_batches(plan):
     """The timed steps; in an epoch run also what they are part of, since the
     warmup steps come out of the epochs."""
@@ -59,6 +71,8 @@ def static_lines(plan):
         towers = plan.topology.num_towers
         lines["Cluster"] = (f"{plan.topology.num_workers} workers x "
                             f"{towers} device{'' if towers == 1 else 's'}")
+    if plan.batches.global_batch_size is not None:
+        lines["Global batch"] = global_batch(plan)
     if plan.steps.accumulation.accumulating:
         lines["Accumulation"] = plan.steps.accumulation.describe(plan.batches.global_batch)
     if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):

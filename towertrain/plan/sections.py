@@ -64,6 +64,7 @@ class Batches:
     global_batch: int  # one step of the whole cluster (one micro-batch)
     eval_per_device: int
     accumulation_steps: int = 1
+    global_batch_size: Optional[int] = None  # --global_batch_size (per_update), when given
 
     @property
     def per_update(self) -> int:

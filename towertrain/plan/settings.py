@@ -26,6 +26,12 @@ class ModelSettings:
         None, "Batch size per device (default: the model's).",
         tfcnn=tfcnn("integer", 0, "default: the model's (tf_cnn_benchmarks: 0 = the model's "
                     "too)", unset=True))
+    global_batch_size: Optional[int] = setting(
+        None, "Examples per update of the whole cluster, kept when the workers or devices "
+        "change: the batch per device is worked out from it (with --batch_size, the "
+        "accumulation steps are). Default: --batch_size x devices x workers x "
+        "--gradient_accumulation_steps.",
+        group="Training", training_only=True, scaling=NOT_USED)
     tf_random_seed: int = setting(
         1234, "Seed for initializers, synthetic data, dropout and augmentation "
         "(every draw: docs/checkpoints.md, 'Randomness and exactness').",
@@ -40,6 +46,14 @@ class ModelSettings:
                  f"; known models: {', '.join(catalog.registered_names())}")
         if p.batch_size is not None and p.batch_size < 1:
             fail("batch_size", p.batch_size, "must be >= 1 (it is the batch per device)")
+        if p.global_batch_size is not None:
+            if p.global_batch_size < 1:
+                fail("global_batch_size", p.global_batch_size, "must be >= 1")
+            if p.batch_size is not None and p.gradient_accumulation_steps > 1:
+                fail("global_batch_size", p.global_batch_size,
+                     f"conflicts with --batch_size={p.batch_size} and "
+                     f"--gradient_accumulation_steps={p.gradient_accumulation_steps} together, "
+                     "which fix it already; drop one of the three")
 
 
 @section("Training")

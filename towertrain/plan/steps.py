@@ -119,17 +119,19 @@ def check_batch_fits_epoch(params, input_facts, global_batch, split):
         f"full batch; {fix}")
 
 
-def plan_steps(params, input_facts, global_batch, dataset=None) -> Steps:
+def plan_steps(params, input_facts, global_batch, dataset=None,
+               accumulation_steps=None) -> Steps:
     """The Steps section: length, epochs, accumulation and the eval schedule.
-    input_facts: the plan's InputFacts; dataset: the run's (for its known size)."""
+    input_facts: the plan's InputFacts; dataset: the run's (for its known size);
+    accumulation_steps: the layout's (default: --gradient_accumulation_steps)."""
     examples, source = epoch_origin(params, input_facts, dataset)
     input_steps_per_epoch = input_facts.steps_per_epoch
     if input_steps_per_epoch is None and examples is not None:
         input_steps_per_epoch = math.ceil(examples / global_batch)  # synthetic: known size
     batches_per_epoch = epoch_batches(params.num_examples_per_epoch, input_steps_per_epoch,
                                       global_batch)
-    accumulation = accumulation_lib.AccumulationPlan(params.gradient_accumulation_steps,
-                                                     batches_per_epoch)
+    accumulation = accumulation_lib.AccumulationPlan(
+        accumulation_steps or params.gradient_accumulation_steps, batches_per_epoch)
     warmup, timed = warmup_and_timed(params, accumulation.updates_per_epoch)
     schedule = eval_schedule.for_params(params, warmup + timed,
                                         accumulation.updates_per_epoch)

@@ -93,7 +93,7 @@ def final_step(record):
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
               changeable=None, data_dir=None, user_model=False, input_record=None,
-              learning_rate=None):
+              learning_rate=None, topology=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
@@ -104,7 +104,7 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
     input_record: training_input's record of the training files.
     learning_rate: which rate the run trains with
     (towertrain.plan.learning_rate.source.record_entry); a record without one
-    is older than models' recipes."""
+    is older than models' recipes. topology: topology_history's entries."""
     return {
         "model": keras_model.name if user_model else model,
         USER_MODEL: bool(user_model),
@@ -118,7 +118,31 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
         **(changeable or {}),
         **(input_record or {}),
         **({"learning_rate": learning_rate} if learning_rate is not None else {}),
+        **(topology or {}),
     }
+
+
+def topology_entry(batches, workers, devices_per_worker):
+    """How the run's global batch is cut over its topology (towertrain.plan:
+    Batches), as the record keeps it."""
+    return {"global_batch_size": int(batches.per_update), "per_device": int(batches.per_device),
+            "accumulation_steps": int(batches.accumulation_steps), "workers": int(workers),
+            "devices_per_worker": int(devices_per_worker),
+            "set_by": ("--global_batch_size" if batches.global_batch_size is not None
+                       else "--batch_size")}
+
+
+def topology_history(record, topology, resumed_step):
+    """{"topology": this run's, "topology_changes": [...]}: the record's
+    changes carried over, plus one {"step", "from", "to"} when this run
+    resumes at `resumed_step` on another topology than the record's (None:
+    a fresh start, which begins the history anew)."""
+    changes = list(record.get("topology_changes", [])) if resumed_step is not None else []
+    before = record.get("topology") if resumed_step is not None else None
+    keys = ("per_device", "accumulation_steps", "workers", "devices_per_worker")
+    if before and any(before.get(k) != topology[k] for k in keys):
+        changes.append({"step": int(resumed_step), "from": before, "to": topology})
+    return {"topology": topology, "topology_changes": changes}
 
 
 def state_settings(*sections):

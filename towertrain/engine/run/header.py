@@ -35,6 +35,7 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         ("Dataset", f"{input_origin or plan.dataset} ({input_source.name})"),
         ("Mode", "training"),
         ("Batch size", static["Batch size"]),
+        *([("Global batch", static["Global batch"])] if "Global batch" in static else []),
         ("Num batches", static["Num batches"]),
         *([("Epoch", static["Epoch"])] if "Epoch" in static else []),
         # Logical GPUs splitting one GPU say so (devices.split_gpu).

@@ -121,11 +121,15 @@ def _resume_chief(plan, handles, resumed):
         resumed.resume_changes = contract.changes_at_resume(record, changeable)
     resumed.restore(chosen)
     _agree_on_resume(plan, out.train_dir, resumed.resumed_from)  # before the record changes
+    topology = run_record.topology_entry(plan.batches, plan.topology.num_workers,
+                                         plan.topology.num_towers)
     run_record.write(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
         input_record=input_record,
-        learning_rate=lr_source.record_entry(handles.learning_rate)))
+        learning_rate=lr_source.record_entry(handles.learning_rate),
+        topology=run_record.topology_history(
+            record, topology, checkpointer.last_saved_step if resumed.resumed_from else None)))
     return resumed
 
 

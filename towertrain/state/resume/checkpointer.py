@@ -46,7 +46,7 @@ class Checkpointer:
         self.train_dir = train_dir
         self.max_to_keep = max_to_keep
         self.topology = topology_lib.RecordedTopology(  # who wrote a restored checkpoint
-            plan.batches.global_batch, plan.topology.num_workers, plan.topology.num_towers)
+            plan.batches.per_update, plan.topology.num_workers, plan.topology.num_towers)
         self.state = ckpt_lib.EngineState(handles.model, handles.variables, handles.input,
                                           dict(handles.engine_variables(),
                                                **self.topology.variables()))

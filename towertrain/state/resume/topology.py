@@ -17,7 +17,8 @@ class RecordedTopology:
     the shape a checkpoint records (where the towers run is the plan's
     towertrain.plan.Topology; this is its count, saved and compared).
 
-    global_batch: examples per step of the whole cluster; workers: processes;
+    global_batch: examples per step (update) of the whole cluster, its
+    accumulated micro-batches together (--global_batch_size); workers: processes;
     devices_per_worker: towers in each (towertrain.plan: batches, topology)."""
 
     def __init__(self, global_batch, workers, devices_per_worker):
