@@ -708,8 +708,8 @@ MUTATIONS = [
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
     Mutation(
         "run_record_without_the_learning_rate", At("_resume_chief"),
-        "        learning_rate=lr_source.record_entry(handles.learning_rate)))",
-        "        learning_rate=None))",
+        "        learning_rate=lr_source.record_entry(handles.learning_rate),",
+        "        learning_rate=None,",
         [T + "recipe/test_model_recipe_doors.py::"
          "test_a_run_recorded_before_recipes_resumes_with_its_constant_rate"]),
     Mutation(
@@ -1662,9 +1662,9 @@ MUTATIONS = [
         "                          if False else None)",
         [T + "engine/test_variable_consistency.py::test_relaxed_applies_each_sum_one_step_late"]),
     Mutation(
-        "gradient_accumulation_steps_ignored", At("plan_steps"),
-        '    accumulation = accumulation_lib.AccumulationPlan(params.gradient_accumulation_steps,',
-        '    accumulation = accumulation_lib.AccumulationPlan(1,',
+        "gradient_accumulation_steps_ignored", At("split"),
+        "        return Split(per_device or default_per_device, accumulation)",
+        "        return Split(per_device or default_per_device, 1)",
         [T + "recipe/test_accumulation.py::"
          "test_full_batches_equal_stock_keras_gradient_accumulation"]),
     Mutation(
