@@ -147,7 +147,10 @@ def test_the_gpu_list_is_read_in_one_place(modules):
 def test_one_module_resolves_clusters(modules):
     resolvers = _calls(modules, lambda c: _called_name(c) in (
         "TFConfigClusterResolver", "SlurmClusterResolver", "from_flags"))
-    assert set(resolvers) == {"towertrain.plan.cluster"}
+    # Slurm's step is read below Params (config.slurm_gpus), which sets the
+    # task's GPUs before Params asks TensorFlow for devices; plan.cluster
+    # takes its tasks from there.
+    assert set(resolvers) == {"towertrain.plan.cluster", "towertrain.config.slurm_gpus"}
 
 
 # A CLI run with spies on the one cluster resolution and on applying the
