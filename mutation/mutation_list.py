@@ -3561,4 +3561,18 @@ MUTATIONS = [
         "        pass",
         [T + "plan/test_global_batch.py::"
          "test_a_resume_on_another_topology_keeps_the_global_batch"]),
+    # --num_gpus=N on one GPU without --all_reduce_spec keeps the NCCL default,
+    # which NCCL refuses across logical GPUs of one GPU; or the header hides why.
+    Mutation(
+        "split_gpu_keeps_the_nccl_default", At("default_spec"),
+        '    if (split_gpu and device == "gpu" and variable_update in SPLIT_GPU_SPECS',
+        '    if (False and device == "gpu" and variable_update in SPLIT_GPU_SPECS',
+        [T + "engine/test_logical_gpus.py::"
+         "test_the_default_spec_on_one_split_gpu_is_psgpu_and_the_header_says_why"]),
+    Mutation(
+        "split_gpu_spec_unexplained", At("static_lines"),
+        '        lines["AllReduce"] = plan.exchange.all_reduce_spec + (f" ({note})" if note else "")',
+        '        lines["AllReduce"] = plan.exchange.all_reduce_spec',
+        [T + "engine/test_logical_gpus.py::"
+         "test_the_default_spec_on_one_split_gpu_is_psgpu_and_the_header_says_why"]),
 ]

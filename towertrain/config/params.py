@@ -83,7 +83,15 @@ class Params:
         """The exchange of replicated or collective_all_reduce (None for the others)."""
         if self.all_reduce_spec is not None:
             return self.all_reduce_spec
-        return exchange_settings.default_spec(self.variable_update, self.resolved_device)
+        device = self.resolved_device
+        return exchange_settings.default_spec(
+            self.variable_update, device, self._splits_one_gpu(device),
+            self.collective_implementation)
+
+    def _splits_one_gpu(self, device) -> bool:
+        """The towers are logical GPUs of this machine's one GPU (as the
+        plan's devices split it)."""
+        return device == "gpu" and self.num_gpus > 1 and machine.probe().gpus == 1
 
 
 _TRAINING_ONLY_UNSET = tuple(s.name for s in settings.params_settings()

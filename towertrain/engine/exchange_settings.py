@@ -127,16 +127,24 @@ class Exchange:
     collective_timeout_secs: Optional[float] = None
     # collective_all_reduce: 'nccl' or 'ring', --collective_implementation resolved.
     collective_implementation: str = "ring"
+    # Why all_reduce_spec is not the device's usual default (the header says
+    # it), or None: the default was not changed.
+    spec_note: Optional[str] = None
 
     @classmethod
     def of(cls, settings, device, parameter_device, half, xla_compile,
-           collective_timeout_secs, requested_implementation):
+           collective_timeout_secs, requested_implementation, split_towers=0):
         """The section for ExchangeSettings `settings` on towers of type `device`;
-        half: the run's half-precision dtype, None in float32."""
+        half: the run's half-precision dtype, None in float32; split_towers:
+        how many logical GPUs of one GPU the towers are (0: not split)."""
+        spec = settings.all_reduce_spec or default_spec(
+            settings.variable_update, device, bool(split_towers), requested_implementation)
+        usual = default_spec(settings.variable_update, device)
         return cls(
             variable_update=settings.variable_update,
-            all_reduce_spec=settings.all_reduce_spec or default_spec(settings.variable_update,
-                                                                     device),
+            all_reduce_spec=spec,
+            spec_note=(split_gpu_note(split_towers, usual)
+                       if settings.all_reduce_spec is None and spec != usual else None),
             gradient_repacking=settings.gradient_repacking,
             gradient_pack_bytes=gradient_pack_bytes(settings, device, xla_compile),
             compact_gradient_transfer=settings.compact_gradient_transfer,
@@ -176,7 +184,19 @@ def gradient_pack_bytes(p, device, xla_compile):
     return None
 
 
-def default_spec(variable_update, device):
+# The exchange of an unset --all_reduce_spec when the towers are logical GPUs
+# of one GPU (engine/process/devices.split_gpu): the GPU default sums through
+# NCCL, which refuses two ranks on one GPU; the sum on the first GPU runs.
+SPLIT_GPU_SPECS = {"replicated": "psgpu", "collective_all_reduce": "psgpu/xring"}
+
+
+def split_gpu_note(towers, usual):
+    """The header's reason for the spec SPLIT_GPU_SPECS chose over `usual`."""
+    return (f"not {usual}: the {towers} towers are logical GPUs of one GPU, and NCCL "
+            "refuses two ranks on one GPU")
+
+
+def default_spec(variable_update, device, split_gpu=False, requested_implementation="auto"):
     """The exchange a mode uses when --all_reduce_spec is not given. For
     collective_all_reduce on CPU devices pscpu/xring (bench/bench_exchange.py
     (b) measured it faster than the flat one at 2 workers x 2 devices); on
@@ -184,7 +204,12 @@ def default_spec(variable_update, device):
     all-reduce already crosses machines over several channels (one NIC each)
     and uses trees for small packs, it needs one NCCL communicator per GPU
     where scatter/xring needs two, and it meets none of the hierarchy's
-    first-step ordering hazards (docs/exchange.md's cost model)."""
+    first-step ordering hazards (docs/exchange.md's cost model). split_gpu:
+    the towers are logical GPUs of one GPU, where NCCL cannot run
+    (SPLIT_GPU_SPECS; the flat collective over TensorFlow's ring still can)."""
+    if (split_gpu and device == "gpu" and variable_update in SPLIT_GPU_SPECS
+            and collective_implementation(requested_implementation, device) == "nccl"):
+        return SPLIT_GPU_SPECS[variable_update]
     if variable_update == "replicated":
         return "nccl" if device == "gpu" else "pscpu"
     if variable_update == "collective_all_reduce":
@@ -240,7 +265,7 @@ def validate_exchange(p, device, fail):
         fail("gradient_repacking", packs, f"must be in 0..{MAX_PACKS} (0: one pack per dtype)")
     _validate_pack_size(p, fail)
     if mode == "collective_all_reduce":
-        validate_implementation(p, device, spec or default_spec(mode, device), fail)
+        validate_implementation(p, device, spec or p.resolved_all_reduce_spec, fail)
     if spec is None:
         return
     if mode == "replicated" and spec in COLLECTIVE_SPECS:

@@ -127,11 +127,14 @@ def runtime_of(params, topology, machine) -> Runtime:
                       cores=machine.cores, towers=len(topology.tower_devices))
 
 
-def exchange_of(params, topology) -> Exchange:
+def exchange_of(params, topology, machine) -> Exchange:
+    # Several towers on a machine of one GPU: logical GPUs of it (devices.split_gpu).
+    split = (topology.num_towers if topology.device == "gpu" and topology.num_towers > 1
+             and machine.gpus == 1 else 0)
     return Exchange.of(_take(ExchangeSettings, params), topology.device,
                        topology.parameter_device, _take(Precision, params).half,
                        params.xla_compile, params.collective_timeout_secs,
-                       params.collective_implementation)
+                       params.collective_implementation, split_towers=split)
 
 
 def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
@@ -161,7 +164,7 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
     return Layout(
         model=params.resolved_model, dataset=dataset, topology=topology,
         runtime=runtime_of(params, topology, machine),
-        exchange=exchange_of(params, topology),
+        exchange=exchange_of(params, topology, machine),
         input=_take(InputPlan, params, data_name=dataset, seed=params.tf_random_seed),
         outputs=_take(Outputs, params), precision=_take(Precision, params),
         batch_per_device=per_device,

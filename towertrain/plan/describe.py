@@ -76,7 +76,8 @@ def static_lines(plan):
     if plan.steps.accumulation.accumulating:
         lines["Accumulation"] = plan.steps.accumulation.describe(plan.batches.global_batch)
     if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):
-        lines["AllReduce"] = plan.exchange.all_reduce_spec
+        note = plan.exchange.spec_note  # a default the machine changed says why
+        lines["AllReduce"] = plan.exchange.all_reduce_spec + (f" ({note})" if note else "")
     if plan.topology.num_workers > 1:
         lines["Collectives"] = collectives(plan)
     if plan.steps.eval_schedule is not None:
