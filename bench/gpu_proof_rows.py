@@ -8,7 +8,6 @@ every "GPU" is a logical CPU and the layout NHWC (the CPU's), and that is the
 only difference: the same rows, the same code.
 """
 import collections
-import importlib.util
 import os
 import time
 
@@ -241,11 +240,11 @@ def ids_setup(model_name, params, global_batch):
 
 
 def has_nccl():
-    """Whether this install has NCCL (the nvidia-nccl-cu12 wheel TensorFlow loads)."""
-    try:
-        return importlib.util.find_spec("nvidia.nccl") is not None
-    except ModuleNotFoundError:  # no nvidia package at all
-        return False
+    """Whether TensorFlow can run NCCL here: a CUDA build that loads
+    libnccl.so.2 as TensorFlow would (towertrain.engine.process.nccl_library),
+    not whether an nvidia.nccl package is installed."""
+    from towertrain.engine.process import nccl_library
+    return nccl_library.has_nccl()
 
 
 def kernels(args):

@@ -3575,4 +3575,22 @@ MUTATIONS = [
         '        lines["AllReduce"] = plan.exchange.all_reduce_spec',
         [T + "engine/test_logical_gpus.py::"
          "test_the_default_spec_on_one_split_gpu_is_psgpu_and_the_header_says_why"]),
+    # has_nccl answers for a TensorFlow that cannot run NCCL (a CPU build);
+    # a missing NCCL not refused; TensorFlow's own library folders not searched.
+    Mutation(
+        "has_nccl_ignores_the_build", At("has_nccl"),
+        "    return tf.test.is_built_with_cuda() and loadable(tensorflow_folders())",
+        "    return loadable(tensorflow_folders())",
+        [T + "engine/test_nccl_library.py::test_has_nccl_asks_for_a_cuda_build_and_the_library"]),
+    Mutation(
+        "missing_nccl_not_refused", At("check_nccl"),
+        "    if culprit and not nccl_library.has_nccl():", "    if False:",
+        [T + "engine/test_nccl_library.py::"
+         "test_an_exchange_through_nccl_without_the_library_is_refused"]),
+    Mutation(
+        "nccl_searched_by_name_only", At("loadable"),
+        "    return any(load(os.path.join(folder, NCCL_LIBRARY)) for folder in folders",
+        "    return any(False for folder in folders",
+        [T + "engine/test_nccl_library.py::"
+         "test_the_library_loads_from_tensorflow_s_folders_or_not_at_all"]),
 ]

@@ -184,6 +184,7 @@ class Trainer:
         support = native_precision.check(layout.precision, topology.device)
         devices_lib.check_data_format(topology.device, topology.data_format)
         devices_lib.check_split_gpu_exchange(topology, layout.exchange)
+        devices_lib.check_nccl(topology, layout.exchange)
         devices_lib.check_half_precision_layout(topology.device, topology.data_format,
                                                 layout.precision.use_fp16)
         return support

@@ -340,6 +340,19 @@ def _stuck_step():
     raise RuntimeError(watch.message(312, watch.limit()))
 
 
+def _nccl_not_loadable(mp):
+    """A CUDA TensorFlow whose NCCL wheel is missing, on a machine of 2 GPUs."""
+    from towertrain import plan
+    from towertrain.config import machine
+    from towertrain.engine.process import nccl_library
+    mp.setattr(nccl_library, "has_nccl", lambda: False)
+    mp.setattr(nccl_library, "tensorflow_folders",
+               lambda: ["/venv/lib/python3.11/site-packages/nvidia/nccl/lib"])
+    Trainer._check_devices(plan.lay_out(
+        Params(model="trivial", device="gpu", num_gpus=2, variable_update="replicated"),
+        machine=machine.Machine(gpus=2)))
+
+
 CASES = {
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
@@ -408,6 +421,7 @@ CASES = {
     "damaged checkpoint": _damaged_checkpoint,
     "export of a registered model": lambda mp: _registered_model_export(),
     "stuck step": lambda mp: _stuck_step(),
+    "NCCL not loadable": _nccl_not_loadable,
     "state file naming deleted files": lambda mp: (
         mp.chdir(__import__("tempfile").mkdtemp()),
         __import__("towertrain.state.checkpoint", fromlist=["x"]).check_matches(

@@ -11,6 +11,7 @@ import tensorflow as tf
 from towertrain import private_api
 from towertrain.config import gpu_share
 from towertrain.config import machine
+from towertrain.engine.process import nccl_library
 from towertrain.engine.exchange_settings import split_spec
 from towertrain.errors import DeviceError  # noqa: F401 - raised here
 
@@ -165,6 +166,37 @@ def check_split_gpu_exchange(topology, exchange) -> None:
         f"into {split}), and NCCL refuses two ranks on one GPU; use --all_reduce_spec="
         "psgpu or ring (replicated), or psgpu/xring or collective with "
         "--collective_implementation=ring (collective_all_reduce)")
+
+
+def nccl_culprit(topology, exchange):
+    """The setting through which this run's exchange runs NCCL ('--flag=value
+    ...'), or None: NCCL sums between GPUs only, and only where there is
+    more than one to sum over."""
+    if topology.device != "gpu":
+        return None
+    towers, workers = topology.num_towers, topology.num_workers
+    spec = exchange.all_reduce_spec or ""
+    if exchange.variable_update == "replicated":
+        return f"--all_reduce_spec={spec}" if spec == "nccl" and towers > 1 else None
+    if exchange.variable_update != "collective_all_reduce":
+        return None
+    local = split_spec(spec)[0]
+    if local in ("nccl", "scatter") and towers > 1:
+        return f"--all_reduce_spec={spec}"
+    if exchange.collective_implementation != "nccl" or local == "pscpu":
+        return None  # a CPU member crosses workers by ring
+    if workers > 1 or (local is None and towers > 1):
+        return (f"--all_reduce_spec={spec} with NCCL collectives "
+                "(--collective_implementation=auto or nccl)")
+    return None
+
+
+def check_nccl(topology, exchange) -> None:
+    """An exchange through NCCL where TensorFlow cannot load libnccl is
+    refused before anything is built: it would fail at its first step."""
+    culprit = nccl_culprit(topology, exchange)
+    if culprit and not nccl_library.has_nccl():
+        raise DeviceError(nccl_library.missing_message(culprit))
 
 
 def check_own_gpus(cluster, environ=None) -> None:
