@@ -9,13 +9,14 @@ and the plan's values it needs, never from the trainer.
 """
 import collections
 import contextlib
+import functools
 
 import tensorflow as tf
 
 from towertrain import private_api
 from towertrain import tf_errors
 from towertrain.engine.exchange import tail as tail_lib
-from towertrain.engine.step import accumulate, phase_marks
+from towertrain.engine.step import accumulate, phase_marks, step_clock
 from towertrain.engine.contract import in_step
 from towertrain.engine.run import watchdog
 from towertrain.engine.step import step_outputs
@@ -123,6 +124,7 @@ class TrainStep:
         # there the count is summed before the towers, as in one process.
         self.fold_count = num_workers > 1 and not half_precision
         self.marks = phase_marks.PhaseMarks()  # what the step watchdog names if it hangs
+        self.clock = step_clock.StepClock()  # the times the input wait is measured from
         self.fn = tf.function(self._train_step)
         if self.staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
@@ -146,7 +148,8 @@ class TrainStep:
         # Timestamps measure the input wait; TensorFlow refuses them under op
         # determinism, and then the wait is not reported (never a made-up 0).
         timed = not private_api.op_determinism_enabled()
-        now = tf.timestamp if timed else lambda: tf.constant(0.0, tf.float64)
+        now = functools.partial(self.clock.now, timed=timed)
+        after = functools.partial(self.clock.after, timed=timed)
         self.marks.enter(watchdog.TOWERS)
         clock, batches = self._batches(put, timed, now)
         counts = self._counts(batches, phase)
@@ -162,7 +165,7 @@ class TrainStep:
         results, finite = self.towers.compute(batches, counts.denominator, loss_scale, step,
                                               micro_batch, check_gradients=not sums_checked)
         if phase == accumulate.ACCUMULATE:
-            return self._accumulate(results, finite, counts.local, clock, timed, now,
+            return self._accumulate(results, finite, counts.local, clock, timed, after,
                                     staged_put=self.staging is not None and put)
         update = self._update_of(results, finite, counts, phase, sums_checked)
         self.marks.enter(watchdog.EXCHANGE, [r.grads for r in update.results if r is not None])
@@ -178,7 +181,7 @@ class TrainStep:
         else:
             loss, count, stops = self._local_loss(update), update.count, counts.stops
         applied, clock["computed"] = self._apply(exchanged, update, grad_scale, sums_checked,
-                                                 now)
+                                                 after)
         with tf.device("/cpu:0"):
             extras = step_outputs.extras(
                 update.results, self.loss_scale, applied, outputs,
@@ -312,25 +315,27 @@ class TrainStep:
             total = tf.add_n(losses)
             return total if self.variables.synchronous else total / len(losses)
 
-    def _apply(self, exchanged, update, grad_scale, sums_checked, now):
+    def _apply(self, exchanged, update, grad_scale, sums_checked, after):
         """(whether the update was applied, the time it was done). Where the
         exchange checked its sums, each copy decides alone (the manager's
         per-device branch); otherwise one boolean on the CPU decides for every
-        copy, so replicas cannot diverge. The time is taken inside the
-        branches: a timestamp there is not chained after the staging put, so
-        the put's overrun shows."""
+        copy, so replicas cannot diverge. The time is taken on the CPU once
+        every copy's update is done (step_clock: not behind the staging put,
+        so the put's overrun shows); a branch's flag is computed after the
+        branch's updates (automatic control dependencies)."""
         stats = [r.non_trainable if r else None for r in update.results]
         scale = {"grad_scale": grad_scale} if grad_scale is not None else {}
         with private_api.forget_custom_gradients():  # else each trace leaks its graph
             if sums_checked:
-                return self.variables.apply(exchanged, stats, timestamp=now, **scale)
+                return self.variables.apply(exchanged, stats, timestamp=after, **scale)
 
             def update_all():
                 applied = self.variables.apply(exchanged, stats, **scale)
-                return tf.constant(True) if applied is None else applied, now()
+                return tf.constant(True) if applied is None else applied
             with tf.device("/cpu:0"):
-                return tf.cond(tf.reduce_all(tf.stack(update.finite)), update_all,
-                               lambda: (tf.constant(False), now()))
+                applied = tf.cond(tf.reduce_all(tf.stack(update.finite)), update_all,
+                                  lambda: tf.constant(False))
+                return applied, after([applied])
 
     def _local_sums(self, results, finite):
         """On the CPU: this micro-batch's summed loss, top-1 count (None: not a
@@ -340,16 +345,16 @@ class TrainStep:
             correct = tf.add_n([r.correct for r in live]) if self.count_correct else None
             return tf.add_n([r.loss for r in live]), correct, tf.reduce_all(tf.stack(finite))
 
-    def _accumulate(self, results, finite, local_count, clock, timed, now, staged_put):
+    def _accumulate(self, results, finite, local_count, clock, timed, after, staged_put):
         """ACCUMULATE: adds the micro-batch to the accumulators and keeps its
         batch-norm statistics; returns (loss, local examples, finite, extras)."""
         loss, correct, all_finite = self._local_sums(results, finite)
         done = self.accumulators.add(results, local_count, loss, correct, all_finite)
         accumulate.keep_statistics(self.variables, results)
         with tf.device("/cpu:0"):
-            with tf.control_dependencies(done):
-                clock["computed"] = now()
-                clock["end"] = now()
+            clock["computed"] = after(done)
+            with tf.control_dependencies([clock["computed"]]):
+                clock["end"] = self.clock.now(timed)
             extras = ({"input_wait_seconds": step_outputs.input_wait(clock, staged_put)}
                       if timed else {})
             return loss, local_count, all_finite, extras

@@ -78,10 +78,11 @@ class ReplicatedManager(VariableManager):
         copy applies only if its own sums are finite: the sums are the same
         bits on every device, so every copy decides alike, and no value is
         gathered to one device first. Returns whether the copies applied (read
-        after the updates); with timestamp (a function returning the time),
-        also the time the last copy's update was done, taken inside each
-        copy's branch (there it is not chained after the step's staging put,
-        so the put's overrun shows as input wait)."""
+        after the updates); with timestamp (a function of each copy's flag
+        returning the time once they are all computed: the step's clock, on
+        the CPU), also the time every copy's update was done. A copy's flag is
+        its branch's output, computed after the branch's updates (automatic
+        control dependencies)."""
         exchanged = tower_grads
         if not isinstance(exchanged, exchange_lib.Exchanged):
             exchanged = self.exchange(tower_grads)
@@ -95,17 +96,15 @@ class ReplicatedManager(VariableManager):
                 update = functools.partial(self._update, i, functools.partial(
                     exchanged.gradients, i), stats[i], scale)
                 allowed = exchanged.finite[i] if exchanged.finite is not None else None
-                clock = timestamp or (lambda: tf.constant(0.0, tf.float64))
-                if allowed is None:
-                    applied.append((update(), clock()))
-                else:
-                    applied.append(tf.cond(allowed, lambda update=update: (update(), clock()),
-                                           lambda: (tf.constant(False), clock())))
+                if allowed is None and timestamp is not None:
+                    allowed = tf.constant(True)  # a branch's flag follows its updates
+                applied.append(update() if allowed is None else
+                               tf.cond(allowed, update, lambda: tf.constant(False)))
         with tf.device("/cpu:0"):
-            done = tf.reduce_all(tf.stack([flag for flag, _ in applied]))
+            done = tf.reduce_all(tf.stack(applied))
             if timestamp is None:
                 return done
-            return done, tf.reduce_max(tf.stack([time for _, time in applied]))
+            return done, timestamp(applied)
 
     def _statistics(self, tower_non_trainable, exchanged):
         """Each copy's new batch-norm statistics, as a function that builds
