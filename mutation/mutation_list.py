@@ -3292,9 +3292,9 @@ MUTATIONS = [
     # Each copy applies whatever its verdict (no per-device branch).
     Mutation(
         "copies_apply_without_their_verdict", At("ReplicatedManager.apply"),
-        "                    applied.append(tf.cond(allowed, lambda update=update: (update(), clock()),\n"
-        "                                           lambda: (tf.constant(False), clock())))\n",
-        "                    applied.append((update(), clock()))\n",
+        "                applied.append(update() if allowed is None else\n"
+        "                               tf.cond(allowed, update, lambda: tf.constant(False)))\n",
+        "                applied.append(update())\n",
         [T + "engine/test_finite_check.py::test_nan_gradients_on_one_tower_apply_nothing_on_any_copy"]),
     # Every copy decides from device 0's verdict (a value gathered from one
     # device to every other before each update).
@@ -3309,14 +3309,15 @@ MUTATIONS = [
     Mutation(
         "one_cpu_branch_for_every_copy", At("TrainStep._apply"),
         "            if sums_checked:\n"
-        "                return self.variables.apply(exchanged, stats, timestamp=now, **scale)\n",
+        "                return self.variables.apply(exchanged, stats, timestamp=after, **scale)\n",
         "            if sums_checked:\n"
         "                with tf.device('/cpu:0'):\n"
-        "                    return tf.cond(\n"
+        "                    applied = tf.cond(\n"
         "                        tf.reduce_all(tf.stack(exchanged.finite)),\n"
         "                        lambda: self.variables.apply(exchanged._replace(finite=None), "
-        "stats, timestamp=now, **scale),\n"
-        "                        lambda: (tf.constant(False), now()))\n",
+        "stats, **scale),\n"
+        "                        lambda: tf.constant(False))\n"
+        "                    return applied, after([applied])\n",
         [T + "engine/test_gpu_step_facts.py::test_no_op_gathers_every_device_before_the_update"]),
     Mutation(
         "towers_check_gradients_despite_the_sum", At("TrainStep._train_step"),
@@ -3593,4 +3594,26 @@ MUTATIONS = [
         "    return any(False for folder in folders",
         [T + "engine/test_nccl_library.py::"
          "test_the_library_loads_from_tensorflow_s_folders_or_not_at_all"]),
+    # The update's time taken in each device's update branch, which inherits
+    # the GPU (Timestamp has a CPU kernel only), as before the step's clock.
+    Mutation(
+        "update_time_in_each_gpu_branch", At("ReplicatedManager.apply"),
+        "tf.cond(allowed, update, lambda: tf.constant(False)))",
+        "tf.cond(allowed, lambda update=update: (update(), tf.timestamp())[0],\n"
+        "                                       lambda: tf.constant(False)))",
+        [T + "engine/test_gpu_kernels.py::test_every_op_of_the_proofs_paths_has_a_gpu_kernel",
+         T + "engine/test_step_clock.py::"
+         "test_the_update_time_is_taken_on_the_cpu_after_every_devices_update"]),
+    # The update's time not waiting for the updates.
+    Mutation(
+        "update_time_before_the_updates", At("StepClock.after"),
+        "tf.control_dependencies(list(tensors))", "tf.control_dependencies([])",
+        [T + "engine/test_step_clock.py"]),
+    # The update's time taken in the step itself: program order holds it
+    # behind the staging put, and a put that overruns shows no input wait.
+    Mutation(
+        "update_time_behind_the_staging_put", At("StepClock.after"),
+        "return self._stamp_after() if timed", "return tf.timestamp() if timed",
+        [T + "input/test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
+         T + "engine/test_step_clock.py"]),
 ]

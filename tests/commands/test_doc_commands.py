@@ -146,8 +146,10 @@ def test_ci_runs_exactly_the_readmes_test_command():
     with open(os.path.join(ROOT, ".ci", "run")) as f:
         ci_lines = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     assert ci_lines[-1] == readme_test_line
-    # Chromium (the docs render test) comes first, as the README says.
+    # Chromium (the docs render test) and the CUDA-built TensorFlow (the GPU
+    # kernel-coverage test) come first, as the README says.
     assert any("apt-get install" in line and "chromium" in line for line in ci_lines[:-1])
+    assert "bash .ci/cuda_tf_venv" in ci_lines[:-1]
 
 
 # Commands that must fail the same check, parsed alongside the documented ones
