@@ -336,6 +336,10 @@ def from_arrays(images, labels, global_batch, shuffle=False, seed=0, repeat=True
     result.origin = f"from_arrays: {len(images)} examples in memory"
     if labels.size and np.issubdtype(labels.dtype, np.number):
         result.label_range = (labels.min().item(), labels.max().item())
+    if images.size and np.issubdtype(images.dtype, np.floating):
+        # Raw pixels (0..255) are refused against a model that does not rescale
+        # them (towertrain.engine.contract.keras_model.check_pixel_range).
+        result.pixel_range = (images.min().item(), images.max().item())
     return result
 
 

@@ -16,10 +16,14 @@ The public surface (everything else is private to towertrain and may change):
     from_generator         input from a Python generator of examples
     Input, EvalData        base class of your own input; an eval split
     use_logical_cpus       N logical CPU devices; call before any TensorFlow op
-    ParamsError, ModelError, DeviceError, TrainingDivergedError
+    ParamsError, ModelError, InputError, ClusterError, DeviceError,
+    CheckpointError, OutOfMemoryError, TrainingDivergedError, TrainerStateError
                            what goes wrong: bad settings, a model or data that
-                           does not fit, devices that cannot be had, a loss
-                           that diverged
+                           does not fit, bad input data, a bad cluster, devices
+                           that cannot be had, a checkpoint that cannot be
+                           used, a batch that does not fit in memory, a loss
+                           that diverged, a Trainer method its state rules
+                           out (step() after close()); docs/errors.md
     StepResult, TrainResult
                            what step() and train() return
 
@@ -63,6 +67,11 @@ _EXPORTS = {
     "EvalData": ("towertrain.input_pipeline.base", "EvalData"),
     "ModelError": "towertrain.errors",
     "DeviceError": "towertrain.errors",
+    "InputError": "towertrain.errors",
+    "ClusterError": "towertrain.errors",
+    "CheckpointError": "towertrain.errors",
+    "OutOfMemoryError": "towertrain.errors",
+    "TrainerStateError": "towertrain.errors",
 }
 
 # The names whose modules are pure Python (the plan and the settings).

@@ -36,6 +36,11 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be written, found, read or matched to the model."""
 
 
+class TrainerStateError(RuntimeError):
+    """A Trainer asked for what its state rules out: step() after close(), train()
+    with every planned step trained; the message says what to do instead."""
+
+
 class TowerMismatchError(RuntimeError):
     """Towers reached different numbers of cross-tower points."""
 

@@ -26,7 +26,7 @@ from towertrain.engine.step import accumulate
 from towertrain.engine.process import devices as devices_lib
 from towertrain.engine.feed import epochs as epochs_lib
 from towertrain.engine.run import header
-from towertrain.engine.contract import in_step, up_front
+from towertrain.engine.contract import in_step, keras_model, up_front
 from towertrain.engine.run import watchdog
 from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
@@ -48,7 +48,7 @@ from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.state import resume as resume_lib
-from towertrain.errors import OutOfMemoryError, ParamsError
+from towertrain.errors import OutOfMemoryError, ParamsError, TrainerStateError
 from towertrain import callbacks as callbacks_lib
 from towertrain.engine.distributed import joining
 from towertrain.engine.evaluation import cluster_eval
@@ -91,8 +91,11 @@ class Trainer:
 
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
-        self.params = params
         up_front.check_one_model(params.model, model)  # before any work
+        if model is not None:  # what Keras' fit would use of it: followed, or refused
+            params = keras_model.follow(params, model)
+        self.params = params
+        self._closed = False
         # The plan's first half: devices, layout, runtime, exchange, what to read.
         layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
             plan_cluster.resolve(params), params.worker_hosts))
@@ -239,6 +242,11 @@ class Trainer:
 
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
+        if self._closed:
+            raise TrainerStateError(
+                "trainer.step(): this Trainer is closed (close() stopped its input and "
+                "released its devices); make a new Trainer to train on (trainer.save(path) "
+                "before close() and trainer.restore(path) after keep the weights)")
         try:
             return self._step(outputs)
         except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
@@ -361,7 +369,9 @@ class Trainer:
 
     def close(self):
         """Clears the staging areas, stops the input's threads and, multi-worker,
-        the watch of the peers (the last collective is done); safe to call twice."""
+        the watch of the peers (the last collective is done); safe to call twice.
+        A closed Trainer refuses step() and train()."""
+        self._closed = True
         self.input.close()
         self.variables.close()
 
@@ -380,6 +390,7 @@ class Trainer:
           towertrain.callbacks.Callback objects, run after the built-in ones.
         """
         # Before anything is written or trained.
+        self._check_steps_left()
         writable.check_run(self.plan.outputs, training=not self.params.eval)
         handles = self._run_handles(eval_data)
         # The train_dir's lock, the record's checks, the restore: before any callback.
@@ -388,6 +399,23 @@ class Trainer:
         result = loop_lib.run(handles, built + list(callbacks), self.total_steps, write)
         self.sync_model()
         return result
+
+    def _check_steps_left(self):
+        """train() trains up to the planned total step: with none left (a second
+        train(), or step() calls that reached it) it would train nothing and
+        report a loss of nan."""
+        if self._closed:
+            raise TrainerStateError(
+                "trainer.train(): this Trainer is closed (close() stopped its input and "
+                "released its devices); make a new Trainer to train on")
+        done = self.global_step()
+        if done >= self.total_steps:
+            raise TrainerStateError(
+                f"trainer.train(): this Trainer has trained all {self.total_steps} planned "
+                f"steps (global step {done}), so there is nothing left to train; to train "
+                "further, give Params a larger num_batches (or num_epochs) in a new Trainer "
+                "(with train_dir= it resumes from the checkpoint; without, "
+                "trainer.save(path) then new_trainer.restore(path))")
 
     def _run_handles(self, eval_data=None):
         """What the loop and the built-in callbacks get instead of the trainer

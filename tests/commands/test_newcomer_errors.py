@@ -353,7 +353,60 @@ def _nccl_not_loadable(mp):
         machine=machine.Machine(gpus=2)))
 
 
+def _compiled_model():
+    model = _dense_model()
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3, weight_decay=0.5, clipnorm=1.0),
+                  loss="sparse_categorical_crossentropy")
+    _trainer_of(model)
+
+
+def _subclassed_not_called():
+    class Mine(keras.Model):
+        def __init__(self):
+            super().__init__(name="mine")
+            self.logits = keras.layers.Dense(10)
+
+        def call(self, x):
+            return self.logits(keras.ops.reshape(x, (-1, 32 * 32 * 3)))
+    model = Mine()
+    model.build((None, 32, 32, 3))  # creates no variable in Keras 3
+    _trainer_of(model)
+
+
+def _nhwc_model_in_an_nchw_run():
+    model = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Conv2D(4, 3, name="conv"),
+                              keras.layers.Flatten(), keras.layers.Dense(10)], name="mine")
+    _trainer_of(model, data_format="NCHW")
+
+
+def _float_raw_pixels():
+    images = (np.arange(10 * 32 * 32 * 3) % 256).astype(np.float32).reshape(10, 32, 32, 3)
+    Trainer(Params(device="cpu"), model=_dense_model(),
+            input_source=from_arrays(images, np.zeros(10, np.int32), 4))
+
+
+def _used_up_trainer():
+    trainer = _trainer_of(_dense_model(), num_batches=3, num_warmup_batches=0)
+    trainer.train(write=lambda line: None)
+    return trainer
+
+
+def _closed_trainer():
+    trainer = _trainer_of(_dense_model())
+    trainer.close()
+    return trainer
+
+
 CASES = {
+    "compiled model": lambda mp: _compiled_model(),
+    "subclassed model not called": lambda mp: _subclassed_not_called(),
+    "mixed policy in a float32 run": lambda mp: _trainer_of(keras.Sequential(
+        [keras.Input((32, 32, 3)), keras.layers.Flatten(),
+         keras.layers.Dense(10, dtype="mixed_float16")], name="mine")),
+    "NHWC model, NCHW params": lambda mp: _nhwc_model_in_an_nchw_run(),
+    "float raw pixels": lambda mp: _float_raw_pixels(),
+    "train twice": lambda mp: _used_up_trainer().train(write=lambda line: None),
+    "step after close": lambda mp: _closed_trainer().step(),
     "num_gpus type": lambda mp: Params(num_gpus="2"),
     "global_batch": lambda mp: from_arrays(*_arrays(), 0),
     "num_gpus without device": lambda mp: (_laptop(mp),

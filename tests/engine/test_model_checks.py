@@ -8,8 +8,9 @@ import towertrain
 from towertrain.errors import ModelError
 
 
-def conv_net(input_shape=(8, 8, 3), classes=5, head=None):
-    layers = [keras.Input(input_shape), keras.layers.Conv2D(4, 3, name="conv")]
+def conv_net(input_shape=(8, 8, 3), classes=5, head=None, data_format="channels_last"):
+    layers = [keras.Input(input_shape),
+              keras.layers.Conv2D(4, 3, data_format=data_format, name="conv")]
     layers += head if head is not None else [keras.layers.Flatten(name="flat"),
                                              keras.layers.Dense(classes, name="logits")]
     return keras.Sequential(layers, name="user_net")
@@ -35,7 +36,7 @@ def test_image_shape_not_the_models_input():
 
 
 def test_images_in_the_wrong_layout_for_data_format():
-    model = conv_net((3, 8, 8))  # built for NCHW
+    model = conv_net((3, 8, 8), data_format="channels_first")  # built for NCHW
     with pytest.raises(ModelError, match=r"NHWC \(channels last\) but the model takes NCHW "
                                          r"\(--data_format=NCHW\).*np.transpose"):
         make(model, *arrays((8, 8, 3)), data_format="NCHW")

@@ -11,7 +11,9 @@ import towertrain
 
 PUBLIC = {"Params", "Trainer", "Callback", "register_model", "from_arrays", "from_dataset",
           "from_generator", "Input", "EvalData", "use_logical_cpus", "ParamsError",
-          "ModelError", "DeviceError", "TrainingDivergedError", "StepResult", "TrainResult"}
+          "ModelError", "DeviceError", "TrainingDivergedError", "StepResult", "TrainResult",
+          "InputError", "ClusterError", "CheckpointError", "OutOfMemoryError",
+          "TrainerStateError"}
 TRAINER_METHODS = ("train", "step", "evaluate", "sync_model", "export", "save", "restore",
                    "close")
 
@@ -166,3 +168,20 @@ def test_import_turns_onednn_on_before_tensorflow_unless_the_user_chose(given, s
                           env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == seen.split()
+
+
+def test_every_exception_the_errors_page_names_is_importable_from_towertrain():
+    """What docs/errors.md tells a user to expect, they can catch by that name."""
+    import builtins
+    import re
+    from towertrain import errors
+    with open(os.path.join(ROOT, "docs", "errors.md"), encoding="utf-8") as f:
+        named = set(re.findall(r"\b([A-Z][A-Za-z]*Error)\b", f.read()))
+    # TensorFlow's own (quoted in a message), and Python's.
+    ours = {name for name in named
+            if not hasattr(builtins, name) and not hasattr(tf.errors, name)}
+    assert ours >= {"ParamsError", "CheckpointError", "InputError", "ClusterError",
+                    "OutOfMemoryError", "TrainerStateError"}
+    for name in sorted(ours):
+        assert getattr(towertrain, name) is getattr(errors, name), name
+        assert name in towertrain.__all__, name

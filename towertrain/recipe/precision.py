@@ -15,6 +15,7 @@ import contextlib
 import keras
 import tensorflow as tf
 
+from towertrain import private_api
 from towertrain.errors import ParamsError
 
 DEFAULT_FIXED_LOSS_SCALE = 128.0
@@ -47,9 +48,22 @@ def policy_scope(precision):
 
 
 def check_model(model, precision):
-    """A model passed in must already compute in the requested precision."""
+    """A model passed in must already compute in the requested precision, and
+    one built under a half-precision policy needs the run's half precision
+    (Keras' fit scales a mixed_float16 model's loss; a float32 run would not)."""
     name = policy_name(precision)
     if name is None:
+        half = sorted({layer.dtype_policy.name for layer in private_api.flatten_layers(model)
+                       if layer.weights and layer.dtype_policy.compute_dtype in ("float16", "bfloat16")})
+        if half:
+            fp16 = any("bfloat16" not in h for h in half)
+            flag = "use_fp16" if fp16 else "use_bf16"
+            how = " (with loss scaling, as Keras' fit gives float16)" if fp16 else ""
+            raise ParamsError(
+                f"model '{model.name}' computes in half precision (dtype policy "
+                f"{', '.join(half)}) but the run is float32 (neither --use_fp16 nor "
+                f"--use_bf16): pass Params({flag}=True) to train it so{how}, or build the "
+                "model under the float32 policy")
         return
     wanted = "float16" if precision.use_fp16 else "bfloat16"
     computes = {layer.dtype_policy.compute_dtype for layer in model.layers if layer.weights}

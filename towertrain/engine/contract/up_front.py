@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from towertrain import tf_errors
+from towertrain.engine.contract import keras_model
 from towertrain.errors import ModelError, ParamsError
 
 
@@ -32,6 +33,7 @@ def check(model, input_source, data_format, user_model=True, default_loss=True):
     spec = element_spec(input_source)
     if spec is not None:
         check_images(model, spec[0], data_format)
+    keras_model.check_pixel_range(model, input_source)
     traced = None
     if user_model:
         traced = check_no_variables_on_call(model, spec[0] if spec is not None else None)
@@ -105,6 +107,14 @@ def check_built(model, input_source=None):
             f"model '{model.name}' takes {len(_inputs(model))} inputs ({names}); towertrain "
             "feeds one image tensor per example: give the model one input (split or "
             "concatenate inside it)")
+    if (not model.built or not model.weights) and not isinstance(model, keras.Sequential):
+        # A subclassed model (a functional one is built from keras.Input, checked
+        # above): Keras 3 creates its variables only when it is first called;
+        # its build(shape) marks it built and creates nothing.
+        raise ModelError(
+            f"model '{model.name}' has no variables yet: a subclassed keras.Model creates "
+            "them when it is first called (model.build(shape) creates none in Keras 3); "
+            "call it on one batch, e.g. model(images[:1]), before passing it to the Trainer")
     if not model.built or not model.weights:
         spec = element_spec(input_source)
         shape = (None,) + _shape(spec[0].shape[1:]) if spec is not None else None

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from towertrain.engine.contract import up_front
 from towertrain.engine.evaluation import eval_amount
+from towertrain.engine.step import model_call
 from towertrain.input_pipeline import split_to_devices
 from towertrain.input_pipeline.arrays import InputError
 from towertrain.input_pipeline.base import EvalData, NoEvalSplitError
@@ -55,8 +56,8 @@ class Evaluator:
                 continue
             with tf.device(device), tf.name_scope(f"eval_tower_{i}"):
                 trainable, non_trainable = self._tower_variables(i)
-                out, _ = self.model.stateless_call(trainable, non_trainable, tower_images,
-                                                   training=False)
+                out = model_call.call(self.model, trainable, non_trainable, tower_images,
+                                      training=False).outputs
                 logits.append(tf.cast(out, tf.float32))
         with tf.device("/cpu:0"):
             logits = tf.concat(logits, axis=0) if len(logits) > 1 else tf.identity(logits[0])

@@ -18,6 +18,7 @@ import time
 import tensorflow as tf
 
 from towertrain.engine.run import benchmark_log
+from towertrain.engine.step import model_call
 from towertrain.recipe import precision
 
 InferenceResult = collections.namedtuple("InferenceResult", "images_per_sec steps examples")
@@ -40,8 +41,8 @@ class ForwardStep:
                 continue
             with tf.device(device), tf.name_scope(f"forward_tower_{i}"):
                 trainable, non_trainable = self.variables.tower_inputs(i)
-                logits, _ = self.model.stateless_call(trainable, non_trainable, images,
-                                                      training=False)
+                logits = model_call.call(self.model, trainable, non_trainable, images,
+                                         training=False).outputs
                 logits = tf.cast(logits, tf.float32)
                 labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
                 losses.append(tf.reduce_sum(self.loss_fn(labels, logits)))

@@ -1,8 +1,8 @@
 """One tower: forward, loss and gradients of a Keras model on one device's slice.
 
 The model is called as a pure function of the values the variable manager
-hands in (Keras 3 `stateless_call`), so the same Keras model serves every
-device and every variable layout.
+hands in (engine/step/model_call.py: as Keras' fit calls it, in a stateless
+scope), so the same Keras model serves every device and every variable layout.
 """
 import collections
 
@@ -12,6 +12,7 @@ import tensorflow as tf
 from towertrain import private_api
 from towertrain.engine.contract import in_step
 from towertrain.engine.step import lockstep
+from towertrain.engine.step import model_call
 from towertrain.recipe import l2_loss
 
 # correct: how many examples the logits classify right (None: not a classifier).
@@ -62,9 +63,8 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
             loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
             loss_scale=None, loss_options=None):
     """The forward half of compute_tower: a TowerForward."""
-    outputs, new_non_trainable = model.stateless_call(
-        trainable, non_trainable, images, training=True)
-    outputs = tf.nest.map_structure(_as_float32, outputs)
+    called = model_call.call(model, trainable, non_trainable, images, training=True)
+    outputs = tf.nest.map_structure(_as_float32, called.outputs)
     per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
     if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
         per_example = in_step.per_example_losses(per_example, images, loss_fn)
@@ -72,12 +72,25 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
     base = loss = tf.reduce_sum(per_example) / denominator
     options = loss_options or l2_loss.LossOptions()
     decayed = [v for v, decay in zip(trainable, decay_mask or []) if decay]
+    share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
     if weight_decay and decayed:
-        share = tf.cast(tf.shape(per_example)[0], tf.float32) / denominator
         loss += weight_decay * share * l2_loss.l2_loss(decayed, options.single_op)
+    if called.losses:
+        loss += share * model_losses(called.losses)
     scaled = loss * loss_scale if loss_scale is not None else loss
     return TowerForward(base if options.report_base else loss, scaled, outputs,
-                        list(new_non_trainable))
+                        list(called.non_trainable))
+
+
+def model_losses(losses):
+    """The sum of the losses the model adds (Keras' Model.losses: weight and
+    activity regularizers, add_loss), each summed to a scalar as Keras'
+    compute_loss does. Weighted by the tower's share of the batch, a weight
+    regularizer counts once per step over all towers, as in Keras' fit; a
+    loss of the tower's activations (Keras divides an activity regularizer by
+    the batch) is averaged over the towers by their examples, as the
+    per-example loss is (Keras' tf.distribute averages it over replicas)."""
+    return tf.add_n([tf.cast(tf.reduce_sum(value), tf.float32) for value in losses])
 
 
 def finish(result, grads, trainable, labels, loss_scale=None, count_correct=False,

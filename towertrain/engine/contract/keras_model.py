@@ -1,0 +1,143 @@
+"""What Keras' own `fit` would use of a model passed in, besides its layers and
+losses (which the step uses: engine/step/model_call.py), each used or refused
+by name before any step: its compile() settings (refused: the Trainer trains
+with Params and loss_fn), its data format (followed, or refused against a
+Params that says another), the range of the images it is fed (refused when
+raw pixels meet a model that does not rescale them). The dtype policy is
+recipe/precision.py's check_model.
+"""
+import keras
+
+from towertrain import private_api
+from towertrain.errors import InputError, ModelError, ParamsError
+
+# Every argument of keras.Model.compile: where the Trainer takes it instead.
+# A compiled model is refused naming the ones it was given (its optimizer always:
+# compile() sets one), so none is silently ignored.
+COMPILE_SETTINGS = {
+    "optimizer": "the optimizer as Params(optimizer=, init_learning_rate=, gradient_clip=, "
+                 "weight_decay=)",
+    "loss": "the loss as Trainer(loss_fn=fn(labels, outputs), one value per example)",
+    "loss_weights": "the loss as Trainer(loss_fn=fn(labels, outputs), one value per example)",
+    "metrics": "metrics from trainer.evaluate() (top-1, top-5) and each step's loss and top-1",
+    "weighted_metrics": "metrics from trainer.evaluate() (top-1, top-5) and each step's loss "
+                        "and top-1",
+    "jit_compile": "XLA as Params(xla_compile=True)",
+    "run_eagerly": "nothing for run_eagerly or steps_per_execution (every step is one "
+                   "tf.function call)",
+    "steps_per_execution": "nothing for run_eagerly or steps_per_execution (every step is one "
+                           "tf.function call)",
+    # Not in Keras' compile config: a compiled model is refused whatever it is.
+    "auto_scale_loss": "loss scaling as Params(use_fp16=True, fp16_loss_scale=)",
+}
+# The optimizer options worth naming (what changes its update).
+_OPTIMIZER_OPTIONS = ("learning_rate", "weight_decay", "clipnorm", "clipvalue",
+                      "global_clipnorm", "momentum", "gradient_accumulation_steps", "use_ema",
+                      "loss_scale_factor")
+# Settings at these values were not given (Keras resolves jit_compile='auto').
+_UNSET = {"loss": None, "loss_weights": None, "metrics": None, "weighted_metrics": None,
+          "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
+
+
+def follow(params, model):
+    """The Params a model passed in trains under (its data format), after the
+    refusals of what the Trainer would not use of it; before any work."""
+    if not isinstance(model, keras.Model):
+        raise ModelError(f"model: {type(model).__name__} is not a keras.Model")
+    check_not_compiled(model)
+    return follow_data_format(params, model)
+
+
+def check_not_compiled(model):
+    """A model given compile() settings: Keras' fit would train with them, the
+    Trainer would not; refused naming them and where the Trainer takes each."""
+    config = model.get_compile_config() if getattr(model, "compiled", False) else None
+    if not config:
+        return
+    given = [f"optimizer={_optimizer(config.get('optimizer'))}"]
+    hints = [COMPILE_SETTINGS["optimizer"]]
+    for name, value in config.items():
+        if name == "optimizer" or _UNSET.get(name, object()) == value or value == "auto":
+            continue
+        given.append(f"{name}={value!r}")
+        if COMPILE_SETTINGS.get(name) and COMPILE_SETTINGS[name] not in hints:
+            hints.append(COMPILE_SETTINGS[name])
+    raise ParamsError(
+        f"model '{model.name}' is compiled ({', '.join(given)}), but the Trainer trains with "
+        "its Params and loss_fn, never with compile()'s settings, which would be ignored: "
+        f"give {'; '.join(hints)}; and pass the model uncompiled (a saved one: "
+        "keras.saving.load_model(path, compile=False))")
+
+
+def _optimizer(serialized):
+    """'AdamW(learning_rate=0.001, weight_decay=0.5, clipnorm=1.0)' of a compile config's."""
+    if isinstance(serialized, str) or not isinstance(serialized, dict):
+        return repr(serialized)
+    options = serialized.get("config", {})
+    named = [f"{key}={options[key]:.6g}" if isinstance(options[key], float)
+             else f"{key}={options[key]!r}"
+             for key in _OPTIMIZER_OPTIONS
+             if options.get(key) not in (None, False, 0.0) and key in options]
+    return f"{serialized.get('class_name', '?')}({', '.join(named)})"
+
+
+# --- data format ---------------------------------------------------------------
+
+_KERAS_TO_RUN = {"channels_last": "NHWC", "channels_first": "NCHW"}
+
+
+def model_data_format(model):
+    """(format, layer name): the layout the model's first layer with one computes
+    in ('NHWC' or 'NCHW'), or (None, None) for a model without one (dense only).
+    Flatten is skipped: its data_format orders the flattened values, it does not
+    say the images' layout."""
+    for layer in private_api.flatten_layers(model):
+        if isinstance(layer, keras.layers.Flatten):
+            continue
+        found = _KERAS_TO_RUN.get(getattr(layer, "data_format", None))
+        if found:
+            return found, layer.name
+    return None, None
+
+
+def follow_data_format(params, model):
+    """Params in the model's data format: a model passed in computes in the
+    layout its layers were built for, whatever the run says; Params that name
+    another are refused (the header would say one layout and train the other)."""
+    found, layer = model_data_format(model)
+    if found is None or params.data_format == found:
+        return params
+    if params.data_format is None:
+        return params.replace(data_format=found)
+    keras_name = {v: k for k, v in _KERAS_TO_RUN.items()}
+    raise ParamsError(
+        f"--data_format={params.data_format}: model '{model.name}' computes in {found} (its "
+        f"layer '{layer}' has data_format='{keras_name[found]}'), and a model passed in is "
+        f"trained in the layout it was built for; drop data_format (the run follows the "
+        f"model), or build the model with data_format='{keras_name[params.data_format]}'")
+
+
+# --- the images' range -----------------------------------------------------------
+
+def check_pixel_range(model, input_source):
+    """Images of raw pixel values (not negative, beyond 0..1: 0..255) fed to a
+    model that does not rescale them train to a loss of ~1,000 with no other
+    sign; refused unless a layer of the model rescales (Rescaling, Normalization)."""
+    pixel_range = getattr(input_source, "pixel_range", None)
+    if pixel_range is None:
+        return
+    low, high = pixel_range
+    if low < 0 or high <= RAW_PIXEL_FLOOR:
+        return
+    if any(isinstance(layer, (keras.layers.Rescaling, keras.layers.Normalization))
+           for layer in private_api.flatten_layers(model)):
+        return
+    raise InputError(
+        f"from_arrays: images hold values {low:g}..{high:g} (the range of raw pixels) and "
+        f"model '{model.name}' does not rescale them (no keras.layers.Rescaling or "
+        "Normalization layer); pass images / 255 (or standardize each image, as the CIFAR-10 "
+        "reader does), or start the model with keras.layers.Rescaling(1 / 255)")
+
+
+# Images scaled to 0..1 stay below it; raw 8-bit pixels go up to 255.
+RAW_PIXEL_FLOOR = 2.0
