@@ -1849,8 +1849,8 @@ MUTATIONS = [
     # --forward_only runs the model in inference mode (batch norm's moving statistics).
     Mutation(
         "forward_only_runs_training_mode", At("ForwardStep._step"),
-        "                                                      training=False)\n",
-        "                                                      training=True)\n",
+        "                                         training=False).outputs\n",
+        "                                         training=True).outputs\n",
         [T + "engine/test_inference.py::"
          "test_forward_only_runs_inference_mode_and_changes_nothing"]),
     # --forward_only writes nothing: --train_dir is refused with it.
@@ -3616,4 +3616,77 @@ MUTATIONS = [
         "return self._stamp_after() if timed", "return tf.timestamp() if timed",
         [T + "input/test_input_wait.py::test_an_input_bound_run_reports_its_true_wait_share",
          T + "engine/test_step_clock.py"]),
+    # The losses a Keras model adds (regularizers, add_loss) left out of the
+    # step's loss, as stateless_call's outputs alone left them.
+    Mutation(
+        "model_losses_dropped", At("forward", module="tower"),
+        "    if called.losses:\n", "    if False:\n",
+        [T + "engine/test_keras_model_losses.py::test_step_loss_equals_keras_compute_loss",
+         T + "engine/test_keras_model_losses.py::"
+         "test_twenty_steps_on_two_towers_equal_stock_keras_fit"]),
+    # A weight regularizer added by every tower in full: counted once per tower.
+    Mutation(
+        "model_losses_not_shared", At("forward", module="tower"),
+        "        loss += share * model_losses(called.losses)",
+        "        loss += model_losses(called.losses)",
+        [T + "engine/test_keras_model_losses.py::test_step_loss_equals_keras_compute_loss"]),
+    # The model given `training` whatever its call() takes: a call(self, x)
+    # model fails in the step (Keras' fit calls it without).
+    Mutation(
+        "training_passed_to_every_call", At("phase", module="model_call"),
+        '    return {"training": training} if takes else {}',
+        '    return {"training": training}',
+        [T + "engine/test_keras_model_use.py::"
+         "test_a_subclassed_model_trains_in_the_training_phase_as_keras_fit"]),
+    # stateless_call's way: the layers under a call() that does not pass
+    # `training` on run in inference mode.
+    Mutation(
+        "phase_not_set_for_the_layers_below", At("call", module="model_call"),
+        "        outputs = model(images, **phase(model, training))",
+        "        outputs = model.call(images, **phase(model, training))",
+        [T + "engine/test_keras_model_use.py::"
+         "test_a_subclassed_model_trains_in_the_training_phase_as_keras_fit"]),
+    # A compiled model trained with the Params' recipe, its optimizer ignored.
+    Mutation(
+        "compiled_model_accepted", At("check_not_compiled"),
+        "    if not config:\n        return", "    if True:\n        return",
+        [T + "engine/test_keras_model_use.py::"
+         "test_a_compiled_model_is_refused_naming_its_optimizer_and_loss"]),
+    # Params' data format kept against the model's layers (the header says NCHW,
+    # the model computes NHWC).
+    Mutation(
+        "data_format_not_followed", At("follow_data_format"),
+        "    if found is None or params.data_format == found:",
+        "    if True:",
+        [T + "engine/test_keras_model_use.py::"
+         "test_the_data_format_follows_the_model_or_a_params_naming_another_is_refused"]),
+    # Raw pixels checked by dtype spelling only: float 0..255 trains.
+    Mutation(
+        "float_raw_pixels_accepted", At("check_pixel_range"),
+        "    if low < 0 or high <= RAW_PIXEL_FLOOR:", "    if True:",
+        [T + "engine/test_keras_model_use.py::"
+         "test_raw_pixel_values_are_refused_unless_the_model_rescales_them"]),
+    # A half-precision model in a float32 run trained without a word.
+    Mutation(
+        "half_policy_in_float32_run", At("check_model", module="precision"),
+        "        if half:\n", "        if False:\n",
+        [T + "engine/test_keras_model_use.py::"
+         "test_a_half_precision_policy_in_a_float32_run_is_refused"]),
+    # A second train() returns final_loss=nan with no word.
+    Mutation(
+        "train_with_nothing_left", At("Trainer._check_steps_left"),
+        "        if done >= self.total_steps:", "        if False:",
+        [T + "package/test_trainer_state.py::"
+         "test_train_twice_says_there_is_nothing_left_to_train"]),
+    # step() after close() steps on.
+    Mutation(
+        "step_after_close", At("Trainer.step"),
+        "        if self._closed:", "        if False:",
+        [T + "package/test_trainer_state.py::test_step_and_train_after_close_are_refused"]),
+    # A model passed in, its rate named after the registry's default model.
+    Mutation(
+        "user_model_rate_named_after_trivial", At("origin_of"),
+        "    if user_model:\n", "    if False:\n",
+        [T + "engine/test_keras_model_use.py::"
+         "test_the_header_of_a_model_passed_in_names_no_model_the_user_did_not_choose"]),
 ]

@@ -98,7 +98,7 @@ class Trainer:
         self._closed = False
         # The plan's first half: devices, layout, runtime, exchange, what to read.
         layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
-            plan_cluster.resolve(params), params.worker_hosts))
+            plan_cluster.resolve(params), params.worker_hosts), user_model=model is not None)
         runtime.configure(layout.runtime)  # threads, XLA, GPU memory: before TensorFlow starts
         self.devices = devices_lib.prepare(layout.topology, check=check_devices)
         self.precision_support = self._check_devices(layout) if check_devices else None

@@ -191,3 +191,17 @@ def test_raw_pixel_values_are_refused_unless_the_model_rescales_them():
     rescaling = keras.Sequential([keras.Input((4, 4, 2)), keras.layers.Rescaling(1 / 255),
                                   keras.layers.Flatten(), keras.layers.Dense(3)])
     trainer(rescaling, pixels, labels).close()
+
+
+def test_the_header_of_a_model_passed_in_names_no_model_the_user_did_not_choose():
+    images, labels = data()
+    run = towertrain.Trainer(towertrain.Params(device="cpu", num_gpus=1),
+                             model=dense_model(), input_source=towertrain.from_arrays(
+                                 images, labels, 4))
+    header = dict(run.header_info())
+    run.close()
+    assert header["Model"] == "mine"
+    assert header["Learning rate"] == (
+        "0.005, constant (the default for a model passed in, as no init_learning_rate is "
+        "given; Params(init_learning_rate=) sets it)")
+    assert "trivial" not in repr(header)

@@ -84,6 +84,9 @@ class Layout:
     learning_rate_source: str = "model"
     # How the global batch is cut over this topology (towertrain.plan.global_batch).
     batch_split: Optional[global_batch_lib.Split] = None
+    # A Keras model passed to the Trainer: the registry's default model
+    # (params.resolved_model) lends its defaults, but is never named as the model.
+    user_model: bool = False
 
     @property
     def accumulation_steps(self):
@@ -137,11 +140,12 @@ def exchange_of(params, topology, machine) -> Exchange:
                        params.collective_implementation, split_towers=split)
 
 
-def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
+def lay_out(params, machine=None, cluster=None, model_spec=None, user_model=False) -> Layout:
     """The first half of the plan. machine: the machine's facts (default: probed
     once per process); cluster: the run's (default: resolved once per process);
     model_spec: the registered model's defaults (batch size, learning rate,
-    dataset; default: --model's entry in the registry)."""
+    dataset; default: --model's entry in the registry); user_model: a Keras
+    model passed to the Trainer trains (the header names no registry model)."""
     if cluster is None:  # first: a Slurm task's own GPUs are set before the probe
         cluster = cluster_lib.resolve(params)
     machine = machine or machine_lib.probe()
@@ -170,7 +174,8 @@ def lay_out(params, machine=None, cluster=None, model_spec=None) -> Layout:
         batch_per_device=per_device,
         eval_batch_per_device=params.eval_batch_size or per_device,
         base_learning_rate=params.init_learning_rate or model_spec.default_learning_rate,
-        learning_rate_recipe=recipe, learning_rate_source=source, batch_split=batch_split)
+        learning_rate_recipe=recipe, learning_rate_source=source, batch_split=batch_split,
+        user_model=user_model)
 
 
 def build(params, layout: Layout, input_facts: InputFacts = InputFacts()) -> RunPlan:
@@ -221,4 +226,5 @@ def _learning_rate(params, layout, input_facts, batches, steps):
                                       steps_per_epoch=steps_per_epoch, total_steps=steps.total)
     return dataclasses.replace(rate, source=source, epoch_text=epoch_text,
                                origin=lr_source.origin_of(params, layout.model, source,
-                                                          params.train_dir))
+                                                          params.train_dir,
+                                                          layout.user_model))

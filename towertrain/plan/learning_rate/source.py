@@ -59,8 +59,10 @@ def check_flags(params, model, recipe):
                 "tf_cnn_benchmarks; give --init_learning_rate to set the rate yourself")
 
 
-def origin_of(params, model, source, train_dir=None):
-    """Where a rate that is not a model's recipe comes from, for the header."""
+def origin_of(params, model, source, train_dir=None, user_model=False):
+    """Where a rate that is not a model's recipe comes from, for the header.
+    user_model: a Keras model passed to the Trainer, which `model` (the
+    registry's default) only lends its default rate."""
     if source == "flags":
         return ("--piecewise_learning_rate_schedule"
                 if params.piecewise_learning_rate_schedule is not None
@@ -69,6 +71,9 @@ def origin_of(params, model, source, train_dir=None):
         return (f"kept at resume: the run in --train_dir={train_dir} was recorded before "
                 f"models had learning-rate recipes and trained with {model}'s constant rate; "
                 f"a new run trains with {model}'s recipe")
+    if user_model:
+        return ("the default for a model passed in, as no init_learning_rate is given; "
+                "Params(init_learning_rate=) sets it")
     return f"{model}'s rate"
 
 
