@@ -3689,4 +3689,94 @@ MUTATIONS = [
         "    if user_model:\n", "    if False:\n",
         [T + "engine/test_keras_model_use.py::"
          "test_the_header_of_a_model_passed_in_names_no_model_the_user_did_not_choose"]),
+    # Named misses of an independent review, each with the test that now
+    # catches it. The automatic limit (timeout None) read as "off": with the
+    # default settings no watch thread starts and a hung step hangs for ever.
+    Mutation(
+        "watchdog_default_never_watches", At("Watchdog.started"),
+        "        if self.timeout == 0:\n", "        if not self.timeout:\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_with_the_default_settings_a_watch_runs_and_reports_a_hung_step"]),
+    # Warm-up steps after the first armed an explicit limit only once counted.
+    Mutation(
+        "watchdog_explicit_limit_not_armed_in_warm_up", At("Watchdog.finished"),
+        "        if self.timeout or after_warmup:\n", "        if after_warmup:\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_a_step_hung_in_warm_up_is_reported_only_with_an_explicit_limit"]),
+    # The last warm-up step counted toward the automatic limit.
+    Mutation(
+        "watchdog_counts_the_last_warm_up_step", At("StepWatchdog.after_step"),
+        "step - self.loop.start_step > max(self.warmup, 1)",
+        "step - self.loop.start_step >= max(self.warmup, 1)",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up"]),
+    # The step's scalars insist on a float32 pack: --use_fp16 --fp16_vars on
+    # a model without batch norm (no float32 gradient) fails with IndexError.
+    Mutation(
+        "extra_values_need_a_float32_pack", At("exchange_packs"),
+        "        if not float_packs or extra_values_apart:\n",
+        "        if extra_values_apart:\n",
+        [T + "engine/test_exchange_riders.py::"
+         "test_with_no_float32_gradient_the_extra_values_travel_in_a_float32_pack_of_their_own",
+         T + "recipe/test_fp16_vars.py::"
+         "test_fp16_vars_on_a_model_with_no_float32_variable_trains"]),
+    # The scalars in the first float32 pack (the statistics' pack) instead of the last.
+    Mutation(
+        "scalars_ride_the_first_float32_pack", At("exchange_packs"),
+        "float_packs[0] if where == FIRST else float_packs[-1]",
+        "float_packs[0] if where == FIRST else float_packs[0]",
+        [T + "engine/test_exchange_riders.py::"
+         "test_among_several_float32_packs_stats_ride_the_first_and_scalars_the_last"]),
+    # Half-precision multi-worker: the stop requests (summed with the count
+    # before the towers) dropped from the step's decision, at either end.
+    Mutation(
+        "half_precision_stop_requests_not_decided", At("TrainStep._decide"),
+        "            count, stops = update.count, counts.stops\n",
+        "            count, stops = update.count, None\n",
+        [T + "engine/test_multiworker.py::"
+         "test_one_workers_stop_request_reaches_every_workers_decision_in_every_precision"]),
+    Mutation(
+        "half_precision_stop_requests_not_counted", At("TrainStep._counts"),
+        "                return Counts(local, cluster, cluster, stops, in_tail)\n",
+        "                return Counts(local, cluster, cluster, None, in_tail)\n",
+        [T + "engine/test_multiworker.py::"
+         "test_one_workers_stop_request_reaches_every_workers_decision_in_every_precision"]),
+    # The checksum left out of what the workers compare: another run's ckpt-8 resumes.
+    Mutation(
+        "agreement_without_checksum", At("fingerprint", module="agreement"),
+        "    return [1.0, float(step), float(checksum)]\n",
+        "    return [1.0, float(step), 0.0]\n",
+        [T + "state/test_resume_agreement.py::"
+         "test_another_runs_checkpoint_of_the_same_step_is_refused_on_every_worker"]),
+    # A damaged checkpoint's message offers the oldest whole checkpoint, not the newest.
+    Mutation(
+        "damaged_checkpoint_offers_the_oldest", At("check_whole"),
+        "    earlier = [p for p in reversed(checkpoints_on_disk(os.path.dirname(path)))\n",
+        "    earlier = [p for p in checkpoints_on_disk(os.path.dirname(path))\n",
+        [T + "state/test_checkpoint_files.py::"
+         "test_a_damaged_checkpoint_offers_the_newest_earlier_one_that_reads_whole"]),
+    # CUDA_VISIBLE_DEVICES='' (no GPU for this process) read as unset.
+    Mutation(
+        "empty_visible_devices_read_as_unset", At("machine_gpus"),
+        "    if listed is not None:\n", "    if listed:\n",
+        [T + "cluster/test_gpu_share.py::"
+         "test_an_empty_cuda_visible_devices_means_no_gpu_however_many_the_driver_shows"]),
+    # --stop_at_top_1_accuracy only above the threshold: reached exactly, the run goes on.
+    Mutation(
+        "stop_at_top_1_only_above", At("PeriodicEval._evaluate"),
+        "result.top1 >= self.stop_at_top_1", "result.top1 > self.stop_at_top_1",
+        [T + "callbacks/test_eval_flags.py::"
+         "test_stop_at_top_1_accuracy_stops_once_top_1_reaches_the_threshold"]),
+    # A failed health check never forgotten: slow answers add up to a dead peer.
+    Mutation(
+        "peer_watch_never_forgets_a_failure", At("PeerWatch._run"),
+        "                    failed.pop(index, None)\n", "",
+        [T + "cluster/test_peer_watch.py::"
+         "test_a_failed_check_is_forgotten_once_the_peer_answers_again"]),
+    # Given up one check early.
+    Mutation(
+        "peer_watch_gives_up_a_check_early", At("PeerWatch._run"),
+        "if failed[index] >= FAILED_CHECKS and", "if failed[index] >= FAILED_CHECKS - 1 and",
+        [T + "cluster/test_peer_watch.py::"
+         "test_a_peer_is_given_up_at_exactly_failed_checks_in_a_row"]),
 ]

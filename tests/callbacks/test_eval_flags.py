@@ -144,3 +144,44 @@ def test_num_eval_batches_and_epochs_set_how_many_full_batches_are_scored(kw, ex
     expected = np.resize(correct, examples)  # the split repeated, cut at `examples`
     assert result.num_examples == examples
     assert result.top1 == pytest.approx(expected.mean(), abs=1e-9)
+
+
+class _Evaluations:
+    """An evaluator whose results are `correct` (each a count) of 4 examples."""
+
+    def __init__(self, correct):
+        self.correct = list(correct)
+
+    def evaluate(self, eval_data):
+        from towertrain.engine.evaluation import evaluator
+        return evaluator.result_of(eval_data,
+                                   evaluator.Tally(self.correct.pop(0), 4, 4, 10.0, None))
+
+
+class _Loop:
+    def __init__(self):
+        self.stops = []
+
+    def request_stop(self, reason, final=False):
+        self.stops.append((reason, final))
+
+
+@pytest.mark.parametrize("threshold, stops", [
+    (0.75, True),  # reached exactly: 3 of 4 is 0.75
+    (float(np.nextafter(0.75, 1.0)), False),  # asked a hair above what was reached
+    (float(np.nextafter(0.75, 0.0)), True)])  # a hair below: passed
+def test_stop_at_top_1_accuracy_stops_once_top_1_reaches_the_threshold(threshold, stops):
+    from towertrain.callbacks.periodic_eval import PeriodicEval
+    from towertrain.engine.evaluation.evaluator import EvalData
+    lines, loop = [], _Loop()
+    callback = PeriodicEval(_Evaluations([2, 3]), add_fence=lambda step: None, schedule=1,
+                            eval_data=EvalData(None, 4, "4 examples"), write=lines.append,
+                            stop_at_top_1=threshold)
+    callback.loop = loop
+    callback._evaluate(5)  # 2 of 4: never enough
+    assert loop.stops == []
+    callback._evaluate(6)
+    assert loop.stops == ([(f"--stop_at_top_1_accuracy={threshold:g} (top-1 0.7500 at step 6)",
+                            True)] if stops else [])
+    assert (lines[-1] == f"Stopping, as eval accuracy at least {threshold:g} was reached") == \
+        stops

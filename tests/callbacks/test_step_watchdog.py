@@ -6,11 +6,14 @@ import re
 import subprocess
 import sys
 import threading
+import time
+import types
 
 import pytest
 import tensorflow as tf
 
 from towertrain import Params, Trainer
+from towertrain.callbacks.step_watchdog import StepWatchdog
 from towertrain.engine.variable_mgr.replicated import ReplicatedManager
 from towertrain.engine.run import watchdog as watchdog_lib
 from towertrain.errors import ParamsError
@@ -127,3 +130,74 @@ def test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_leas
 def test_a_negative_step_timeout_is_refused():
     with pytest.raises(ParamsError, match=r"^--step_timeout_secs=-1: must be >= 0 seconds"):
         Params(step_timeout_secs=-1)
+
+
+def _wait_for(condition, seconds=10.0):
+    """Polls `condition` until it holds or `seconds` pass (a guard that never
+    ran shows as the deadline passing, not as a hang)."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_with_the_default_settings_a_watch_runs_and_reports_a_hung_step(monkeypatch):
+    """No --step_timeout_secs (None: the automatic limit): the watch thread
+    starts with the first step and, once a step after warm-up armed it, a
+    step that runs past 10x the slowest (at least MINIMUM_SECS, shortened
+    here) ends the process with status 1."""
+    monkeypatch.setattr(watchdog_lib, "MINIMUM_SECS", 0.2)
+    exits, lines = [], []
+    callback = StepWatchdog(warmup=1, exit=exits.append)
+    callback.watchdog._poll = 0.01
+    monkeypatch.setattr(watchdog_lib.Watchdog, "_fire", lambda self, ran, limit: (
+        lines.append(self.message(ran, limit)), self.exit(1)))
+    callback.loop = types.SimpleNamespace(start_step=0)
+    for step in (1, 2, 3):  # 1 traces, 2 is warm-up, 3 counts and arms the limit
+        callback.before_step(step)
+        callback.after_step(step, None, 0.001)
+    assert callback.watchdog._thread is not None and callback.watchdog._thread.is_alive()
+    callback.before_step(4)  # and never finishes
+    assert _wait_for(lambda: exits), "the default watch never fired"
+    callback.close()
+    assert exits == [1]
+    assert re.fullmatch(r"step 4 has run 0 s, past the step limit 0 s \(10x the slowest step "
+                        r"after warm-up, 0\.001 s, and at least 0 s; --step_timeout_secs sets "
+                        r"it\), last in the step's start: .* \(no --train_dir: it starts over\)",
+                        lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("timeout", [None, 0.3])
+def test_a_step_hung_in_warm_up_is_reported_only_with_an_explicit_limit(monkeypatch, timeout):
+    """Warm-up steps trace and compile: the automatic limit is not armed by
+    them (a hang there waits), an explicit --step_timeout_secs is armed from
+    the second step of the process on, warm-up included."""
+    monkeypatch.setattr(watchdog_lib, "MINIMUM_SECS", 0.2)
+    exits = []
+    callback = StepWatchdog(timeout=timeout, warmup=5, exit=exits.append)
+    callback.watchdog._poll = 0.01
+    callback.loop = types.SimpleNamespace(start_step=0)
+    callback.before_step(1)
+    callback.after_step(1, None, 0.001)
+    callback.before_step(2)  # a warm-up step that never ends
+    fired = bool(_wait_for(lambda: exits, seconds=1.5 if timeout is None else 10.0))
+    assert callback.watchdog._thread.is_alive() != fired  # watching, or it fired and ended
+    callback.close()
+    assert fired == (timeout is not None), exits
+    assert exits == ([1] if timeout else [])
+
+
+def test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up():
+    """Of a run resumed at step 10 with 3 warm-up steps, steps 11-13 are
+    warm-up (their times not the measure, nothing armed); step 14 is the
+    first counted, and arms the limit."""
+    callback = StepWatchdog(warmup=3, exit=lambda status: None)
+    callback.loop = types.SimpleNamespace(start_step=10)
+    for step, seconds in [(11, 90.0), (12, 80.0), (13, 70.0)]:
+        callback.after_step(step, None, seconds)
+        assert (callback.watchdog.slowest, callback.watchdog.limit()) == (None, None), step
+    callback.after_step(14, None, 40.0)
+    assert (callback.watchdog.slowest, callback.watchdog.limit()) == (40.0, 400.0)
+    callback.after_step(15, None, 20.0)
+    assert callback.watchdog.limit() == 400.0
+    callback.close()

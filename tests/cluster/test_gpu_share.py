@@ -13,6 +13,7 @@ import pytest
 
 from helpers import cluster_runs as runs
 from towertrain.commands import launch
+from towertrain.config import gpu_share
 from towertrain.config.cluster_spec import Cluster
 from towertrain.config.params import Params
 from towertrain.engine.process import devices
@@ -110,3 +111,20 @@ def test_a_worker_beside_others_that_sees_every_gpu_is_refused():
         "or set CUDA_VISIBLE_DEVICES per worker")
     devices.check_own_gpus(two_here, environ={"CUDA_VISIBLE_DEVICES": "1"})
     devices.check_own_gpus(Cluster(("a:1", "b:1"), task_index=1), environ={})
+
+
+def test_an_empty_cuda_visible_devices_means_no_gpu_however_many_the_driver_shows(tmp_path):
+    """CUDA_VISIBLE_DEVICES='' hides every GPU from this process (CUDA's
+    meaning): it is not 'unset', so the driver's 4 device nodes are not
+    handed out."""
+    for name in ("nvidia0", "nvidia1", "nvidia2", "nvidia3"):
+        (tmp_path / name).touch()
+    nodes = str(tmp_path / "nvidia[0-9]*")
+    assert gpu_share.machine_gpus({"CUDA_VISIBLE_DEVICES": ""}, nodes) == ()
+    assert gpu_share.machine_gpus({"CUDA_VISIBLE_DEVICES": " , "}, nodes) == ()
+    assert gpu_share.machine_gpus({}, nodes) == ("0", "1", "2", "3")
+    assert launch.gpu_shares(2, ["--num_gpus=1"], {"CUDA_VISIBLE_DEVICES": ""}, nodes) == \
+        [None, None]
+    with pytest.raises(DeviceError, match=r"^--num_gpus=1: 2 workers on this machine need 2 "
+                                          r"GPUs of their own, and it has 0; "):
+        gpu_share.share(0, 2, 1, gpu_share.machine_gpus({"CUDA_VISIBLE_DEVICES": ""}, nodes))

@@ -6,6 +6,7 @@ fast model abort with tens of thousands of threads. The killed-worker test
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -145,3 +146,61 @@ def test_a_frozen_peer_stops_the_others_naming_it(tmp_path):
     assert status not in (0, None), chief[-2000:]
     assert "worker task 1 (" in chief and "stopped answering" in chief, chief[-2000:]
     assert stopped_after < 30, stopped_after
+
+
+class ScriptedContext(FakeContext):
+    """Each peer answers (True) or fails (False) its checks in the order of
+    its script; once every script has run out the watch is stopped."""
+
+    def __init__(self, scripts, watch_of):
+        super().__init__()
+        self.scripts = {task: list(script) for task, script in scripts.items()}
+        self.watch_of = watch_of
+
+    def check_collective_ops_peer_health(self, task, timeout_in_ms):
+        self.checked.append((task, timeout_in_ms))
+        script = self.scripts[task]
+        answered = script.pop(0) if script else True
+        if not any(self.scripts.values()):
+            self.watch_of()._stop.set()
+        if not answered:
+            raise tf.errors.DeadlineExceededError(None, None, "deadline exceeded")
+
+
+class _NoWait(threading.Event):
+    """The watch's pause between rounds, without the wait: rounds run back to back."""
+
+    def wait(self, timeout=None):
+        return self.is_set()
+
+
+def _scripted(monkeypatch, scripts):
+    """Runs the watch (on this thread) over peers answering as `scripts` say;
+    returns what it aborted with."""
+    holder = {}
+    context = ScriptedContext(scripts, lambda: holder["watch"])
+    monkeypatch.setattr(peer_watch.private_api, "eager_context", lambda: context)
+    holder["watch"] = watch = peer_watch.PeerWatch(CLUSTER, 0.6)
+    watch._stop = _NoWait()
+    watch._run()
+    return context.aborted
+
+
+@pytest.mark.parametrize("failures_in_a_row, aborted", [
+    (peer_watch.FAILED_CHECKS - 1, False), (peer_watch.FAILED_CHECKS, True),
+    (peer_watch.FAILED_CHECKS + 1, True)])
+def test_a_peer_is_given_up_at_exactly_failed_checks_in_a_row(monkeypatch, failures_in_a_row,
+                                                                aborted):
+    answers = [False] * failures_in_a_row + [True] * 2
+    found = _scripted(monkeypatch, {CLUSTER.task_name(0): [True] * len(answers),
+                                    CLUSTER.task_name(2): answers})
+    assert bool(found) == aborted, found
+
+
+def test_a_failed_check_is_forgotten_once_the_peer_answers_again(monkeypatch):
+    """Slow answers now and then, never FAILED_CHECKS in a row: the peer is
+    alive and the run goes on, however many such failures add up to."""
+    flaky = ([False] * (peer_watch.FAILED_CHECKS - 1) + [True]) * 4
+    found = _scripted(monkeypatch, {CLUSTER.task_name(0): [True] * len(flaky),
+                                    CLUSTER.task_name(2): flaky})
+    assert found == []

@@ -164,12 +164,16 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
         data = dict(data_name=files, distortions=True, data_dir=os.path.join(
             os.path.dirname(out_path), files)) if files else {}
         pack_mb = float(pack[:-2]) if pack.endswith("mb") else None  # "0.0002mb": sized
+        overrides = _flags(flags)
+        # stop_request_at=N: worker 1 asks to stop before step N (as its
+        # SIGTERM handler would); each step's stop_requests is recorded.
+        stop_request_at = overrides.pop("stop_request_at", None)
         params = _params(model=model, num_gpus=2, variable_update="collective_all_reduce",
                          worker_hosts=hosts, task_index=task, collective_timeout_secs=60,
                          all_reduce_spec=spec, gradient_repacking=0 if pack_mb else int(pack),
                          gradient_pack_mb=pack_mb,
                          num_epochs=epochs, gradient_accumulation_steps=accumulation, **data,
-                         **_flags(flags))
+                         **overrides)
         if index == 0:
             trainer_lib.join_cluster(params)
         del positions[:]
@@ -187,7 +191,11 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
         trainer = trainer_lib.Trainer(params, input_source=None if files else from_arrays(
             arrays, marked, GLOBAL_BATCH, num_epochs=epochs), loss_fn=loss_fn)
         assert trainer.global_batch_size == GLOBAL_BATCH, trainer.global_batch_size
-        results = [trainer.step() for _ in range(1 if poisoned else trainer.total_steps)]
+        results = []
+        for step in range(1, 2 if poisoned else trainer.total_steps + 1):
+            if task == 1 and step == stop_request_at:
+                trainer.stop_request.assign(1)
+            results.append(trainer.step())
         losses = [float(r) for r in results]
         copies = [[v.numpy() for v in copy] + [v.numpy() for v in stats] for copy, stats in
                   zip(trainer.variables.trainable_copies(),
@@ -199,6 +207,8 @@ def _run_worker(hosts, task, out_path, specs, packs, accumulations, epochs_list,
                  collectives=np.array(_gradient_collectives(trainer)),
                  decoded=np.array(positions, np.int64).reshape(-1, 2),
                  applied=np.array([bool(r.finite) for r in results]),
+                 stop_requests=np.array([float(r.extras.get("stop_requests", -1))
+                                         for r in results]),
                  **{f"copy{c}_{i}": value for c, copy in enumerate(copies)
                     for i, value in enumerate(copy)})
     sys.stdout.flush()
@@ -286,6 +296,18 @@ DECAYED = [("pscpu/xring", 2, 1, 1, "ckpt_tiny", "weight_decay=0.01"),
            ("collective", 0, 2, 2, "ckpt_tiny", "weight_decay=0.01")]
 HALF = ("pscpu/xring", 2, 1, 1, "ckpt_tiny",
         "use_fp16=true,fp16_loss_scale=128,allow_emulated_precision=true")
+# Worker 1 asks to stop before step 2 (its SIGTERM): in every precision, on a
+# model with batch norm and one without, and with float16 variables (no
+# float32 pack at all), both workers' step 2 decides on that request. In
+# half precision it travels with the count before the towers, in float32 in
+# the last pack.
+STOP_REQUESTED = [
+    ("collective", 0, 1, 1, "tiny_dense", "stop_request_at=2"),
+    ("collective", 0, 1, 1, "ckpt_tiny",
+     "use_fp16=true,allow_emulated_precision=true,stop_request_at=2"),
+    ("pscpu/xring", 0, 1, 1, "tiny_dense", "use_bf16=true,stop_request_at=2"),
+    ("collective", 0, 1, 1, "tiny_dense",
+     "use_fp16=true,fp16_vars=true,allow_emulated_precision=true,stop_request_at=2")]
 
 
 @pytest.fixture(scope="module")
@@ -295,11 +317,12 @@ def exchange_outputs(tmp_path_factory):
     SECOND_MODEL: the two .npz outputs}."""
     configs = ([(spec, packs, 1, 1, "ckpt_tiny", "") for spec, packs in EXCHANGES]
                + [ACCUMULATING, ACCUMULATING_DROPOUT, SECOND_MODEL] + FILES + [POISONED, INFINITE_LOSS] + DECAYED
-               + [HALF])
+               + [HALF] + STOP_REQUESTED)
     directory = tmp_path_factory.mktemp("exchanges")
     _write_files(str(directory))
     outputs = run_two_workers_each(directory, configs)
-    kept_whole = [ACCUMULATING, ACCUMULATING_DROPOUT, SECOND_MODEL, POISONED, INFINITE_LOSS, HALF] + FILES + DECAYED
+    kept_whole = ([ACCUMULATING, ACCUMULATING_DROPOUT, SECOND_MODEL, POISONED, INFINITE_LOSS,
+                   HALF] + FILES + DECAYED + STOP_REQUESTED)
     result = {(config if config in kept_whole else config[:2]): outs
               for config, outs in outputs.items()}
     result["data"] = str(directory)
@@ -511,6 +534,20 @@ def test_the_count_in_the_tail_gives_one_process_s_update(config, exchange_outpu
     trainable, stats = reference.variables.primary_variables()
     expected = [v.numpy() for v in trainable] + [v.numpy() for v in stats]
     assert_workers_equal(exchange_outputs[config], reference.total_steps, ref_losses, expected)
+
+
+@pytest.mark.slow  # the shared 2-worker launch's last runs
+@pytest.mark.parametrize("config", STOP_REQUESTED,
+                         ids=["float32", "fp16-batch-norm", "bf16", "fp16-vars"])
+def test_one_workers_stop_request_reaches_every_workers_decision_in_every_precision(
+        config, exchange_outputs):
+    """What tells ClusterStop to stop every worker at one step: the step's
+    stop_requests, the same on both workers from the step the request was
+    made in, whatever the precision."""
+    for k, out in enumerate(exchange_outputs[config]):
+        saved = np.load(out)
+        assert list(saved["stop_requests"]) == [0.0, 1.0, 1.0], f"worker {k}"
+        assert np.all(np.isfinite(saved["losses"])) and int(saved["steps"]) == 3
 
 
 def _cli(hosts, task, train_dir, log_path, num_batches):

@@ -37,3 +37,22 @@ def test_without_fp16_vars_the_variables_stay_float32():
 def test_fp16_vars_needs_use_fp16():
     with pytest.raises(ParamsError, match=r"^--fp16_vars=True: only applies with --use_fp16"):
         tiny_params(fp16_vars=True)
+
+
+def test_fp16_vars_on_a_model_with_no_float32_variable_trains():
+    """The trivial model has no batch norm: every gradient is float16, so
+    the step's scalars (loss, count) have no float32 pack to ride and travel
+    in one of their own."""
+    from towertrain import Params
+    trainer = Trainer(Params(model="trivial", device="cpu", num_gpus=2, variable_update="replicated",
+                             use_fp16=True, fp16_vars=True, allow_emulated_precision=True,
+                             batch_size=2, num_batches=2, num_warmup_batches=0))
+    before = [v.numpy() for v in trainer.variables.trainable_copies()[0]]
+    result = trainer.train(write=lambda line: None)
+    trainable, _ = trainer.variables.primary_variables()
+    assert {tf.as_dtype(v.dtype).name for v in trainable} == {"float16"}
+    assert np.isfinite(result.final_loss)
+    copies = [[v.numpy() for v in copy] for copy in trainer.variables.trainable_copies()]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, copies[0])), "nothing trained"
+    for a, b in zip(*copies):  # one exchanged sum: the copies stay equal
+        np.testing.assert_array_equal(a, b)

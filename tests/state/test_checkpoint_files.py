@@ -144,3 +144,27 @@ def test_damaged_latest_checkpoint_fails_and_no_byte_changes(tmp_path, damage):
     assert f"Resumed:     from step 1 ({tmp_path}/ckpt-1)" in lines, lines
     tf.train.load_checkpoint(str(tmp_path / "ckpt-2")).get_tensor(
         f"model/logits__bias{SUFFIX}")  # whole again
+
+
+def test_a_damaged_checkpoint_offers_the_newest_earlier_one_that_reads_whole(tmp_path):
+    """ckpt-1 .. ckpt-5 on disk, ckpt-5 and ckpt-4 damaged: the offer is
+    ckpt-3 (neither the oldest whole one nor a damaged newer one), and with
+    every earlier one damaged there is none to offer."""
+    from towertrain.state import checkpoint as ckpt_lib
+    for step in range(1, 6):
+        tf.train.Checkpoint(v=tf.Variable(np.full(64, step, np.float32))).write(
+            str(tmp_path / f"ckpt-{step}"))
+
+    def data_file(step):
+        name, = [n for n in os.listdir(tmp_path) if n.startswith(f"ckpt-{step}.data-")]
+        return tmp_path / name
+    corrupt_in_place(data_file(5))
+    corrupt_in_place(data_file(4))
+    with pytest.raises(CheckpointError) as failure:
+        ckpt_lib.check_whole(str(tmp_path / "ckpt-5"))
+    assert f"resume from the earlier checkpoint {tmp_path}/ckpt-3, which reads whole" in \
+        str(failure.value), str(failure.value)
+    for step in (1, 2, 3):
+        corrupt_in_place(data_file(step))
+    with pytest.raises(CheckpointError, match="no earlier checkpoint beside it reads whole"):
+        ckpt_lib.check_whole(str(tmp_path / "ckpt-5"))
