@@ -3779,4 +3779,20 @@ MUTATIONS = [
         "if failed[index] >= FAILED_CHECKS and", "if failed[index] >= FAILED_CHECKS - 1 and",
         [T + "cluster/test_peer_watch.py::"
          "test_a_peer_is_given_up_at_exactly_failed_checks_in_a_row"]),
+    # A lost peer read as one event: TensorFlow's abort logs left on the
+    # survivors' output; the launcher killing the survivors before they say
+    # which peer they lost; the chief not saving the step it last completed.
+    Mutation(
+        "abort_logs_left_on_the_output", At("main", module="train"),
+        "            worker_log.divert(cluster.task_index)", "            pass",
+        [T + "cluster/test_lost_peer_line.py"]),
+    Mutation(
+        "survivors_killed_at_once", At("Workers.supervise"),
+        "                    deadline = time.monotonic() + grace",
+        "                    deadline = time.monotonic()",
+        [T + "cluster/test_lost_peer_line.py"]),
+    Mutation(
+        "chief_not_saved_after_a_lost_peer", At("CheckpointSaver.close"),
+        "                self._save_after_peer_loss(error)", "                pass",
+        [T + "cluster/test_lost_peer_line.py"]),
 ]

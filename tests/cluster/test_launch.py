@@ -28,7 +28,8 @@ def _alive(pid):
 def test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left(tmp_path):
     env = runs.env(FAKE_WORKER_DIR=str(tmp_path), FAKE_WORKER_FAILS="1")
     started = time.monotonic()
-    done = subprocess.run([*LAUNCH, "--num_workers=3", "--module=helpers.fake_worker", "--",
+    done = subprocess.run([*LAUNCH, "--num_workers=3", "--stop_grace_secs=0",
+                           "--module=helpers.fake_worker", "--",
                            "--model=trivial"], env=env, cwd=runs.REPO, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr

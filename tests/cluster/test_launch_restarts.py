@@ -70,6 +70,7 @@ def test_max_restarts_restarts_every_worker_exactly_up_to_r_times(
         tmp_path, failures, max_restarts, status, starts):
     (tmp_path / "counting_worker.py").write_text(COUNTING_WORKER)
     done = subprocess.run([*LAUNCH, "--num_workers=2", f"--max_restarts={max_restarts}",
+                           "--stop_grace_secs=0",
                            "--module=counting_worker", "--"],
                           env=_launch_env(tmp_path, FAILS=str(failures)), cwd=runs.REPO,
                           capture_output=True, text=True, timeout=60)

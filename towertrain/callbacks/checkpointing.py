@@ -7,6 +7,7 @@ trained step: a resumed run neither skips nor repeats a batch.
 """
 import time
 
+from towertrain.engine.distributed import peer_loss
 from towertrain.errors import TrainingDivergedError
 from towertrain.state import run_record
 
@@ -62,11 +63,30 @@ class CheckpointSaver(Callback):
 
     def close(self):
         try:
-            if isinstance(self.loop and self.loop.error, TrainingDivergedError):
+            error = self.loop and self.loop.error
+            if isinstance(error, TrainingDivergedError):
                 self._set_aside_poisoned(self.loop.step)
+            elif peer_loss.is_peer_loss(error, self.checkpointer.topology.current[1]):
+                self._save_after_peer_loss(error)
         finally:
             if self.resumed is not None:
                 self.resumed.release()
+
+    def _save_after_peer_loss(self, error):
+        """A peer was lost in a step: that step applied nothing here (every
+        update waits for the exchange), so the variables hold the last step
+        completed, whole, and the input position is that step's. The chief
+        saves it, so the run goes on from there (towertrain.commands.launch,
+        --min_workers), not from the last periodic checkpoint. Staged batches
+        would be skipped by that position: then the last checkpoint stays."""
+        if self.handles.staged_batches():
+            return
+        try:
+            path = self.checkpointer.save()
+        except Exception:  # noqa: BLE001 - the last checkpoint stays; the line says so
+            return
+        if path:
+            peer_loss.note_saved(error, self.checkpointer.last_saved_step, path)
 
     def _set_aside_poisoned(self, diverged_step):
         """The checkpoint of the step right before a diverged step leads straight

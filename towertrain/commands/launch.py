@@ -12,9 +12,11 @@ refused before any starts.
 - SIGINT/SIGTERM are forwarded to every worker: the first makes them stop
   together at one step, the chief saves, all exit 0 (towertrain.callbacks.
   cluster_stop); a second one makes them exit at once.
-- A worker that fails (non-zero status, or killed) stops the rest at once
-  (SIGKILL: without it they cannot step), and the launcher exits with that
-  first failure's status (128 + N for a signal N).
+- A worker that fails (non-zero status, or killed) stops the rest: each
+  notices the lost peer at its next collective and stops with one line (the
+  chief saves its last step); any still running after STOP_GRACE_SECS is
+  killed. The launcher exits with that first failure's status (128 + N for
+  a signal N).
 - --max_restarts=R: after a failure, every worker is started again, up to R
   times, on fresh ports; with --train_dir they resume from its latest
   checkpoint (as torchrun's --max-restarts).
@@ -38,6 +40,10 @@ from towertrain.errors import DeviceError
 COMMAND = "towertrain.launch"
 SET_BY_LAUNCHER = ("--worker_hosts", "--task_index", "--cluster_source")
 POLL_SECONDS = 0.05
+# After a worker fails, how long the others have to stop by themselves (they
+# notice the lost peer at their next collective, or within the peer watch's
+# --collective_timeout_secs when it hangs instead) before they are killed.
+STOP_GRACE_SECS = 15.0
 
 
 def _parser():
@@ -50,6 +56,10 @@ def _parser():
     parser.add_argument("--max_restarts", type=int, default=0,
                         help="restart every worker after a failure up to this many times "
                              "(they resume from --train_dir's latest checkpoint)")
+    parser.add_argument("--stop_grace_secs", type=float, default=STOP_GRACE_SECS,
+                        help="after a worker fails, seconds the others have to stop by "
+                             "themselves (the chief saves its last step) before they are "
+                             f"killed (default {STOP_GRACE_SECS:g})")
     parser.add_argument("--module", default="towertrain",
                         help="the Python module each worker runs (default: towertrain)")
     return parser
@@ -68,6 +78,8 @@ def parse(argv):
         problem = f"--num_workers={options.num_workers}: must be >= 1"
     elif options.max_restarts < 0:
         problem = f"--max_restarts={options.max_restarts}: must be >= 0"
+    elif not options.stop_grace_secs >= 0:
+        problem = f"--stop_grace_secs={options.stop_grace_secs:g}: must be >= 0 seconds"
     for flag in flags:
         name = flag.split("=", 1)[0]
         if name in SET_BY_LAUNCHER:
@@ -191,23 +203,36 @@ class Workers:
         for thread in self.threads:
             thread.join(timeout=5)
 
-    def supervise(self):
-        """Waits until all exited 0 (returns 0) or one failed: kills the rest and
-        returns (status, task) of that first failure."""
+    def supervise(self, grace=STOP_GRACE_SECS):
+        """Waits until all exited 0 (returns 0, None) or one failed: returns
+        (status, task) of that first failure, once the others have exited.
+        They are given `grace` seconds (--stop_grace_secs) to stop by
+        themselves, each saying in one line which peer it lost (the chief
+        saving its last step, towertrain.engine.distributed.peer_loss); the
+        ones still running then are killed."""
+        first, deadline = None, None
         while True:
             running = 0
             for task, proc in enumerate(self.procs):
                 code = proc.poll()
                 if code is None:
                     running += 1
-                elif code != 0:
-                    self.kill()
-                    return (128 - code if code < 0 else code), task
+                elif code != 0 and first is None:
+                    first = (128 - code if code < 0 else code), task
+                    deadline = time.monotonic() + grace
+            if first is not None and (not running or time.monotonic() >= deadline):
+                self.kill()
+                return first
             if not running:
                 for thread in self.threads:
                     thread.join(timeout=5)
                 return 0, None
             time.sleep(POLL_SECONDS)
+
+    def statuses(self):
+        """Each task's exit status (128 + N for a signal N), None while running."""
+        return [None if p.poll() is None else (128 - p.returncode if p.returncode < 0
+                                                else p.returncode) for p in self.procs]
 
 
 def _say(lock):
@@ -240,7 +265,7 @@ def main(argv=None):
     try:
         while True:
             state["workers"] = Workers(options, flags, write, shares)
-            status, task = state["workers"].supervise()
+            status, task = state["workers"].supervise(options.stop_grace_secs)
             if status == 0:
                 return 0
             write(f"[launcher] task {task} failed (exit status {status}); stopped every worker")

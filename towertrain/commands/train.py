@@ -11,9 +11,9 @@ import textwrap
 from absl import flags
 
 from towertrain import errors, tf_errors
-from towertrain.commands import common, recorded_flags
+from towertrain.commands import common, recorded_flags, worker_log
 from towertrain.config import flags as flags_lib, settings
-from towertrain.engine.distributed import cluster as cluster_lib
+from towertrain.engine.distributed import cluster as cluster_lib, peer_loss
 from towertrain.engine.process import runtime, settings as process_settings
 from towertrain.models import catalog  # names and defaults only: no Keras import
 from towertrain.state import run_record, writable
@@ -34,12 +34,14 @@ def main(argv):
     # After the environment is set: these import TensorFlow.
     from towertrain import trainer as trainer_lib
     from towertrain.commands import evaluate
-    cluster, cluster_errors = cluster_lib.SINGLE, _cluster_errors()
+    cluster, cluster_errors, params = cluster_lib.SINGLE, peer_loss.error_types(), None
     try:
         params = flags_lib.params_from_flags()
         # Before TensorFlow runs any op: threads, XLA, GPU memory (setup calls
         # runtime.configure with the cluster), then multi-worker joins it.
         cluster = trainer_lib.join_cluster(params)
+        if cluster.num_workers > 1:  # a lost peer's C++ abort logs: to a file
+            worker_log.divert(cluster.task_index)
         if params.eval:
             # --model/--data_name default to the run's own; given ones must agree.
             where = recorded_flags.directory(params)
@@ -63,7 +65,7 @@ def main(argv):
             errors.OutOfMemoryError) as err:  # OutOfMemoryError: the input's build
         return common.fail(str(err))
     except cluster_errors as err:
-        _cluster_failure(cluster, err)
+        _cluster_failure(cluster, err, getattr(params, "train_dir", None))
     try:
         if params.eval:
             evaluate.run_eval(trainer)
@@ -77,7 +79,7 @@ def main(argv):
             errors.ParamsError) as err:  # ParamsError covers InputError (bad data)
         return common.fail(str(err))
     except cluster_errors as err:
-        _cluster_failure(cluster, err)
+        _cluster_failure(cluster, err, params.train_dir, trainer)
     except _op_error() as err:  # a kernel's error in a step: an op of the model, a shape
         return common.fail(step_failure(err, params))
     finally:
@@ -85,21 +87,24 @@ def main(argv):
     return 0
 
 
-def _cluster_failure(cluster, err):
-    """A dead or unreachable worker: say which, and exit 1 without waiting on
+def _cluster_failure(cluster, err, train_dir, trainer=None):
+    """A dead or unreachable worker: one line (which peer, at which step, what
+    happens next), and exit with peer_loss.EXIT_STATUS without waiting on
     TensorFlow's teardown (its gRPC server can block on the dead peer)."""
     if cluster.num_workers == 1:
         raise err
-    common.fail(cluster_lib.failure_message(cluster, err))
+    step = None
+    if trainer is not None:
+        try:
+            step = trainer.global_step()  # a local variable: readable after the abort
+        except Exception:  # noqa: BLE001 - the line goes out without the step
+            step = None
+    sys.stderr.flush()  # TensorFlow's abort lines are in the log by now, if any
+    after = peer_loss.next_words(err, cluster.task_index == 0, train_dir, worker_log.kept())
+    common.fail(cluster_lib.failure_message(cluster, err, step, after))
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(1)
-
-
-def _cluster_errors():
-    import tensorflow as tf
-    return (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
-            tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
+    os._exit(peer_loss.EXIT_STATUS)
 
 
 def _op_error():

@@ -115,9 +115,11 @@ def unreachable_tasks(cluster: Cluster, timeout: float = 2.0):
     return dead
 
 
-def failure_message(cluster: Cluster, err) -> str:
+def failure_message(cluster: Cluster, err, step=None, after=None) -> str:
     """One line for a collective that failed or timed out: names the tasks that
-    no longer answer (health check), else says none could be singled out."""
+    no longer answer (health check), else says none could be singled out.
+    step: the last step this worker completed (None: before the first);
+    after: what happens next (towertrain.engine.distributed.peer_loss.next_words)."""
     dead = unreachable_tasks(cluster)
     # A peer killed a moment ago can still be closing its sockets (its listening
     # one can outlive the connection whose reset failed this step): look again.
@@ -130,13 +132,18 @@ def failure_message(cluster: Cluster, err) -> str:
     lines = [line.strip() for line in (getattr(err, "message", None) or str(err)).splitlines()]
     useful = [line for line in lines if line and not tf_errors.is_boilerplate(line)]
     detail = (useful or lines or [""])[0][:200]
+    me = cluster.describe(cluster.task_index)
+    when = "" if step is None else f" in step {step + 1} (step {step} done)"
+    then = f"; {after}" if after else ""
     if dead:
         names = ", ".join(cluster.describe(i) for i in dead)
-        return (f"multi-worker run stopped on {cluster.describe(cluster.task_index)}: "
+        if after:  # the cause, short: the error's own words go to the worker's log
+            return f"{me} lost {names}{when}: unreachable ({what}){then}"
+        return (f"multi-worker run stopped on {me}: "
                 f"{names} unreachable ({what}: {detail})")
-    return (f"multi-worker run stopped on {cluster.describe(cluster.task_index)}: a "
+    return (f"multi-worker run stopped on {me}{when}: a "
             f"collective failed or timed out after {collective_timeout():g}s, every "
-            f"peer still accepts connections ({what}: {detail})")
+            f"peer still accepts connections ({what}: {detail}){then}")
 
 
 def joined(wanted: Cluster, worker_hosts=None) -> Cluster:

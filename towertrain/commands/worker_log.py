@@ -1,0 +1,63 @@
+"""A multi-worker process's TensorFlow log: its C++ lines go to a file, not
+the terminal.
+
+When a peer dies, TensorFlow's gRPC and collective runtime log the abort
+from C++ on file descriptor 2 (ring_alg.cc, RecvBuf, "Restart your program to
+reset"), a dozen lines per survivor under the one line towertrain prints.
+Once the worker has joined its cluster, descriptor 2 points at
+<tmp>/towertrain-logs/task<K>-<pid>.log and Python's sys.stderr keeps the
+terminal, so towertrain's own lines (and Python's warnings) still show, and
+the survivor's line names the file when TensorFlow wrote to it. An empty
+file is removed at exit.
+--verbose (TF_CPP_MIN_LOG_LEVEL < 2) leaves everything on the terminal.
+"""
+import atexit
+import os
+import sys
+import tempfile
+
+from towertrain import tf_import
+
+_STATE = {"path": None}
+
+
+def kept():
+    """The log's path if TensorFlow wrote to it; an empty one is removed
+    (also at a normal exit). For a line that names the log only when it holds
+    something."""
+    log_path = _STATE["path"]
+    if log_path is None:
+        return None
+    _remove_if_empty(log_path)
+    return log_path if os.path.exists(log_path) else None
+
+
+def divert(task_index, directory=None):
+    """Sends descriptor 2 to this worker's log file, once; returns its path
+    (None when --verbose asks for TensorFlow's lines, or the file cannot be made)."""
+    if _STATE["path"] is not None or tf_import.start_up_lines_shown():
+        return _STATE["path"]
+    directory = directory or os.path.join(tempfile.gettempdir(), "towertrain-logs")
+    log_path = os.path.join(directory, f"task{task_index}-{os.getpid()}.log")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        return None  # the terminal keeps everything, as before
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stderr = os.fdopen(terminal, "w", buffering=1, encoding=sys.stderr.encoding,
+                           errors="backslashreplace")
+    _STATE["path"] = log_path
+    atexit.register(_remove_if_empty, log_path)
+    return log_path
+
+
+def _remove_if_empty(log_path):
+    try:
+        if os.path.getsize(log_path) == 0:
+            os.remove(log_path)
+    except OSError:
+        pass
