@@ -3795,4 +3795,10 @@ MUTATIONS = [
         "chief_not_saved_after_a_lost_peer", At("CheckpointSaver.close"),
         "                self._save_after_peer_loss(error)", "                pass",
         [T + "cluster/test_lost_peer_line.py"]),
+    # A seed outside NumPy's range reaches Keras' seed setter: a traceback.
+    Mutation(
+        "seed_range_unchecked", At("ModelSettings.refuse"),
+        "        if not 0 <= p.tf_random_seed <= MAX_SEED:", "        if False:",
+        [T + "config/test_integer_bounds.py::"
+         "test_the_seed_is_refused_outside_numpys_range_with_the_range"]),
 ]

@@ -475,6 +475,8 @@ CASES = {
     "export of a registered model": lambda mp: _registered_model_export(),
     "stuck step": lambda mp: _stuck_step(),
     "NCCL not loadable": _nccl_not_loadable,
+    "seed outside NumPy's range": lambda mp: Params(tf_random_seed=-1),
+    "integer beyond int64": lambda mp: Params(num_batches=2 ** 63),
     "state file naming deleted files": lambda mp: (
         mp.chdir(__import__("tempfile").mkdtemp()),
         __import__("towertrain.state.checkpoint", fromlist=["x"]).check_matches(

@@ -128,6 +128,8 @@ def validate(p: Params) -> None:
     exchange_settings.validate_exchange(p, device, _fail)
 
 
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
 _TYPE_WORDS = {settings.INTEGER: "an integer", settings.FLOAT: "a number",
                settings.BOOLEAN: "True or False", settings.STRING: "a string",
                settings.ENUM: "a string"}
@@ -154,6 +156,11 @@ def _check_types(p: Params) -> None:
         if not ok:
             _fail(setting.name, repr(value), f"must be {_TYPE_WORDS[kind]} (got "
                   f"{type(value).__name__})")
+        if kind == settings.INTEGER and not INT64_MIN <= value <= INT64_MAX:
+            # TensorFlow holds every count in an int64: beyond it a value fails
+            # deep inside a conversion instead of here.
+            _fail(setting.name, value, f"out of range; an integer flag takes "
+                  f"{INT64_MIN} .. {INT64_MAX} (a 64-bit integer)")
 
 
 def _validate_eval_against_training(p: Params) -> None:

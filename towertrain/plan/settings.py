@@ -8,6 +8,12 @@ from typing import Optional
 from towertrain.config.declare import NOT_USED, section, setting, tfcnn
 from towertrain.models import catalog  # the models' names, without Keras
 
+# NumPy's seed (keras.utils.set_random_seed seeds it) is a 32-bit unsigned integer.
+MAX_SEED = 2 ** 32 - 1
+# Far above any device's memory; beyond it a batch's element count can overflow
+# TensorFlow's int64 before the out-of-memory check can name the flag.
+MAX_BATCH_SIZE = 2 ** 31 - 1
+
 
 @section("Model and data")
 class ModelSettings:
@@ -54,6 +60,13 @@ class ModelSettings:
                      f"conflicts with --batch_size={p.batch_size} and "
                      f"--gradient_accumulation_steps={p.gradient_accumulation_steps} together, "
                      "which fix it already; drop one of the three")
+        if p.batch_size is not None and p.batch_size > MAX_BATCH_SIZE:
+            fail("batch_size", p.batch_size, f"must be <= {MAX_BATCH_SIZE} (it is the batch "
+                 "per device)")
+        if not 0 <= p.tf_random_seed <= MAX_SEED:
+            fail("tf_random_seed", p.tf_random_seed, f"must be in 0 .. {MAX_SEED} (the "
+                 "seed of NumPy's, Python's and TensorFlow's generators, which Keras sets "
+                 "together)")
 
 
 @section("Training")

@@ -7,6 +7,8 @@ towertrain.plan.accumulation). The position follows the input, so an update
 skipped as non-finite (the global step stays) has still used up its batches,
 and the next one takes the batches after them, as far as the epoch's end.
 """
+import itertools
+
 from towertrain.engine.step import accumulate
 from towertrain.plan import steps as steps_plan
 
@@ -36,11 +38,14 @@ class FeedPosition:
         return self.accumulation.batches_before(step)
 
     def phases(self):
-        """The step function calls of the next update: one, or one per micro-batch."""
+        """The step function calls of the next update: one, or one per micro-batch
+        (an iterator: a list of --gradient_accumulation_steps=2**62 calls would
+        not fit in memory)."""
         if not self.accumulating:
-            return [accumulate.WHOLE]
+            return iter([accumulate.WHOLE])
         count = self.accumulation.micro_batches(self.next_update)
-        return [accumulate.ACCUMULATE] * (count - 1) + [accumulate.APPLY]
+        return itertools.chain(itertools.repeat(accumulate.ACCUMULATE, count - 1),
+                               [accumulate.APPLY])
 
     def begin(self, start_step, warmup=0):
         """The loop starts after global step `start_step` (0, or a resumed step),

@@ -16,6 +16,9 @@ from towertrain.config.declare import NOT_USED, PER_CONFIGURATION, section, sett
 
 DEVICES = ("cpu", "gpu")
 DATA_FORMATS = ("NCHW", "NHWC")
+# Each tower is a device with its own copy of the model's step; 256 CPU towers
+# take a minute to build, far more would seem to hang.
+MAX_TOWERS = 4096
 XLA_CPU_FLAG = "--tf_xla_cpu_global_jit"  # auto-clustering on CPU needs it too
 # The flags the environment is worked out from (the command line reads them
 # before Params exists, to set it before TensorFlow loads).
@@ -141,6 +144,8 @@ class Devices:
     def refuse(p, fail):
         if p.num_gpus < 1:
             fail("num_gpus", p.num_gpus, "must be >= 1")
+        if p.num_gpus > MAX_TOWERS:
+            fail("num_gpus", p.num_gpus, f"must be <= {MAX_TOWERS} (towers of one process)")
         if p.gpu_indices is not None:
             try:
                 indices = parse_gpu_indices(p.gpu_indices)
