@@ -3801,4 +3801,9 @@ MUTATIONS = [
         "        if not 0 <= p.tf_random_seed <= MAX_SEED:", "        if False:",
         [T + "config/test_integer_bounds.py::"
          "test_the_seed_is_refused_outside_numpys_range_with_the_range"]),
+    # --eval building the training reader: a folder of the eval file alone refused.
+    Mutation(
+        "eval_reads_the_training_split", At("Trainer._make_input"),
+        "            train=not self.params.eval)", "            train=True)",
+        [T + "state/test_eval_split_only.py"]),
 ]

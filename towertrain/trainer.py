@@ -176,7 +176,8 @@ class Trainer:
         made = input_source or input_factory.make_input(
             layout.input, layout.topology, image_shape=self.model.input_shape[1:],
             num_classes=self.model.output_shape[-1],
-            per_process_batch=layout.batch_per_device * len(self.devices))
+            per_process_batch=layout.batch_per_device * len(self.devices),
+            train=not self.params.eval)  # --eval reads the eval split only
         return input_factory.input_for_worker(made, layout.topology.cluster)
 
     @staticmethod

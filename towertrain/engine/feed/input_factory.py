@@ -11,7 +11,8 @@ def image_size_of(image_shape, data_format):
     return image_shape[1] if data_format == "NCHW" else image_shape[0]
 
 
-def make_input(input_plan, topology, image_shape, num_classes, per_process_batch):
+def make_input(input_plan, topology, image_shape, num_classes, per_process_batch,
+               train=True):
     """Synthetic data without --data_dir; else the --data_name reader, fed by
     tf.data (--input=dataset) or by threads through a FIFOQueue (--input=queue).
 
@@ -20,7 +21,8 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
     (towertrain.engine.distributed.cluster), a reader reads the cluster's
     global batches and decodes only this worker's contiguous share of each
     (slicing.WorkerShare); synthetic data is made per worker, each tower's
-    from the seed and its global tower index."""
+    from the seed and its global tower index. train=False (--eval): a reader
+    of the eval split alone, so a folder of only the eval files evaluates."""
     cluster = topology.cluster
     if input_plan.synthetic:
         synthetic = SyntheticInput(image_shape=image_shape, num_classes=num_classes,
@@ -39,7 +41,7 @@ def make_input(input_plan, topology, image_shape, num_classes, per_process_batch
         share = WorkerShare(cluster.num_workers, cluster.task_index, topology.num_towers)
     return input_for_worker(_reader(input_plan, image_shape, num_classes,
                                     per_process_batch * cluster.num_workers,
-                                    topology.data_format, share), cluster)
+                                    topology.data_format, share, train), cluster)
 
 
 def dataset_options_of(input_plan):
@@ -55,7 +57,8 @@ def dataset_options_of(input_plan):
         repeat_cached_sample=input_plan.datasets_repeat_cached_sample)
 
 
-def _reader(input_plan, image_shape, num_classes, global_batch, data_format, share=None):
+def _reader(input_plan, image_shape, num_classes, global_batch, data_format, share=None,
+            train=True):
     # The data repeats without end: the loop stops at the planned step, so a
     # finished --num_epochs run resumed with more epochs simply continues.
     common = dict(global_batch=global_batch, num_epochs=None,
@@ -63,14 +66,15 @@ def _reader(input_plan, image_shape, num_classes, global_batch, data_format, sha
                   distortions=input_plan.distortions)
     name, data_dir = input_plan.data_name, input_plan.data_dir
     options = dataset_options_of(input_plan)
-    if input_plan.input == "queue":
+    if input_plan.input == "queue" and train:  # evaluation reads through tf.data either way
         return queue_input.from_data_dir(name, data_dir, image_shape, **common)
     if name == "cifar10":
-        return cifar10.dataset_input(data_dir, options=options, share=share, **common)
+        return cifar10.dataset_input(data_dir, options=options, share=share, train=train,
+                                     **common)
     return imagenet.dataset_input(data_dir, image_size=image_size_of(
         image_shape, data_format), num_classes=num_classes,
         resize_method=input_plan.resize_method or "bilinear", options=options,
-        share=share, **common)
+        share=share, train=train, **common)
 
 
 class WorkerInput(WrappedInput):
