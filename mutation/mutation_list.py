@@ -3806,4 +3806,43 @@ MUTATIONS = [
         "eval_reads_the_training_split", At("Trainer._make_input"),
         "            train=not self.params.eval)", "            train=True)",
         [T + "state/test_eval_split_only.py"]),
+    # The guards' arming on the default settings: the divergence guard left
+    # out of a default run, the automatic watchdog made "off", the peer watch
+    # never started.
+    Mutation(
+        "default_run_without_divergence_guard", At("default_callbacks"),
+        "                 DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic,\n"
+        "                                 loss_probe=handles.loss_probe),\n", "",
+        [T + "engine/test_guard_arming.py::"
+         "test_a_default_run_arms_its_guards_from_the_first_step"]),
+    Mutation(
+        "default_watchdog_off", At("_watchdog", module="callbacks"),
+        "    return StepWatchdog(plan.runtime.step_timeout_secs,",
+        "    return StepWatchdog(plan.runtime.step_timeout_secs or 0,",
+        [T + "engine/test_guard_arming.py::"
+         "test_a_default_run_arms_its_guards_from_the_first_step"]),
+    Mutation(
+        "peer_watch_never_started", At("start", module="peer_watch"),
+        "    if cluster.num_workers < 2 or _WATCH[\"current\"] is not None:\n",
+        "    if True:\n",
+        [T + "cluster/test_peer_watch.py::"
+         "test_with_the_default_timeout_a_dead_peer_is_given_up"]),
+    # The families' own tests: a new guard, and a new precision-only branch
+    # that no run takes, each written into the product, fail them.
+    Mutation(
+        "new_guard_without_arming_tests", At("OTHER_WORKER"),
+        'OTHER_WORKER = "a stop request from another worker"\n',
+        'OTHER_WORKER = "a stop request from another worker"\n\n\n'
+        "class QuotaStop:\n    def after_step(self, step, result, seconds):\n"
+        "        self.loop.request_stop('quota')\n",
+        [T + "engine/test_guard_arming.py::"
+         "test_every_guard_names_its_tests_on_default_settings_and_in_warm_up"]),
+    Mutation(
+        "new_precision_branch_no_run_takes", At("dtype_of"),
+        "    if precision.use_bf16:\n        return \"bfloat16\"\n",
+        "    if precision.use_bf16:\n        return \"bfloat16\"\n"
+        "    if getattr(precision, \"use_fp8\", False) and precision.use_fp16:\n"
+        "        return \"float8\"\n",
+        [T + "recipe/test_precision_branches.py::"
+         "test_every_precision_only_branch_is_taken_on_a_model_with_and_without_batch_norm"]),
 ]

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from towertrain.config.cluster_spec import Cluster
+from towertrain.config.params import Params
 from towertrain.engine.distributed import peer_watch
 
 from helpers import cluster_runs as runs
@@ -174,13 +175,13 @@ class _NoWait(threading.Event):
         return self.is_set()
 
 
-def _scripted(monkeypatch, scripts):
+def _scripted(monkeypatch, scripts, timeout_secs=0.6):
     """Runs the watch (on this thread) over peers answering as `scripts` say;
     returns what it aborted with."""
     holder = {}
     context = ScriptedContext(scripts, lambda: holder["watch"])
     monkeypatch.setattr(peer_watch.private_api, "eager_context", lambda: context)
-    holder["watch"] = watch = peer_watch.PeerWatch(CLUSTER, 0.6)
+    holder["watch"] = watch = peer_watch.PeerWatch(CLUSTER, timeout_secs)
     watch._stop = _NoWait()
     watch._run()
     return context.aborted
@@ -204,3 +205,24 @@ def test_a_failed_check_is_forgotten_once_the_peer_answers_again(monkeypatch):
     found = _scripted(monkeypatch, {CLUSTER.task_name(0): [True] * len(flaky),
                                     CLUSTER.task_name(2): flaky})
     assert found == []
+
+
+def test_with_the_default_timeout_a_dead_peer_is_given_up(monkeypatch):
+    """No --collective_timeout_secs: the watch of a 2-worker run starts with
+    the default timeout's share per check, and a peer that stops answering is
+    given up after FAILED_CHECKS of them (rounds back to back here)."""
+    from towertrain.engine.distributed import cluster as cluster_lib
+    default = cluster_lib.DEFAULT_COLLECTIVE_TIMEOUT_SECS
+    assert Params().collective_timeout_secs is None  # the run takes the default
+    context = FakeContext()
+    monkeypatch.setattr(peer_watch.private_api, "eager_context", lambda: context)
+    watch = peer_watch.start(Cluster(("127.0.0.1:1", "127.0.0.1:2"), task_index=0), default)
+    try:
+        assert watch is not None and watch._thread.is_alive()
+        assert watch.check_timeout == default / (2 * peer_watch.FAILED_CHECKS)
+    finally:
+        peer_watch.stop()
+    assert not watch._thread.is_alive()
+    found = _scripted(monkeypatch, {CLUSTER.task_name(0): [True] * 4,
+                                    CLUSTER.task_name(2): [False] * 4}, timeout_secs=default)
+    assert len(found) == 1 and "worker task 2 (127.0.0.1:3) stopped answering" in found[0][1]
