@@ -22,6 +22,7 @@ takes minutes (about 8 s per mutant on 2 cores, most of it TensorFlow's import).
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -37,6 +38,7 @@ import mutations  # noqa: E402  (copy_repo, environment)
 # The guard modules and the feature tests that prove their claims: small
 # enough that every mutant runs within the cap on 2 cores (the launcher, ~200
 # mutants at ~13 s, and exchange_checks, ~280, need a bigger --cap).
+WATCHDOG_TESTS = "tests/callbacks/test_step_watchdog.py::"
 MODULES = {
     "cluster_checks": dict(
         module="cluster_checks",
@@ -78,6 +80,34 @@ MODULES = {
                "tests/state/test_checkpoint_files.py", "tests/state/test_train_dir_remains.py",
                "tests/state/test_checkpoint_estimate.py", "tests/callbacks/test_divergence.py",
                "tests/state/test_resume_exact.py", "tests/state/test_full_disk.py"]),
+    # The step watchdog, its callback, the exchange's common path, the GPU
+    # share and the resume agreement. The quick tests are named first: with
+    # -x a mutant they kill never reaches the slower ones (a blocked run in a
+    # subprocess, a traced step held on a phase).
+    "watchdog": dict(
+        module="engine.run.watchdog",
+        tests=[WATCHDOG_TESTS + "test_with_the_default_settings_a_watch_runs_and_reports_a_hung_step",
+               WATCHDOG_TESTS + "test_a_step_hung_in_warm_up_is_reported_only_with_an_explicit_limit",
+               WATCHDOG_TESTS + "test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up",
+               WATCHDOG_TESTS + "test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300",
+               "tests/callbacks/test_step_watchdog.py"]),
+    "step_watchdog": dict(
+        module="callbacks.step_watchdog",
+        tests=[WATCHDOG_TESTS + "test_with_the_default_settings_a_watch_runs_and_reports_a_hung_step",
+               WATCHDOG_TESTS + "test_a_step_hung_in_warm_up_is_reported_only_with_an_explicit_limit",
+               WATCHDOG_TESTS + "test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up",
+               "tests/callbacks/test_step_watchdog.py"]),
+    "flow": dict(
+        module="engine.exchange.flow",
+        tests=["tests/engine/test_exchange_riders.py", "tests/engine/test_finite_check.py"]),
+    "gpu_share": dict(
+        module="config.gpu_share",
+        tests=["tests/cluster/test_gpu_share.py"]),
+    "resume_agreement": dict(
+        module="state.resume.agreement",
+        tests=["tests/state/test_resume_agreement.py",
+               "tests/commands/test_newcomer_errors.py::test_the_errors_page_says_what_the_code_"
+               "says[workers on different train_dirs]"]),
 }
 
 # Operators whose mutants are never a realistic bug in these modules: shift,
@@ -89,11 +119,22 @@ def _selection(module, repo):
     """The module's test selection, less the test files the copied tree does
     not hold (a --rev from before they were written: the "before" run)."""
     kept = [part for part in module["tests"]
-            if not part.startswith("tests/") or os.path.exists(os.path.join(repo, part))]
+            if not part.startswith("tests/") or _test_exists(repo, part)]
     left_out = [part for part in module["tests"] if part not in kept]
     if left_out:
         print(f"not in this tree, left out: {' '.join(left_out)}", flush=True)
     return kept
+
+
+def _test_exists(repo, part):
+    """A test file of the tree at `repo`, or a test (file::name[param]) defined in one."""
+    path, _, name = part.partition("::")
+    if not os.path.exists(os.path.join(repo, path)):
+        return False
+    if not name:
+        return True
+    with open(os.path.join(repo, path)) as f:
+        return re.search(rf"^def {re.escape(name.split('[')[0])}\(", f.read(), re.M) is not None
 
 
 def _config(module, path, timeout, repo):

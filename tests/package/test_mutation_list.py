@@ -208,11 +208,11 @@ def test_a_text_moved_to_a_shallower_block_takes_the_shift_that_starts_its_line(
     assert (patch.old, patch.new) == ("    return a + b\n", "    return a - b\n")
 
 
-def test_every_generated_mutants_module_resolves_and_its_test_files_exist():
+def test_every_generated_mutants_module_resolves_and_its_tests_exist():
     generated = bench_scripts.load("generated_mutants", bench_scripts.MUTATION)
     index = locate.Index()
     for name, module in generated.MODULES.items():
         assert index.module_path(module["module"]).endswith(".py"), name
         missing = [part for part in module["tests"] if part.startswith("tests/")
-                   and not os.path.exists(os.path.join(locate.ROOT, part))]
+                   and not generated._test_exists(locate.ROOT, part)]
         assert missing == [], name
