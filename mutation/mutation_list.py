@@ -3845,4 +3845,41 @@ MUTATIONS = [
         "        return \"float8\"\n",
         [T + "recipe/test_precision_branches.py::"
          "test_every_precision_only_branch_is_taken_on_a_model_with_and_without_batch_norm"]),
+    # Generated-mutant survivor of gpu_share.py: GPUs left over refused too.
+    Mutation(
+        "gpu_share_refuses_gpus_left_over", At("share", module="gpu_share"),
+        "    if need > len(gpus):\n", "    if need != len(gpus):\n",
+        [T + "cluster/test_gpu_share.py::test_gpus_left_over_are_no_refusal"]),
+    # What a multi-worker eval reports: the cluster's images/sec averaged
+    # instead of summed, top-5 reported as top-1, every worker scoring the
+    # whole split.
+    Mutation(
+        "cluster_eval_images_per_sec_averaged", At("ClusterEvaluator.evaluate"),
+        "float(total[3])", "float(total[3]) / self.num_workers",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_the_numbers_three_workers_report_are_the_whole_splits"]),
+    Mutation(
+        "cluster_eval_top5_reported_as_top1", At("ClusterEvaluator.evaluate"),
+        "Tally(correct1, correct5, count,", "Tally(correct1, correct1, count,",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_the_numbers_three_workers_report_are_the_whole_splits"]),
+    Mutation(
+        "cluster_eval_share_is_the_whole_split", At("share_of", module="cluster_eval"),
+        "eval_data.dataset.shard(num_workers, task_index)", "eval_data.dataset",
+        [T + "cluster/test_cluster_eval.py::"
+         "test_the_numbers_three_workers_report_are_the_whole_splits"]),
+    # Half-precision multi-worker: a step reports its worker's examples, not
+    # the cluster's (the images/sec line's numerator).
+    Mutation(
+        "half_precision_reports_the_workers_examples", At("TrainStep._decide"),
+        "            count, stops = update.count, counts.stops\n",
+        "            count, stops = counts.local, counts.stops\n",
+        [T + "engine/test_multiworker.py::"
+         "test_one_workers_stop_request_reaches_every_workers_decision_in_every_precision"]),
+    # The watchdog's limit boundary: a step ended at exactly the limit.
+    Mutation(
+        "watchdog_fires_at_the_limit", At("Watchdog._watch"),
+        "            if ran > limit:\n", "            if ran >= limit:\n",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_a_step_is_ended_only_once_it_has_run_past_the_limit"]),
 ]

@@ -201,3 +201,37 @@ def test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up(
     callback.after_step(15, None, 20.0)
     assert callback.watchdog.limit() == 400.0
     callback.close()
+
+
+class _OneRound(threading.Event):
+    """The watch's pause: no wait, and one round only."""
+
+    def __init__(self):
+        super().__init__()
+        self.rounds = 0
+
+    def wait(self, timeout=None):
+        self.rounds += 1
+        return self.rounds > 1
+
+
+@pytest.mark.parametrize("ran, fires", [(450.0, False), (450.001, True), (449.999, False)])
+def test_a_step_is_ended_only_once_it_has_run_past_the_limit(monkeypatch, ran, fires):
+    """The limit (here 10x a slowest step of 45 s) is the longest a step may
+    run: at exactly it the step goes on."""
+    exits = []
+    watch = watchdog_lib.Watchdog(exit=exits.append)
+    monkeypatch.setattr(watchdog_lib.Watchdog, "_fire", lambda self, ran, limit: self.exit(1))
+    watch.finished(45.0, after_warmup=True)
+    watch._step, watch._since = 7, 1000.0
+    monkeypatch.setattr(watchdog_lib.time, "monotonic", lambda: 1000.0 + ran)
+    watch._stop = _OneRound()
+    watch._watch()
+    assert exits == ([1] if fires else [])
+
+
+@pytest.mark.parametrize("slowest, limit", [(29.9, 300.0), (30.0, 300.0), (30.5, 305.0)])
+def test_the_automatic_limit_leaves_its_minimum_at_a_slowest_step_of_30_s(slowest, limit):
+    watch = watchdog_lib.Watchdog(exit=lambda status: None)
+    watch.finished(slowest, after_warmup=True)
+    assert watch.limit() == pytest.approx(limit, abs=1e-9)

@@ -77,3 +77,54 @@ def test_stop_at_top_1_on_two_workers_is_one_decision_over_the_split_counted_onc
     correct5 = int(np.sum(np.any(top5 == labels[:, None], axis=1)))
     assert (round(evals[-1][1] * NUM_TEST), round(evals[-1][2] * NUM_TEST)) == (
         correct1, correct5)
+
+
+class _CountingEvaluator:
+    """Scores the ids of its share: an even id is a top-1 hit, an id not a
+    multiple of 3 a top-5 hit; worker k measured 100 + 10k images/sec."""
+
+    tower0_only = False
+
+    def __init__(self, task):
+        self.task = task
+
+    def tally(self, share):
+        from towertrain.engine.evaluation.evaluator import Tally
+        ids = [int(x) for batch in share.dataset for x in batch.numpy()]
+        return Tally(sum(i % 2 == 0 for i in ids), sum(i % 3 != 0 for i in ids), len(ids),
+                     100.0 + 10 * self.task, None)
+
+
+def test_the_numbers_three_workers_report_are_the_whole_splits(monkeypatch):
+    """What each of 3 workers prints after an eval of 13 examples (batches
+    of 4: worker 1, the middle one, scores one batch of 4): the split's
+    top-1 and top-5 counted once and the cluster's images/sec, the sum of
+    the workers', computed here from the ids."""
+    from towertrain.engine.evaluation.evaluator import format_result
+    data = EvalData(tf.data.Dataset.range(NUM_TEST).batch(4), NUM_TEST, "range", 4)
+    vectors = []
+
+    def evaluator(task):
+        made = cluster_eval.ClusterEvaluator(_CountingEvaluator(task), 3, task)
+        made._sum = made._workers_sum  # eagerly: the collective below reads numbers
+        return made
+
+    def own(values, *args, **kwargs):
+        vectors.append(values.numpy())
+        raise StopIteration  # only this worker's vector was wanted
+    monkeypatch.setattr(cluster_eval.private_api, "collective_all_reduce", own)
+    for task in range(3):
+        with pytest.raises(StopIteration):
+            evaluator(task).evaluate(data)
+    assert [int(v[2]) for v in vectors] == [5, 4, 4]  # batches 0 and 3, 1, 2
+    monkeypatch.setattr(cluster_eval.private_api, "collective_all_reduce",
+                        lambda values, *args, **kwargs: tf.constant(np.sum(vectors, axis=0)))
+    ids = np.arange(NUM_TEST)
+    top1, top5 = np.mean(ids % 2 == 0), np.mean(ids % 3 != 0)
+    for task in range(3):
+        result = evaluator(task).evaluate(data)
+        assert (result.top1, result.top5, result.num_examples) == (top1, top5, NUM_TEST)
+        assert result.images_per_sec == 100.0 + 110.0 + 120.0
+        assert format_result(result, 6) == (
+            f"Accuracy @ 1 = {7 / 13:.4f} Accuracy @ 5 = {8 / 13:.4f} (step 6) "
+            "images/sec: 330.0 [13 examples, range]")

@@ -128,3 +128,11 @@ def test_an_empty_cuda_visible_devices_means_no_gpu_however_many_the_driver_show
     with pytest.raises(DeviceError, match=r"^--num_gpus=1: 2 workers on this machine need 2 "
                                           r"GPUs of their own, and it has 0; "):
         gpu_share.share(0, 2, 1, gpu_share.machine_gpus({"CUDA_VISIBLE_DEVICES": ""}, nodes))
+
+
+def test_gpus_left_over_are_no_refusal():
+    """2 workers x 1 GPU on a machine of 4: each its own, two left unused
+    (refused only when they do not go round, not whenever they differ)."""
+    gpus = ("0", "1", "2", "3")
+    assert [gpu_share.share(rank, 2, 1, gpus) for rank in range(2)] == ["0", "1"]
+    assert [gpu_share.share(rank, 3, 1, gpus) for rank in range(3)] == ["0", "1", "2"]
