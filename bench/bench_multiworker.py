@@ -5,7 +5,9 @@
 
 A: 2 worker processes on 127.0.0.1 x 1 device each, --variable_update=
 collective_all_reduce (gRPC + CollectiveReduceV2). B: 1 process x 2 logical
-devices, --variable_update=replicated. Same global batch. Rounds alternate
+devices, --variable_update=replicated. Same global batch. With
+--straggler_report_cost, B is A with --straggler_threshold=0 instead (the
+report off: no timing in the step's tail), so A/B is the report's cost. Rounds alternate
 A and B; medians and the ratio A/B are printed. The chief's 'total
 images/sec' is the cluster's (its step counts every worker's examples).
 Every process is killed if a run exceeds its time limit.
@@ -69,6 +71,12 @@ def multiworker(args):
                 args.timeout)
 
 
+def multiworker_report_off(args):
+    args = argparse.Namespace(**vars(args))
+    args.worker_flags = [*args.worker_flags, "--straggler_threshold=0"]
+    return multiworker(args)
+
+
 def one_process(args):
     return _run([_common(args) + ["--num_gpus=2", "--variable_update=replicated"]],
                 args.timeout)
@@ -84,11 +92,17 @@ def main():
     parser.add_argument("--worker_flags", nargs="*", default=[],
                         help="more towertrain flags for the 2 worker processes only, e.g. "
                         "--worker_flags=--num_intra_threads=1")
+    parser.add_argument("--straggler_report_cost", action="store_true",
+                        help="compare 2 workers with the straggler report on and off")
     args = parser.parse_args()
-    results = {"2 workers x 1 device": [], "1 process x 2 devices": []}
+    configs = (("2 workers x 1 device", multiworker),
+               ("1 process x 2 devices", one_process))
+    if args.straggler_report_cost:
+        configs = (("2 workers, report on", multiworker),
+                   ("2 workers, report off", multiworker_report_off))
+    results = {name: [] for name, _ in configs}
     for round_ in range(args.rounds):
-        for name, fn in (("2 workers x 1 device", multiworker),
-                         ("1 process x 2 devices", one_process)):
+        for name, fn in configs:
             results[name].append(fn(args))
             print(f"round {round_ + 1}: {name}: {results[name][-1]:.1f} images/sec",
                   flush=True)
@@ -98,7 +112,9 @@ def main():
         print(f"  {name:24s} {statistics.median(values):8.1f} images/sec   "
               f"({', '.join(f'{v:.1f}' for v in values)})")
     a, b = (statistics.median(v) for v in results.values())
-    print(f"  ratio multi-worker / one process: {a / b:.2f}")
+    what = ("report on / off" if args.straggler_report_cost
+            else "multi-worker / one process")
+    print(f"  ratio {what}: {a / b:.3f}")
 
 
 if __name__ == "__main__":

@@ -3882,4 +3882,21 @@ MUTATIONS = [
         "            if ran > limit:\n", "            if ran >= limit:\n",
         [T + "callbacks/test_step_watchdog.py::"
          "test_a_step_is_ended_only_once_it_has_run_past_the_limit"]),
+    # The straggler report: the delay's kind swapped; every worker's timing in
+    # task 0's slots (the wrong task named); the threshold ignored (clean
+    # windows name a worker).
+    Mutation(
+        "straggler_kind_swapped", At("StragglerReport._report"),
+        "        if more_wait >= more_compute:", "        if more_wait < more_compute:",
+        [T + "cluster/test_straggler_report.py"]),
+    Mutation(
+        "straggler_timing_in_task_0_slots", At("timing_values"),
+        "                out.append(tf.pad(pair, [[2 * task_index, 2 * (num_workers - task_index - 1)]]))",
+        "                out.append(tf.pad(pair, [[0, 2 * (num_workers - 1)]]))",
+        [T + "cluster/test_straggler_report.py"]),
+    Mutation(
+        "straggler_threshold_ignored", At("StragglerReport._report"),
+        "        if late <= max(self.threshold * step, MIN_LATE_SECONDS):",
+        "        if late <= 0:",
+        [T + "cluster/test_straggler_report.py"]),
 ]

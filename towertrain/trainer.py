@@ -221,7 +221,8 @@ class Trainer:
             output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
             cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
             seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None,
-            label_check=self._tower_labels)
+            label_check=self._tower_labels,
+            report_timing=self.params.straggler_threshold > 0)
         self._step_phase = step.marks.variable  # read by the step watchdog if a step hangs
         return step.fn
 

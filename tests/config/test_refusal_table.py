@@ -84,6 +84,8 @@ CASES = [
     (["--model=nope"], "--model=nope: ", "unknown model; known models: ", E),
     (["--batch_size=-1"], "--batch_size=-1: ", "must be >= 1 (it is the batch per device)", E),
     (["--global_batch_size=0"], "--global_batch_size=0: ", "must be >= 1", E),
+    (["--straggler_threshold=-0.1"], "--straggler_threshold=-0.1: ",
+     "must be >= 0 (0: no report)", E),
     (["--global_batch_size=8", "--batch_size=2", "--gradient_accumulation_steps=2"],
      "--global_batch_size=8: ", "conflicts with --batch_size=2 and "
      "--gradient_accumulation_steps=2 together", E),
@@ -506,6 +508,7 @@ ACCEPTED = [
     (["--num_epochs=2"], E),
     # The per-device batch worked out, or the accumulation steps with --batch_size.
     (["--global_batch_size=8", "--num_gpus=2"], E),
+    (["--straggler_threshold=0"], E),
     (["--global_batch_size=8", "--num_gpus=2", "--batch_size=2"], E),
     # ... and so do the learning-rate flags that count epochs.
     (["--piecewise_learning_rate_schedule=0.1;5;0.01"], E),

@@ -16,6 +16,7 @@ from .profile import ProfileSteps
 from .signals import StopOnSignal
 from .step_printer import StepPrinter
 from .step_watchdog import StepWatchdog
+from .straggler_report import StragglerReport
 from .summaries import Summaries
 from .trace import StepTrace
 
@@ -57,6 +58,10 @@ def default_callbacks(plan, handles, resumed, write=print):
                                 out.save_model_secs, write, resumed=resumed)
         callbacks.append(saver)
     callbacks.extend(_observers(plan, handles, summaries, write))
+    threshold = handles.settings.get("straggler_threshold", 0)
+    if plan.topology.num_workers > 1 and threshold:
+        callbacks.append(StragglerReport(plan.topology.cluster, out.display_every, threshold,
+                                         write))
     callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))
     return callbacks
 

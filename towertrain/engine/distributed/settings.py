@@ -41,6 +41,12 @@ class ClusterSettings:
         "operators write it), slurm (the environment srun sets), or auto (the "
         "one present; more than one is an error).",
         choices=CLUSTER_SOURCES)
+    straggler_threshold: float = setting(
+        0.2, "Multi-worker: every --display_every steps the chief names a worker that "
+        "reaches the exchange later than the median worker by more than this fraction "
+        "of the step (and at least 5 ms), and whether it waited on its input or "
+        "computed slowly; 0 turns the report off.",
+        training_only=True)
     slurm_port_base: int = setting(
         8888, "Multi-worker under Slurm: the first port of a node's tasks (task k "
         "on a node listens on this + k).")
@@ -49,6 +55,8 @@ class ClusterSettings:
     def refuse(p, fail):
         if p.collective_timeout_secs is not None and not p.collective_timeout_secs > 0:
             fail("collective_timeout_secs", p.collective_timeout_secs, "must be > 0 seconds")
+        if not p.straggler_threshold >= 0:
+            fail("straggler_threshold", p.straggler_threshold, "must be >= 0 (0: no report)")
         if not 0 < p.slurm_port_base < 65536:
             fail("slurm_port_base", p.slurm_port_base, "must be a port number in 1..65535")
         if p.task_index < 0:

@@ -34,3 +34,23 @@ def totals(summed):
     """Totals read from one device's summed tail (on that device)."""
     return Totals(summed[0], tf.cast(tf.round(summed[1]), tf.int32),
                   tf.cast(tf.round(summed[2]), tf.int32))
+
+
+TIMING = "timing"
+
+
+def timing_values(devices, task_index, num_workers, reach, wait):
+    """{TIMING: (LAST, a float32 vector of 2 x num_workers per device)}: this
+    worker's seconds from the step's start to its towers' end (the exchange's
+    start) and its input wait, at its own two slots of device 0's vector
+    (zeros elsewhere), so the sum holds every worker's pair on every device:
+    the straggler report's data, in the collective the step already makes."""
+    out = []
+    for d, device in enumerate(devices):
+        with tf.device(device):
+            if d == 0:
+                pair = tf.stack([tf.cast(reach, tf.float32), tf.cast(wait, tf.float32)])
+                out.append(tf.pad(pair, [[2 * task_index, 2 * (num_workers - task_index - 1)]]))
+            else:
+                out.append(tf.zeros([2 * num_workers]))
+    return {TIMING: (LAST, out)}

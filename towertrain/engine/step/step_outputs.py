@@ -59,6 +59,13 @@ def input_wait(clock, staged_put):
     return wait + tf.maximum(clock["end"] - clock["computed"], 0.0)
 
 
+# Multi-worker: every worker's (seconds to reach the exchange, input wait) of
+# the step, [reach 0, wait 0, reach 1, wait 1, ...], gathered in the step's
+# tail (towertrain.engine.exchange.tail.timing_values); the straggler report
+# reads it (towertrain.callbacks.straggler_report).
+WORKER_TIMING = "worker_timing"
+
+
 def to_python(extras):
     """Tensors -> Python numbers (numpy arrays for gradients); 'top1_correct' is
     left as a count for the caller to divide by the step's examples."""
@@ -66,6 +73,8 @@ def to_python(extras):
     for name, value in extras.items():
         if name == "gradients":
             out[name] = [g.numpy() for g in value]
+        elif name == WORKER_TIMING:
+            out[name] = [float(v) for v in value.numpy()]
         elif name in ("top1_correct", "stop_requests"):
             out[name] = int(value)
         else:

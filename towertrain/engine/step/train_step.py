@@ -87,18 +87,24 @@ class TrainStep:
     (multi-worker); half_precision: the model computes in float16 or
     bfloat16; output_levels: the extras' levels to trace ahead of the first
     step (step_outputs.levels); label_check: (classes, the input's name)
-    where each tower's labels are checked here (a user's Input subclass).
+    where each tower's labels are checked here (a user's Input subclass);
+    report_timing: multi-worker, each worker's time to reach the exchange and
+    input wait ride the step's tail (towertrain.callbacks.straggler_report).
     """
 
     def __init__(self, model, devices, variables, feed, *, loss_fn, decay_mask, loss,
                  exchange, nominal_batch, xla_compile=False, loss_scale=None,
                  accumulators=None, num_workers=1, tower_indices=None, stop_request=None,
                  output_levels=(step_outputs.SCALARS,), cluster_towers=None, seed=0,
-                 half_precision=False, label_check=None):
+                 half_precision=False, label_check=None, report_timing=True):
         self.devices, self.variables = list(devices), variables
         self.input, self.staging = feed.input, feed.staging
         self.loss_scale = loss_scale
         self.num_workers = num_workers
+        # Each worker's timing in the step's tail, for the straggler report.
+        self.report_timing = report_timing and num_workers > 1
+        # This worker's task: its towers' global indices start at task x towers.
+        self.task_index = tower_indices[0] // len(self.devices) if tower_indices else 0
         self.stop_request = stop_request
         self.label_check = label_check
         # A half-precision transfer carries the loss-scaled gradients, unscaled
@@ -170,6 +176,8 @@ class TrainStep:
         update = self._update_of(results, finite, counts, phase, sums_checked)
         self.marks.enter(watchdog.EXCHANGE, [r.grads for r in update.results if r is not None])
         tail = self._tail_values(update, batches, counts) if sums_checked else None
+        if tail is not None and timed and self.report_timing:
+            tail.update(self._timing_values(update, clock, now))
         exchanged = self.variables.exchange([r.grads if r else None for r in update.results],
                                             [r.non_trainable if r else None
                                              for r in update.results], tail)
@@ -195,6 +203,9 @@ class TrainStep:
                     clock, staged_put=self.staging is not None and put)
             if stops is not None:
                 extras["stop_requests"] = stops
+            if tail is not None and tail_lib.TIMING in tail:
+                extras[step_outputs.WORKER_TIMING] = tf.identity(
+                    exchanged.extra_values[tail_lib.TIMING][0])
             return loss, count, applied, extras
 
     def _batches(self, put, timed, now):
@@ -274,6 +285,19 @@ class TrainStep:
         losses = [r.loss if r is not None else None for r in update.results]
         examples = [tf.shape(images)[0] for images, _ in batches]
         return tail_lib.extra_values(self.devices, losses, examples, stops)
+
+    def _timing_values(self, update, clock, now):
+        """The tail's per-worker timing (tail.timing_values): the seconds from
+        the step's start until every local tower's gradients exist, and until
+        the input was ready. A worker that holds the others back reaches the
+        exchange late; the others' wait for it lands in the exchange."""
+        grads = [g for r in update.results if r is not None for g in r.grads if g is not None]
+        with tf.device("/cpu:0"), tf.control_dependencies([tf.group(*grads)]):
+            reached = now()
+        with tf.device("/cpu:0"):
+            return tail_lib.timing_values(self.devices, self.task_index, self.num_workers,
+                                          reached - clock["start"],
+                                          clock["ready"] - clock["start"])
 
     def _decide(self, exchanged, update, counts, grad_scale):
         """Each device's verdict from its own copy of the sums: finite, and
