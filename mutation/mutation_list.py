@@ -1194,9 +1194,9 @@ MUTATIONS = [
         [T + "engine/test_repacking.py::test_packs_equal_one_pack"]),
     # Hierarchical exchange silently flat: every local device's pack crosses workers.
     Mutation(
-        "hierarchical_is_flat", At("ClusterExchange.exchange.sum_pack"),
-        "            if self.local:\n                return self._hierarchical_sum(flats, key)\n",
-        "            if False:\n                return self._hierarchical_sum(flats, key)\n",
+        "hierarchical_is_flat", At("ClusterExchange._spec_sum"),
+        "        if self.local:\n            return self._hierarchical_sum(flats, key)\n",
+        "        if False:\n            return self._hierarchical_sum(flats, key)\n",
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # GPU cluster path: only GPU 0's NCCL output kept, the others' NcclAllReduce
     # pruned (its peers then wait forever).
@@ -3899,4 +3899,23 @@ MUTATIONS = [
         "        if late <= max(self.threshold * step, MIN_LATE_SECONDS):",
         "        if late <= 0:",
         [T + "cluster/test_straggler_report.py"]),
+    # The start-up broadcast summed in the all-device group whatever the spec:
+    # every GPU of a */xring or scatter/xring run holds an NCCL communicator
+    # its step never uses; or it runs before the opener makes its groups.
+    Mutation(
+        "broadcast_in_the_all_device_group", At("ClusterExchange.packed_sum"),
+        "            lambda k, flats: self._spec_sum(flats, key + k), check=False).per_device",
+        "            lambda k, flats: self._all_devices_sum(flats, key + k), check=False).per_device",
+        [T + "engine/test_startup_broadcast_groups.py::"
+         "test_the_start_up_broadcast_uses_only_the_step_s_groups"]),
+    Mutation(
+        "broadcast_before_the_groups_open", At("ClusterExchange.start"),
+        "        self.opener = self.build_opener()\n        if self.opener is not None:\n"
+        "            self.opener()\n        broadcast = self.build_broadcast(copies)\n"
+        "        if broadcast is not None:\n            broadcast()",
+        "        broadcast = self.build_broadcast(copies)\n        if broadcast is not None:\n"
+        "            broadcast()\n        self.opener = self.build_opener()\n"
+        "        if self.opener is not None:\n            self.opener()",
+        [T + "engine/test_startup_broadcast_groups.py::"
+         "test_the_groups_are_opened_before_the_broadcast_uses_them"]),
 ]

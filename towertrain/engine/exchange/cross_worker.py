@@ -117,14 +117,17 @@ class ClusterExchange:
                 if size > 1]
 
     def start(self, copies):
-        """Eager, before step 1, with every peer: every copy takes worker 0's
-        values (copies[i]: local device i's variables), then every group the
-        step uses is opened, each after the one before, so every communicator
-        exists before step 1, created in the same order on every worker."""
-        self._broadcast(copies)
+        """Eager, before step 1, with every peer: every group the step uses is
+        opened, each after the one before, so every communicator exists before
+        step 1, created in the same order on every worker; then every copy
+        takes worker 0's values (copies[i]: local device i's variables)
+        through those groups (build_broadcast), which opens no other."""
         self.opener = self.build_opener()
         if self.opener is not None:
             self.opener()
+        broadcast = self.build_broadcast(copies)
+        if broadcast is not None:
+            broadcast()
 
     def build_opener(self):
         """The tf.function running a one-element collective in every group of
@@ -143,9 +146,12 @@ class ClusterExchange:
             return previous
         return open_all
 
-    def _broadcast(self, copies):
+    def build_broadcast(self, copies):
+        """The tf.function giving every copy worker 0's local device 0's
+        values, summed as the step sums its packs (from_chief), or None
+        when there is nothing to copy."""
         if not copies[0]:
-            return
+            return None
 
         @tf.function
         def broadcast():
@@ -158,7 +164,7 @@ class ClusterExchange:
                 with tf.device(device):
                     for variable, value in zip(copies[i], new[i]):
                         variable.assign(value)
-        broadcast()
+        return broadcast
 
     def _one(self, group, size, index, key):
         device = self.devices[index] if index < len(self.devices) else "/cpu:0"
@@ -193,20 +199,28 @@ class ClusterExchange:
             # TensorFlow fixes an instance's shape for the life of the process:
             # each (pack count, pack) has its own key, the same on every worker.
             key = self.key("grads") + len(packs) * (len(packs) - 1) // 2 + k
-            if self.local == "scatter":
-                return self._scattered_sum(flats, key)
-            if self.local:
-                return self._hierarchical_sum(flats, key)
-            return self._all_devices_sum(flats, key)
+            return self._spec_sum(flats, key)
         return flow.exchange_packs(per_device, self.devices, packs, sum_pack, extra_values, check)
+
+    def _spec_sum(self, flats, key):
+        """One pack (flats[i] on local device i) summed over the cluster by
+        --all_reduce_spec, in the step's own groups."""
+        if self.local == "scatter":
+            return self._scattered_sum(flats, key)
+        if self.local:
+            return self._hierarchical_sum(flats, key)
+        return self._all_devices_sum(flats, key)
 
     def packed_sum(self, per_device_lists, key):
         """Lists of tensors (one list per local device) summed over the
-        cluster: packed per dtype, one collective each (start-up)."""
+        cluster: packed per dtype, each pack summed as the step sums its
+        gradient packs, so no group outside groups() is used (an all-device
+        NCCL group would cost every GPU a communicator a hierarchical step
+        never uses)."""
         packs = packing.plan(per_device_lists[0], 0)
         return flow.exchange_packs(
             per_device_lists, self.devices, packs,
-            lambda k, flats: self._all_devices_sum(flats, key + k), check=False).per_device
+            lambda k, flats: self._spec_sum(flats, key + k), check=False).per_device
 
     def from_chief(self, per_device_lists, source_device, key):
         """Every device gets local device `source_device`'s values on worker 0:

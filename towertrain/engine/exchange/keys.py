@@ -26,7 +26,8 @@ LOCAL_GROUP_BASE = 10**6
 # Instance keys per call site; packs add their index (gradient packs from
 # 10**6 up, clear of the other sites for any --gradient_repacking; the
 # gathers of scatter/xring, which share the reduce-scatters' group, from
-# 1.6 * 10**6). "open": the one-element collectives that open each group
+# 1.6 * 10**6; a start-up sum through scatter/xring, "stats" or "broadcast",
+# gathers at its key + 6 * 10**5). "open": the one-element collectives that open each group
 # before step 1, one key per group.
 KEYS = {"count": 1, "stats": 200, "broadcast": 300, "open": 400, "grads": 10**6,
         "gather": 16 * 10**5}

@@ -3,8 +3,8 @@
 Every device of every worker holds a copy of the variables; the exchange
 (towertrain.engine.exchange.cross_worker) sums each pack over the cluster,
 and every copy then applies the identical update, each deciding from its own
-copy of the sums. Initial values are broadcast from worker 0 before the
-groups the step uses are opened, and batch-norm statistics come from global
+copy of the sums. The groups the step uses are opened, then initial values
+are broadcast from worker 0 through them, and batch-norm statistics come from global
 tower 0 (worker 0's tower 0), sent in the first gradient pack: every other
 member contributes zeros, which gives worker 0's bits exactly.
 
