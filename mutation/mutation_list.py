@@ -3918,4 +3918,10 @@ MUTATIONS = [
         "        if self.opener is not None:\n            self.opener()",
         [T + "engine/test_startup_broadcast_groups.py::"
          "test_the_groups_are_opened_before_the_broadcast_uses_them"]),
+    # A resume from an earlier checkpoint saving over the later ones.
+    Mutation(
+        "branch_overwrites_later_checkpoints", At("check_no_later_checkpoints"),
+        "    if not later:\n        return", "    if True:\n        return",
+        [T + "state/test_resume_branch.py",
+         T + "commands/test_newcomer_errors.py::test_the_errors_page_says_what_the_code_says"]),
 ]

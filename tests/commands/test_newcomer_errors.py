@@ -307,6 +307,17 @@ def _imagenet_label_zero(mp):
     imagenet.check_sample(imagenet.find_files("imagenet"), 1000)
 
 
+def _branch_over_later_checkpoints(mp):
+    import tempfile
+    import tensorflow as tf
+    from towertrain.state.resume import branch
+    mp.chdir(tempfile.mkdtemp())
+    checkpoint = tf.train.Checkpoint(v=tf.Variable(1.0))
+    for step in (16, 20, 24, 28, 32):
+        checkpoint.write(f"run/ckpt-{step}")
+    branch.check_no_later_checkpoints("run/ckpt-16", "run")
+
+
 def _damaged_checkpoint(mp):
     import glob
     import tempfile
@@ -472,6 +483,7 @@ CASES = {
         input_source=from_arrays(*_arrays(), 4), loss_fn=my_loss).train(write=lambda l: None),
     "imagenet label 0": _imagenet_label_zero,
     "damaged checkpoint": _damaged_checkpoint,
+    "branch over later checkpoints": _branch_over_later_checkpoints,
     "export of a registered model": lambda mp: _registered_model_export(),
     "stuck step": lambda mp: _stuck_step(),
     "NCCL not loadable": _nccl_not_loadable,

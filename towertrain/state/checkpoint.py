@@ -200,6 +200,11 @@ def _step_of(path):
     return int(found.group(1)) if found else None
 
 
+def damaged(path):
+    """Whether checkpoint `path` cannot be read whole."""
+    return _damage(path) is not None
+
+
 def _damage(path):
     """Why checkpoint `path` cannot be read whole, or None."""
     try:

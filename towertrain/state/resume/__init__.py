@@ -9,7 +9,9 @@ The chief of a run with --train_dir, in this order:
   3. removes the unfinished saves a killed run left (leftovers.py);
   4. holds this run to the run record's contract (contract.py): the same model
      and dataset, and when it resumes the same state settings and input;
-  5. restores the given or latest checkpoint (checkpointer.py, topology.py);
+  5. restores the given or latest checkpoint (checkpointer.py, topology.py),
+     refusing a given one that train_dir holds later checkpoints than
+     (branch.py: its saves would overwrite them);
   6. multi-worker, agrees with every worker on what each restored
      (agreement.py), before the record changes;
   7. rewrites the run record for this run.
@@ -24,6 +26,7 @@ from towertrain.state import checkpoint as ckpt_lib
 from towertrain.state import run_record
 
 from . import agreement
+from . import branch
 from . import contract
 from . import leftovers
 from . import train_dir_lock
@@ -114,6 +117,8 @@ def _resume_chief(plan, handles, resumed):
     input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
                                              handles.input.num_examples)
     chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
+    if chosen:  # a branch from an earlier step goes to a new folder
+        branch.check_no_later_checkpoints(chosen, out.train_dir)
     if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
         contract.check_state_settings(record, state, where)
         # ... and the same input: the checkpoint holds the position in it.
