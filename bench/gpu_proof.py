@@ -29,8 +29,10 @@ tower train --towers_model, which has none (per-tower batch statistics would
 differ from one tower's). NCCL cannot join logical GPUs of one GPU, so the
 multi-tower rows use psgpu, ring and TensorFlow's ring collectives. TF32 is
 off. Each group of rows runs in a process of its own (logical GPUs are set
-before TensorFlow starts); no group starts after --budget_s seconds. Exit
-status 1 when a row fails.
+before TensorFlow starts); no group starts after --budget_s seconds. On a
+GPU one warm-up process runs first and fills the CUDA cache that every later
+process reads (gpu_proof_jit.py: no native code for the H100's compute
+capability in TensorFlow's wheels). Exit status 1 when a row fails.
 
 --stand_in runs the same rows on logical CPU devices standing in for the GPUs
 (NHWC, half precision emulated): the suite runs it, so the proof cannot rot
@@ -57,7 +59,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import gpu_proof_rows as rows_lib  # noqa: E402 - after the paths above
+import gpu_proof_jit as jit  # noqa: E402 - after the paths above
+jit.keep_cuda_cache()  # before CUDA starts here or in any child (gpu_proof_jit.py)
+import gpu_proof_rows as rows_lib  # noqa: E402
 from gpu_proof_trace import PATHS, trace_only  # noqa: E402,F401 - PATHS: the traced paths
 
 # Groups of rows in order of need: (name, kind, rows). kind: "rows" runs in a
@@ -74,6 +78,8 @@ STAGES = [
     ("rn50_fp16", "towertrain", ("rn50_fp16",)),
     ("tfcnn_fp16", "tfcnn", ("tfcnn_fp16",)),
 ]
+# Before any row on a GPU: CUDA's JIT, paid once (gpu_proof_jit.py).
+WARMUP = ("warmup", "rows", jit.ROWS)
 TFCNN_SCRIPT = os.path.join("scripts", "tf_cnn_benchmarks", "tf_cnn_benchmarks.py")
 TOTAL = re.compile(r"total images/sec: ([0-9.]+)")
 GRACE_S = 60  # a group started before --budget_s may run this long past it
@@ -321,6 +327,8 @@ def prove(args):
     started, results, wanted = time.monotonic(), [], chosen_rows(args.rows)
     with tempfile.TemporaryDirectory() as scratch:
         args.scratch = scratch
+        if args.warmup_s > 0:
+            print(jit.warm_up(args, stage_results), flush=True)
         for stage, kind, names in STAGES:
             names = tuple(n for n in names if n in wanted)
             if not names:
@@ -348,7 +356,7 @@ def prove(args):
 
 def child(args):
     """A group's process: its logical devices first, then its rows."""
-    kind, names = next((k, n) for s, k, n in STAGES if s == args.stage)
+    kind, names = next((k, n) for s, k, n in STAGES + [WARMUP] if s == args.stage)
     workers = kind == "workers"
     rows_lib.configure(args, 2 if workers else rows_lib.TOWERS, share=2 if workers else 1)
     if workers:  # joins the cluster before TensorFlow runs any op
@@ -380,6 +388,9 @@ def main(argv=None):
                         "references): a rerun of a few")
     parser.add_argument("--budget_s", type=float, default=270,
                         help="no group of rows starts after this many seconds")
+    parser.add_argument("--warmup_s", type=float, help="the most seconds the warm-up "
+                        "may take, counted in --budget_s (0: none; default 150 on a GPU, 0 "
+                        "with --stand_in, which has no CUDA JIT)")
     parser.add_argument("--stand_in", action="store_true",
                         help="logical CPU devices stand in for the GPUs")
     parser.add_argument("--in_process", action="store_true", help=argparse.SUPPRESS)
@@ -388,6 +399,8 @@ def main(argv=None):
     parser.add_argument("--worker_hosts", help=argparse.SUPPRESS)
     parser.add_argument("--task_index", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.warmup_s is None:
+        args.warmup_s = 0 if args.stand_in else 150
     import towertrain  # noqa: F401 - sets TF_ENABLE_ONEDNN_OPTS before TensorFlow (NCHW on CPU)
     if args.stage:
         child(args)

@@ -3924,4 +3924,17 @@ MUTATIONS = [
         "    if not later:\n        return", "    if True:\n        return",
         [T + "state/test_resume_branch.py",
          T + "commands/test_newcomer_errors.py::test_the_errors_page_says_what_the_code_says"]),
+    # The proof's processes without a shared CUDA cache at its largest: each
+    # would JIT-compile TensorFlow's kernels again on an H100.
+    Mutation(
+        "gpu_proof_cuda_cache_left_small", File("bench/gpu_proof_jit.py"),
+        '    environ.setdefault("CUDA_CACHE_MAXSIZE", CACHE_MAXSIZE)\n', "",
+        [T + "package/test_gpu_proof.py::"
+         "test_the_proofs_processes_share_one_cuda_cache_at_its_largest"]),
+    # No warm-up before the rows: the first rows pay the JIT.
+    Mutation(
+        "gpu_proof_no_warm_up", File("bench/gpu_proof.py"),
+        "        if args.warmup_s > 0:", "        if False:",
+        [T + "package/test_gpu_proof.py::"
+         "test_the_warm_up_runs_its_rows_once_before_any_row_and_says_so"]),
 ]

@@ -4,6 +4,7 @@ ops on the GPUs; the collective_all_reduce paths, traced for 2 workers x 2
 GPUs, keep every collective, order each GPU's and cross workers with NCCL."""
 import contextlib
 import io
+import os
 import re
 import sys
 import types
@@ -40,7 +41,7 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
 # GPUs (the row groups in this process; the 2 workers in processes of their
 # own): the rows, their references and the table a GPU run prints.
 STAND_IN = ["--stand_in", "--in_process", "--model=proof_tiny_bn", "--towers_model=proof_tiny",
-            "--batch_size=2", "--steps=2", "--timing_steps=0"]
+            "--batch_size=2", "--steps=2", "--timing_steps=0", "--warmup_s=120"]
 
 
 @pytest.fixture(scope="module")
@@ -188,3 +189,28 @@ def test_on_a_gpu_the_cpu_reference_sums_on_the_cpu_and_one_tower_avoids_nccl():
     for name in ("f32", "fp16", "bf16", "xla", "one_x4", "ids_x4", "staging"):
         params = rows_lib.make_params(args, rows_lib.ROWS[name])
         assert (params.device, params.all_reduce_spec) == ("gpu", "psgpu"), name
+
+
+def test_the_proofs_processes_share_one_cuda_cache_at_its_largest():
+    jit = bench_scripts.load("gpu_proof_jit")
+    env = {"CUDA_CACHE_DISABLE": "1", "HOME": "/home/u"}
+    jit.keep_cuda_cache(env)
+    assert env == {"HOME": "/home/u", "CUDA_CACHE_MAXSIZE": str(4 * 1024 ** 3),
+                   "CUDA_CACHE_PATH": os.path.join(os.path.expanduser("~"), ".nv",
+                                                   "ComputeCache")}
+    mine = {"CUDA_CACHE_MAXSIZE": "1000", "CUDA_CACHE_PATH": "/cache"}
+    jit.keep_cuda_cache(mine)
+    assert mine == {"CUDA_CACHE_MAXSIZE": "1000", "CUDA_CACHE_PATH": "/cache"}
+
+
+
+def test_the_warm_up_runs_its_rows_once_before_any_row_and_says_so(stand_in):
+    # On a GPU it fills the CUDA cache (by default; with --stand_in only where
+    # --warmup_s asks, as here): its line comes before the first row's.
+    _, _, _, text = stand_in
+    out = text.splitlines()
+    warm = [n for n, line in enumerate(out) if line.startswith("warm-up: ")]
+    assert len(warm) == 1 and re.fullmatch(
+        r"warm-up: f32, fp16, bf16, psgpu_x4 once in \d+s \(CUDA cache .+, 4 GiB\)",
+        out[warm[0]]), out
+    assert warm[0] < next(n for n, line in enumerate(out) if line.startswith("kernels "))
