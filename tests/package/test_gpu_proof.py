@@ -41,7 +41,8 @@ def test_gpu_proof_traces_every_path_without_a_gpu(capsys):
 # GPUs (the row groups in this process; the 2 workers in processes of their
 # own): the rows, their references and the table a GPU run prints.
 STAND_IN = ["--stand_in", "--in_process", "--model=proof_tiny_bn", "--towers_model=proof_tiny",
-            "--batch_size=2", "--steps=2", "--timing_steps=0", "--warmup_s=120"]
+            "--batch_size=2", "--steps=2", "--timing_steps=0", "--warmup_s=120",
+            "--budget_s=1000"]  # every group starts, however busy the cores
 
 
 @pytest.fixture(scope="module")
