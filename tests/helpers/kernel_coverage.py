@@ -10,7 +10,10 @@ gets its effective device (its own, else that of the function call, `If` or
 `While` that runs it: a branch inherits its `If`'s device) and, where that is
 a GPU, must match a kernel whose constraints admit its type attributes.
 A function XLA compiles (jit_compile) runs as one XLA launch: its ops need
-no TensorFlow kernel, and its body is not walked.
+no TensorFlow kernel, and its body is not walked. An op with no device of
+its own outside any call (a read placed with the variable it reads) is not
+judged: traced here every variable lives on the CPU, so its GPU is unknown
+(the GPU kernels of the variable ops admit every type the engine uses).
 
 gpu_kernels() keeps the dump beside the venv (kernels-<version>.json), so
 each test process after the first reads it instead of importing the wheel."""
