@@ -3937,4 +3937,14 @@ MUTATIONS = [
         "        if args.warmup_s > 0:", "        if False:",
         [T + "package/test_gpu_proof.py::"
          "test_the_warm_up_runs_its_rows_once_before_any_row_and_says_so"]),
+    # A resume on another topology whose recipe rate changed, said nowhere.
+    Mutation(
+        "learning_rate_change_unsaid", At("learning_rate_change"),
+        '    if [float(v) for v in recorded["values"]] == entry["values"]:', "    if True:",
+        [T + "state/test_resume_learning_rate.py::"
+         "test_two_replicated_devices_to_one_or_to_parameter_server_is_a_changed_rate"]),
+    Mutation(
+        "continues_exactly_whatever_the_rate", At("RecordedTopology.header_info"),
+        "            if rate_changed:", "            if False:",
+        [T + "state/test_resume_learning_rate.py::test_continues_exactly_only_with_the_same_rate"]),
 ]

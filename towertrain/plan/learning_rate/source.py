@@ -98,4 +98,7 @@ def recorded_before_recipes(train_dir):
 def record_entry(schedule):
     """The run record's learning-rate entry for a run's schedule: which rate it
     trained with and the header's words for it."""
-    return {"source": schedule.source, "describe": schedule.describe()}
+    return {"source": schedule.source, "describe": schedule.describe(),
+            # The rates the run trains at, scaled: a resume compares them
+            # (towertrain.state.resume.contract.learning_rate_change).
+            "values": [float(v) for v in schedule.values]}

@@ -57,7 +57,8 @@ class Resumed:
         if self.resumed_from:
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
-            info.extend(self.checkpointer.topology.header_info())
+            info.extend(self.checkpointer.topology.header_info(
+                rate_changed=any(label == "Learning rate" for label, _ in self.resume_changes)))
             info.extend(self.resume_changes)
         if self.removed:
             info.append(("Removed", f"{', '.join(n + '/' for n in self.removed)}: unfinished "
@@ -123,7 +124,8 @@ def _resume_chief(plan, handles, resumed):
         contract.check_state_settings(record, state, where)
         # ... and the same input: the checkpoint holds the position in it.
         contract.check_training_input(record, input_record, plan.input.data_dir, where)
-        resumed.resume_changes = contract.changes_at_resume(record, changeable)
+        resumed.resume_changes = contract.changes_at_resume(record, changeable) + \
+            contract.learning_rate_change(record, lr_source.record_entry(handles.learning_rate))
     resumed.restore(chosen)
     _agree_on_resume(plan, out.train_dir, resumed.resumed_from)  # before the record changes
     topology = run_record.topology_entry(plan.batches, plan.topology.num_workers,

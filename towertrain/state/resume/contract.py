@@ -79,3 +79,25 @@ def check_training_input(record, current, data_dir, where):
         f"({_files_text(before[1])}{'; ' + changes if changes else ''}), and its checkpoint "
         "holds the position in that input; restore the files it was trained on to resume "
         "that run, or use another --train_dir to start a new one on these files")
+
+
+def learning_rate_change(record, entry):
+    """[(label, text)]: a header line when the rates of the resuming run's
+    learning-rate entry (source.record_entry) differ from the record's. A
+    model's recipe scales its rate with the exchange and the devices, as
+    tf_cnn_benchmarks does (2 replicated devices: x 2), so a resume on another
+    topology at the same global batch can train at another rate; said here,
+    never silent. A record without the rates (older) is not compared."""
+    recorded = record.get("learning_rate")
+    if not isinstance(recorded, dict) or "values" not in recorded:
+        return []
+    if [float(v) for v in recorded["values"]] == entry["values"]:
+        return []
+    why = (" (the model's recipe scales its rate with the exchange and the devices, as "
+           "tf_cnn_benchmarks does; give --init_learning_rate or "
+           "--piecewise_learning_rate_schedule to set the rate yourself)"
+           if entry.get("source") == "recipe" else "")
+    before = ", ".join(f"{float(v):g}" for v in recorded["values"])
+    now = ", ".join(f"{v:g}" for v in entry["values"])
+    return [("Learning rate", f"CHANGED at resume: {before} in the run record, now {now}"
+                              f"{why}")]

@@ -45,7 +45,9 @@ class RecordedTopology:
     def batch_changed(self):
         return self.saved is not None and self.saved[0] != self.current[0]
 
-    def header_info(self):
+    def header_info(self, rate_changed=False):
+        """The header's lines; rate_changed: the learning rate differs from the
+        record's (then the run does not continue exactly, and says so)."""
         if self.saved is None or self.saved == self.current:
             return []
         (old_batch, old_workers, old_devices), (batch, workers, devices) = (
@@ -53,6 +55,9 @@ class RecordedTopology:
         shape = (f"checkpoint written by {old_workers} worker(s) x {old_devices} device(s), "
                  f"now {workers} x {devices}")
         if not self.batch_changed:
+            if rate_changed:
+                return [("Topology", f"{shape}; same global batch {batch}, but the learning "
+                                     "rate CHANGED (below), so it does not continue exactly")]
             return [("Topology", f"{shape}; same global batch {batch}: continues exactly")]
         return [("Topology", shape),
                 ("Global batch", f"CHANGED at resume: {old_batch} in the checkpoint, now "
