@@ -104,7 +104,8 @@ def test_a_run_recorded_before_recipes_resumes_with_its_constant_rate(tmp_path, 
 
     first, rate, record = train(2)
     assert first.learning_rate.value_at(2) == pytest.approx(0.4)
-    assert record["learning_rate"] == {"source": "recipe", "describe": rate[15:]}
+    assert record["learning_rate"] == {"source": "recipe", "describe": rate[15:],
+                                       "values": [0.4, 0.04]}
     # What a run started before recipes left: a record without the entry.
     del record["learning_rate"]
     with open(os.path.join(train_dir, "towertrain_run.json"), "w") as f:
