@@ -3,8 +3,9 @@ GPUs (tf.config.set_logical_device_configuration, an equal share of its
 memory each), as --device=cpu splits the host, and the header says so. An
 exchange through NCCL across them is refused before anything is built: NCCL
 refuses two ranks on one GPU; without --all_reduce_spec the run takes psgpu
-(psgpu/xring) instead of the NCCL default, and the header says why. The one GPU is a stand-in (no GPU needed):
-TensorFlow's device configuration calls are recorded."""
+(psgpu/xring) instead of the NCCL default, and the header says why. The one
+GPU is a stand-in (no GPU needed): TensorFlow's device configuration calls
+are recorded."""
 import dataclasses
 import types
 

@@ -93,9 +93,7 @@ def _observers(plan, handles, summaries, write):
         parameters = dict(handles.settings, model=plan.model,
                           batch_size=plan.batches.global_batch,
                           batch_size_per_device=plan.batches.per_device,
-                          num_batches=plan.steps.timed)
-        if plan.exchange.all_reduce_spec is not None:  # as the run resolved it
-            parameters["all_reduce_spec"] = plan.exchange.all_reduce_spec
+                          num_batches=plan.steps.timed, **plan.exchange.as_settings())
         observers.append(BenchmarkLogFile(out.benchmark_log_dir, out.display_every, warmup,
                                           plan.model, plan.dataset,
                                           plan.topology.tower_devices, parameters))

@@ -18,6 +18,7 @@ from towertrain.config import mode_checks
 from towertrain.config import slurm_gpus
 from towertrain.config import settings
 from towertrain.engine import exchange_settings
+from towertrain.engine.process import settings as process_settings
 from towertrain.models import catalog  # the models' names, without Keras
 # The enum settings' choices: the flags offer the same tuples Params checks.
 from towertrain.config.settings import (  # noqa: F401 - also read as params.VARIABLE_UPDATES
@@ -91,7 +92,8 @@ class Params:
     def _splits_one_gpu(self, device) -> bool:
         """The towers are logical GPUs of this machine's one GPU (as the
         plan's devices split it)."""
-        return device == "gpu" and self.num_gpus > 1 and machine.probe().gpus == 1
+        towers = declare.take(process_settings.Devices, self).tower_count()
+        return device == "gpu" and towers > 1 and machine.probe().gpus == 1
 
 
 _TRAINING_ONLY_UNSET = tuple(s.name for s in settings.params_settings()

@@ -18,6 +18,8 @@ import contextlib
 import os
 
 from towertrain.config import gpu_share
+from towertrain.config.declare import take
+from towertrain.engine.process.settings import Devices
 from towertrain.errors import ClusterError, DeviceError
 
 JOB = "worker"
@@ -129,8 +131,8 @@ def claim(params, environ=None, workers=None, task_index=None) -> None:
     host = address.rpartition(":")[0]
     node = [a for a in workers if a.rpartition(":")[0] == host]
     try:
-        own = gpu_share.share(node.index(address), len(node), params.num_gpus, node_gpus,
-                              where=f"node {host}")
+        own = gpu_share.share(node.index(address), len(node), take(Devices, params).tower_count(),
+                              node_gpus, where=f"node {host}")
     except DeviceError as err:
         raise ClusterError(f"--cluster_source=slurm: {err}") from None
     if environ.get(gpu_share.VISIBLE) != own:

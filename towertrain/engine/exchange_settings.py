@@ -131,6 +131,11 @@ class Exchange:
     # it), or None: the default was not changed.
     spec_note: Optional[str] = None
 
+    def as_settings(self):
+        """{setting: value} of the exchange as the run resolved it, for the
+        records that list settings (the benchmark log)."""
+        return {"all_reduce_spec": self.all_reduce_spec} if self.all_reduce_spec else {}
+
     @classmethod
     def of(cls, settings, device, parameter_device, half, xla_compile,
            collective_timeout_secs, requested_implementation, split_towers=0):

@@ -164,6 +164,10 @@ class Devices:
             fail("local_parameter_device", "gpu",
                  "needs --device=gpu; with --device=cpu use --local_parameter_device=cpu")
 
+    def tower_count(self):
+        """How many towers this process runs (one per GPU on --device=gpu)."""
+        return self.num_gpus
+
     def indices(self):
         """The towers' device indices: --gpu_indices parsed, else 0..num_gpus-1."""
         return (tuple(parse_gpu_indices(self.gpu_indices)) if self.gpu_indices
