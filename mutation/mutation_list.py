@@ -3674,14 +3674,14 @@ MUTATIONS = [
          "test_a_half_precision_policy_in_a_float32_run_is_refused"]),
     # A second train() returns final_loss=nan with no word.
     Mutation(
-        "train_with_nothing_left", At("Trainer._check_steps_left"),
-        "        if done >= self.total_steps:", "        if False:",
+        "train_with_nothing_left", At("check_steps_left"),
+        "    if done >= total:", "    if False:",
         [T + "package/test_trainer_state.py::"
          "test_train_twice_says_there_is_nothing_left_to_train"]),
     # step() after close() steps on.
     Mutation(
         "step_after_close", At("Trainer.step"),
-        "        if self._closed:", "        if False:",
+        '        trainer_state.check_open(self._closed, "step")', "        pass",
         [T + "package/test_trainer_state.py::test_step_and_train_after_close_are_refused"]),
     # A model passed in, its rate named after the registry's default model.
     Mutation(
@@ -3947,4 +3947,11 @@ MUTATIONS = [
         "continues_exactly_whatever_the_rate", At("RecordedTopology.header_info"),
         "            if rate_changed:", "            if False:",
         [T + "state/test_resume_learning_rate.py::test_continues_exactly_only_with_the_same_rate"]),
+    # Probabilities recognized by a softmax layer's spelling only: a softmax
+    # inside call() (or a Lambda) trains as logits.
+    Mutation(
+        "probabilities_by_spelling_only", At("check_not_probabilities"),
+        "    if traced is None or not num_classes or num_classes < 2:", "    if True:",
+        [T + "engine/test_keras_model_use.py::"
+         "test_a_model_emitting_probabilities_is_refused_whatever_makes_them"]),
 ]

@@ -33,6 +33,7 @@ from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine.run import handles as handles_lib
 from towertrain.engine.run import loop as loop_lib
+from towertrain.engine.run import trainer_state
 from towertrain.recipe import native_precision
 from towertrain.recipe import precision
 from towertrain.engine.feed import position
@@ -48,7 +49,7 @@ from towertrain.recipe import optimizers
 from towertrain.engine.step import sync_batch_norm
 from towertrain.engine.distributed import cluster as cluster_lib  # multi-worker
 from towertrain.state import resume as resume_lib
-from towertrain.errors import OutOfMemoryError, ParamsError, TrainerStateError
+from towertrain.errors import OutOfMemoryError, ParamsError
 from towertrain import callbacks as callbacks_lib
 from towertrain.engine.distributed import joining
 from towertrain.engine.evaluation import cluster_eval
@@ -244,11 +245,7 @@ class Trainer:
 
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
-        if self._closed:
-            raise TrainerStateError(
-                "trainer.step(): this Trainer is closed (close() stopped its input and "
-                "released its devices); make a new Trainer to train on (trainer.save(path) "
-                "before close() and trainer.restore(path) after keep the weights)")
+        trainer_state.check_open(self._closed, "step")
         try:
             return self._step(outputs)
         except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
@@ -392,7 +389,8 @@ class Trainer:
           towertrain.callbacks.Callback objects, run after the built-in ones.
         """
         # Before anything is written or trained.
-        self._check_steps_left()
+        trainer_state.check_open(self._closed, "train")
+        trainer_state.check_steps_left(self.global_step(), self.total_steps)
         writable.check_run(self.plan.outputs, training=not self.params.eval)
         handles = self._run_handles(eval_data)
         # The train_dir's lock, the record's checks, the restore: before any callback.
@@ -401,23 +399,6 @@ class Trainer:
         result = loop_lib.run(handles, built + list(callbacks), self.total_steps, write)
         self.sync_model()
         return result
-
-    def _check_steps_left(self):
-        """train() trains up to the planned total step: with none left (a second
-        train(), or step() calls that reached it) it would train nothing and
-        report a loss of nan."""
-        if self._closed:
-            raise TrainerStateError(
-                "trainer.train(): this Trainer is closed (close() stopped its input and "
-                "released its devices); make a new Trainer to train on")
-        done = self.global_step()
-        if done >= self.total_steps:
-            raise TrainerStateError(
-                f"trainer.train(): this Trainer has trained all {self.total_steps} planned "
-                f"steps (global step {done}), so there is nothing left to train; to train "
-                "further, give Params a larger num_batches (or num_epochs) in a new Trainer "
-                "(with train_dir= it resumes from the checkpoint; without, "
-                "trainer.save(path) then new_trainer.restore(path))")
 
     def _run_handles(self, eval_data=None):
         """What the loop and the built-in callbacks get instead of the trainer

@@ -408,7 +408,21 @@ def _closed_trainer():
     return trainer
 
 
+def _softmax_in_call():
+    class Mine(keras.Model):
+        def __init__(self):
+            super().__init__(name="mine")
+            self.logits = keras.layers.Dense(10)
+
+        def call(self, x):
+            return keras.ops.softmax(self.logits(keras.ops.reshape(x, (-1, 32 * 32 * 3))))
+    model = Mine()
+    model(np.zeros((1, 32, 32, 3), np.float32))
+    _trainer_of(model)
+
+
 CASES = {
+    "softmax in call()": lambda mp: _softmax_in_call(),
     "compiled model": lambda mp: _compiled_model(),
     "subclassed model not called": lambda mp: _subclassed_not_called(),
     "mixed policy in a float32 run": lambda mp: _trainer_of(keras.Sequential(

@@ -205,3 +205,36 @@ def test_the_header_of_a_model_passed_in_names_no_model_the_user_did_not_choose(
         "0.005, constant (the default for a model passed in, as no init_learning_rate is "
         "given; Params(init_learning_rate=) sets it)")
     assert "trivial" not in repr(header)
+
+
+class SoftmaxInCall(keras.Model):
+    """A softmax no layer names: the check tests what the outputs are."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.flat = keras.layers.Flatten()
+        self.logits = keras.layers.Dense(3)
+
+    def call(self, x):
+        return keras.ops.softmax(self.logits(self.flat(x)))
+
+
+def test_a_model_emitting_probabilities_is_refused_whatever_makes_them():
+    images, labels = data()
+    lambda_softmax = keras.Sequential([
+        keras.Input((4, 4, 2)), keras.layers.Flatten(), keras.layers.Dense(3),
+        keras.layers.Lambda(keras.ops.softmax)], name="mine")
+    subclassed = SoftmaxInCall(name="mine")
+    subclassed(images[:1])
+    for model in (lambda_softmax, subclassed):
+        with pytest.raises(ModelError) as refused:
+            trainer(model, images, labels)
+        assert str(refused.value) == (
+            "model 'mine' emits probabilities (on sample images its 3 outputs per example lie "
+            "in 0..1 and sum to 1: a softmax, in a layer or in call()); the default loss takes "
+            "logits: drop the softmax (apply it when predicting), or pass loss_fn=")
+    # A loss of the user's own may take probabilities.
+    towertrain.Trainer(towertrain.Params(device="cpu", num_gpus=1), model=subclassed,
+                       input_source=towertrain.from_arrays(images, labels, 4),
+                       loss_fn=lambda y, p: keras.losses.sparse_categorical_crossentropy(
+                           y, p)).close()

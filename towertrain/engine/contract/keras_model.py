@@ -3,10 +3,13 @@ losses (which the step uses: engine/step/model_call.py), each used or refused
 by name before any step: its compile() settings (refused: the Trainer trains
 with Params and loss_fn), its data format (followed, or refused against a
 Params that says another), the range of the images it is fed (refused when
-raw pixels meet a model that does not rescale them). The dtype policy is
+raw pixels meet a model that does not rescale them), and what it emits
+(probabilities, where the default loss takes logits: refused by what the
+outputs are, whichever layer or call() made them). The dtype policy is
 recipe/precision.py's check_model.
 """
 import keras
+import tensorflow as tf
 
 from towertrain import private_api
 from towertrain.errors import InputError, ModelError, ParamsError
@@ -141,3 +144,27 @@ def check_pixel_range(model, input_source):
 
 # Images scaled to 0..1 stay below it; raw 8-bit pixels go up to 255.
 RAW_PIXEL_FLOOR = 2.0
+
+
+# --- what the model emits ----------------------------------------------------------
+
+def check_not_probabilities(model, traced, num_classes, examples=4):
+    """With the default loss (softmax cross-entropy on logits): outputs that are
+    probability distributions (every value in 0..1, each example's summing to 1,
+    on random images) come from a softmax, a layer's or one inside call(), and
+    would be trained as logits. traced: the model's concrete function (a model
+    passed in; up_front.check_no_variables_on_call), run once on `examples`."""
+    if traced is None or not num_classes or num_classes < 2:
+        return
+    spec = traced.structured_input_signature[0][0]
+    images = tf.random.stateless_normal((examples,) + tuple(spec.shape[1:]), seed=(5, 7))
+    with tf.device("/cpu:0"):
+        outputs = tf.cast(tf.nest.flatten(traced(tf.cast(images, spec.dtype)))[0], tf.float32)
+    in_unit = bool(tf.reduce_all((outputs >= 0.0) & (outputs <= 1.0)))
+    sums = tf.reduce_sum(outputs, axis=-1)
+    if in_unit and bool(tf.reduce_all(tf.abs(sums - 1.0) < 1e-3)):
+        raise ModelError(
+            f"model '{model.name}' emits probabilities (on sample images its {num_classes} "
+            "outputs per example lie in 0..1 and sum to 1: a softmax, in a layer or in "
+            "call()); the default loss takes logits: drop the softmax (apply it when "
+            "predicting), or pass loss_fn=")

@@ -39,6 +39,7 @@ def check(model, input_source, data_format, user_model=True, default_loss=True):
         traced = check_no_variables_on_call(model, spec[0] if spec is not None else None)
     if default_loss:
         num_classes = check_logits(model, traced)
+        keras_model.check_not_probabilities(model, traced, num_classes)
         if spec is not None:
             check_label_shape(spec[1], num_classes)
         label_range = getattr(input_source, "label_range", None)
