@@ -3954,4 +3954,10 @@ MUTATIONS = [
         "    if traced is None or not num_classes or num_classes < 2:", "    if True:",
         [T + "engine/test_keras_model_use.py::"
          "test_a_model_emitting_probabilities_is_refused_whatever_makes_them"]),
+    # Generated-mutant survivor of watchdog.py: --step_timeout_secs=0 (off)
+    # starts a watch on the automatic limit.
+    Mutation(
+        "watchdog_zero_timeout_watches", At("Watchdog.started"),
+        "        if self.timeout == 0:\n", "        if self.timeout == -1:\n",
+        [T + "callbacks/test_step_watchdog.py::test_a_step_timeout_of_0_starts_no_watch"]),
 ]

@@ -235,3 +235,20 @@ def test_the_automatic_limit_leaves_its_minimum_at_a_slowest_step_of_30_s(slowes
     watch = watchdog_lib.Watchdog(exit=lambda status: None)
     watch.finished(slowest, after_warmup=True)
     assert watch.limit() == pytest.approx(limit, abs=1e-9)
+
+
+def test_a_step_timeout_of_0_starts_no_watch(monkeypatch):
+    """--step_timeout_secs=0 turns the watch off: no thread, and a step past
+    what the automatic limit would allow is never ended."""
+    monkeypatch.setattr(watchdog_lib, "MINIMUM_SECS", 0.05)
+    exits = []
+    callback = StepWatchdog(timeout=0, warmup=1, exit=exits.append)
+    callback.watchdog._poll = 0.01
+    callback.loop = types.SimpleNamespace(start_step=0)
+    for step in (1, 2, 3):
+        callback.before_step(step)
+        callback.after_step(step, None, 0.001)
+    callback.before_step(4)
+    time.sleep(0.3)
+    callback.close()
+    assert (callback.watchdog._thread, exits) == (None, [])
