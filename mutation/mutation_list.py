@@ -3960,4 +3960,18 @@ MUTATIONS = [
         "watchdog_zero_timeout_watches", At("Watchdog.started"),
         "        if self.timeout == 0:\n", "        if self.timeout == -1:\n",
         [T + "callbacks/test_step_watchdog.py::test_a_step_timeout_of_0_starts_no_watch"]),
+    # The elastic launch: the survivors started again as many as before (the
+    # lost worker's slot refilled at once); a worker count the global batch
+    # cannot be cut over let through.
+    Mutation(
+        "elastic_restarts_every_worker", At("ElasticRun._loop"),
+        "            count = left", "            count = count",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_a_worker_lost_then_taken_back_keeps_the_run_exact"]),
+    Mutation(
+        "elastic_count_not_checked", At("why_not"),
+        "    except (ParamsError, ValueError) as err:\n        return str(err)",
+        "    except (ParamsError, ValueError) as err:\n        return None",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_a_worker_count_the_global_batch_cannot_be_cut_over_is_refused_with_the_reason"]),
 ]

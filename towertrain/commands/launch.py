@@ -20,12 +20,17 @@ refused before any starts.
 - --max_restarts=R: after a failure, every worker is started again, up to R
   times, on fresh ports; with --train_dir they resume from its latest
   checkpoint (as torchrun's --max-restarts).
+- --min_workers=M [--max_workers=X]: elastic (towertrain.commands.elastic):
+  after a failure the survivors go on from the chief's checkpoint while at
+  least M remain, at the same --global_batch_size; SIGUSR1 takes a worker
+  back in at a checkpoint the workers make together, up to X.
 
 Imports no TensorFlow: the workers do.
 """
 import argparse
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -33,13 +38,15 @@ import sys
 import threading
 import time
 
-from towertrain.commands import common
+from towertrain.commands import common, elastic
 from towertrain.config import gpu_share
 from towertrain.errors import DeviceError
 
 COMMAND = "towertrain.launch"
 SET_BY_LAUNCHER = ("--worker_hosts", "--task_index", "--cluster_source")
 POLL_SECONDS = 0.05
+# The chief's step line: '<step>\timages/sec: ...'.
+STEP_LINE = re.compile(r"^(\d+)\timages/sec")
 # After a worker fails, how long the others have to stop by themselves (they
 # notice the lost peer at their next collective, or within the peer watch's
 # --collective_timeout_secs when it hangs instead) before they are killed.
@@ -49,13 +56,21 @@ STOP_GRACE_SECS = 15.0
 def _parser():
     parser = argparse.ArgumentParser(
         prog=f"python -m {COMMAND}",
-        usage=f"python -m {COMMAND} --num_workers=N [--max_restarts=R] -- <towertrain flags>",
+        usage=(f"python -m {COMMAND} --num_workers=N [--max_restarts=R | --min_workers=M "
+               "[--max_workers=X]] -- <towertrain flags>"),
         description="Runs a multi-worker towertrain job on this machine (loopback ports).")
     parser.add_argument("--num_workers", type=int, required=True,
                         help="worker processes to start (task 0 is the chief)")
     parser.add_argument("--max_restarts", type=int, default=0,
                         help="restart every worker after a failure up to this many times "
                              "(they resume from --train_dir's latest checkpoint)")
+    parser.add_argument("--min_workers", type=int, default=None,
+                        help="elastic: go on with the workers left after a failure while at "
+                             "least this many remain (needs --train_dir and "
+                             "--global_batch_size in the worker flags)")
+    parser.add_argument("--max_workers", type=int, default=None,
+                        help="elastic: SIGUSR1 takes a worker back in, up to this many "
+                             "(default --num_workers)")
     parser.add_argument("--stop_grace_secs", type=float, default=STOP_GRACE_SECS,
                         help="after a worker fails, seconds the others have to stop by "
                              "themselves (the chief saves its last step) before they are "
@@ -92,6 +107,14 @@ def parse(argv):
                 flag != "--variable_update=collective_all_reduce"):
             problem = (f"{flag}: {options.num_workers} workers need "
                        "--variable_update=collective_all_reduce")
+    if not problem and (options.min_workers is not None or options.max_workers is not None):
+        if options.min_workers is None:
+            problem = f"--max_workers={options.max_workers}: needs --min_workers"
+        elif options.max_restarts:
+            problem = (f"--max_restarts={options.max_restarts}: not with --min_workers, "
+                       "which goes on with the workers left instead of restarting them all")
+        else:
+            problem = elastic.refusal(options, lambda name: _flag_value(flags, name))
     if problem:
         sys.exit(common.fail(problem, command=COMMAND))
     return options, flags
@@ -150,10 +173,14 @@ def _die_with_parent():
 class Workers:
     """One start of the N workers: their processes and output threads."""
 
-    def __init__(self, options, flags, write, shares):
+    def __init__(self, options, flags, write, shares, count=None, on_first_step=None):
+        """count: workers to start (default --num_workers); on_first_step:
+        called once with the chief's first step line (the elastic launch's
+        recovery time)."""
         self.write = write
+        self.on_first_step = on_first_step
         self.procs, self.threads = [], []
-        n = options.num_workers
+        n = options.num_workers if count is None else count
         cluster = []
         if n > 1:
             hosts = ",".join(f"127.0.0.1:{port}" for port in free_ports(n))
@@ -181,6 +208,9 @@ class Workers:
     def _copy(self, task, proc):
         for line in proc.stdout:
             self.write(f"[task {task}] {line.rstrip()}")
+            if task == 0 and self.on_first_step is not None and STEP_LINE.match(line):
+                self.on_first_step(line)
+                self.on_first_step = None
 
     def signal(self, signum):
         for proc in self.procs:
@@ -263,6 +293,12 @@ def main(argv=None):
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     restarts = 0
     try:
+        if options.min_workers is not None:
+            def start(count, on_first_step):
+                return Workers(options, flags, write, gpu_shares(count, flags, os.environ),
+                               count, on_first_step)
+            return elastic.ElasticRun(options, lambda name: _flag_value(flags, name), write,
+                                      start, state).run()
         while True:
             state["workers"] = Workers(options, flags, write, shares)
             status, task = state["workers"].supervise(options.stop_grace_secs)

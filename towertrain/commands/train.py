@@ -7,6 +7,7 @@ own logging stays off the output unless --verbose asks for it.
 import os
 import sys
 import textwrap
+import time
 
 from absl import flags
 
@@ -104,6 +105,9 @@ def _cluster_failure(cluster, err, train_dir, trainer=None):
     common.fail(cluster_lib.failure_message(cluster, err, step, after))
     sys.stdout.flush()
     sys.stderr.flush()
+    # The other survivors' health checks still see this one for a moment, so
+    # their lines name only the peer that was lost.
+    time.sleep(peer_loss.LINGER_SECS)
     os._exit(peer_loss.EXIT_STATUS)
 
 

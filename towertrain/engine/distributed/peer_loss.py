@@ -15,6 +15,9 @@ Imports no TensorFlow at module level: the launcher reads EXIT_STATUS.
 
 # EX_TEMPFAIL of sysexits.h: "a temporary failure; the user is invited to retry".
 EXIT_STATUS = 75
+# How long a survivor stays after its line (its server still answering), so
+# the other survivors' health checks name only the peer that was lost.
+LINGER_SECS = 2.0
 
 _SAVED = "_towertrain_saved_after_peer_loss"
 
