@@ -598,8 +598,8 @@ MUTATIONS = [
     Mutation(
         "eval_takes_global_norm_clip", At("Clipping.global_norm_clip"),
         '"copy).",\n'
-        '        training_only=True)',
-        '"copy).")',
+        '        training_only=True, recorded=COMPARED)',
+        '"copy).", recorded=COMPARED)',
         [T + "config/test_ignored_flags.py::test_eval_refuses_every_flag_of_the_training_groups"]),
     # Step time measured from the end of the previous step: the callbacks in
     # between (evals, saves) count as step time.
@@ -3974,4 +3974,11 @@ MUTATIONS = [
         "    except (ParamsError, ValueError) as err:\n        return None",
         [T + "cluster/test_elastic_launch.py::"
          "test_a_worker_count_the_global_batch_cannot_be_cut_over_is_refused_with_the_reason"]),
+    # A resume that changes --distortions (a compared setting), said nowhere.
+    Mutation(
+        "compared_setting_change_unsaid", At("compared_changes"),
+        "    if not changed:\n        return []", "    if True:\n        return []",
+        [T + "state/test_trajectory_settings.py::"
+         "test_a_changed_compared_setting_is_one_changed_line_naming_each",
+         T + "state/test_trajectory_settings.py::test_a_resume_without_distortions_says_so"]),
 ]

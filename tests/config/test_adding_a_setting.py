@@ -12,10 +12,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION_FILE = os.path.join("towertrain", "recipe", "settings.py")
 # The field, added at the end of the Clipping section's fields.
-ANCHOR = '''        training_only=True)
+ANCHOR = '''        training_only=True, recorded=COMPARED)
 
     def __bool__(self):'''
-NEW_FIELD = '''        training_only=True)
+NEW_FIELD = '''        training_only=True, recorded=COMPARED)
     scratch_clip_ratio: float = setting(
         0.5, "A scratch setting added by a test.", training_only=True,
         recorded=ALWAYS)

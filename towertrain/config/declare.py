@@ -37,6 +37,10 @@ SHARED, PER_CONFIGURATION, NOT_USED = "shared", "set per configuration", "not us
 # settings that shape the saved state, checked at a resume. WHEN_APPLIES: only
 # when its mode applies (`applies_with`), ALWAYS: whatever the mode.
 ALWAYS, WHEN_APPLIES = "always", "when it applies"
+# COMPARED: kept and compared at a resume, a change said in the header as
+# CHANGED (the run trains on as another trajectory from there): what shapes
+# the updates but not the saved state's meaning (the augmentation, clipping).
+COMPARED = "compared"
 
 _META = "towertrain_setting"
 
@@ -97,7 +101,7 @@ class Setting:
         if self.applies_with is not None and (
                 len(self.applies_with) != 2 or not isinstance(self.applies_with[1], tuple)):
             raise ValueError(f"setting {self.name}: applies_with is (mode name, (values, ...))")
-        if self.recorded not in (None, ALWAYS, WHEN_APPLIES):
+        if self.recorded not in (None, ALWAYS, WHEN_APPLIES, COMPARED):
             raise ValueError(f"setting {self.name}: unknown recorded {self.recorded!r}")
 
     @property

@@ -17,7 +17,7 @@ setting is one field of the section its reader takes (docs/architecture.md,
 import os
 
 from towertrain.config.declare import (  # noqa: F401 - the table's words, read as settings.X
-    ALWAYS, BOOLEAN, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
+    ALWAYS, BOOLEAN, COMPARED, ENUM, FLOAT, INTEGER, NOT_USED, PER_CONFIGURATION, PYTHON_TYPES, SHARED,
     STRING, WHEN_APPLIES, Setting, settings_of, tfcnn)
 from towertrain.engine import exchange_settings
 from towertrain.engine.distributed import settings as distributed_settings
@@ -158,9 +158,16 @@ def recorded(table=None):
     that changes one is refused), in the order they are checked: declaration
     order, where a setting comes before the options it governs (a scratch
     table's own settings last)."""
-    found = [s for s in _table(table) if s.recorded is not None]
+    found = [s for s in _table(table) if s.recorded in (ALWAYS, WHEN_APPLIES)]
     last = len(_DECLARATION_ORDER)
     return tuple(sorted(found, key=lambda s: _DECLARATION_ORDER.get(s.name, last)))
+
+
+def compared(table=None):
+    """The settings the run record keeps and a resume compares, saying a change
+    as CHANGED in the header (Setting.recorded COMPARED), in declaration order."""
+    return tuple(s for s in (declared() if table is None else table)
+                 if s.recorded == COMPARED)
 
 
 def recorded_values(value_of, table=None):

@@ -6,7 +6,7 @@ Every message starts with the flag at fault and names the flag it clashes with."
 import dataclasses
 from typing import Optional
 
-from towertrain.config.declare import NOT_USED, PER_CONFIGURATION, section, setting, tfcnn
+from towertrain.config.declare import COMPARED, NOT_USED, PER_CONFIGURATION, section, setting, tfcnn
 
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
 # replicated takes the first four; collective_all_reduce the rest: tf_cnn_benchmarks'
@@ -76,18 +76,18 @@ class ExchangeSettings:
         "that step; relaxed applies them one step later, so the exchange "
         "overlaps the next step's compute (the variables lag one step).",
         choices=VARIABLE_CONSISTENCIES, training_only=True, scaling=NOT_USED,
-        applies_with=("variable_update", ("replicated",)),
+        applies_with=("variable_update", ("replicated",)), recorded=COMPARED,
         tfcnn=tfcnn("enum", "strong", values=("strong", "relaxed")))
     compact_gradient_transfer: bool = setting(
         False, "All-reduce gradients in float16 (bfloat16 with --use_bf16); "
         "replicated only.",
         group="Precision and speed", training_only=True,
-        applies_with=("variable_update", ("replicated",)),
+        applies_with=("variable_update", ("replicated",)), recorded=COMPARED,
         tfcnn=tfcnn("boolean", True, "default off in towertrain"))
     sync_batch_norm: bool = setting(
         False, "Batch-norm statistics over the whole global batch instead of each "
         "tower's slice.",
-        group="Precision and speed", training_only=True)
+        group="Precision and speed", training_only=True, recorded=COMPARED)
 
 
     @staticmethod

@@ -5,7 +5,7 @@ epochs, accumulation), with their refusals.
 import difflib
 from typing import Optional
 
-from towertrain.config.declare import NOT_USED, section, setting, tfcnn
+from towertrain.config.declare import COMPARED, NOT_USED, section, setting, tfcnn
 from towertrain.models import catalog  # the models' names, without Keras
 
 # NumPy's seed (keras.utils.set_random_seed seeds it) is a 32-bit unsigned integer.
@@ -41,7 +41,7 @@ class ModelSettings:
     tf_random_seed: int = setting(
         1234, "Seed for initializers, synthetic data, dropout and augmentation "
         "(every draw: docs/checkpoints.md, 'Randomness and exactness').",
-        group="Training", tfcnn=tfcnn("integer", 1234))
+        group="Training", recorded=COMPARED, tfcnn=tfcnn("integer", 1234))
 
     @staticmethod
     def refuse(p, fail):

@@ -9,7 +9,7 @@ their fields into Params, the flags and the docs.
 """
 from typing import Optional
 
-from towertrain.config.declare import ALWAYS, NOT_USED, WHEN_APPLIES, section, setting, tfcnn
+from towertrain.config.declare import ALWAYS, COMPARED, NOT_USED, WHEN_APPLIES, section, setting, tfcnn
 
 OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 LOSS_TYPES = ("base_loss", "total_loss")
@@ -78,11 +78,11 @@ class Optimizer:
 class Clipping:
     gradient_clip: Optional[float] = setting(
         None, "Clip every gradient element to [-value, value].",
-        training_only=True, tfcnn=tfcnn("float", None))
+        training_only=True, recorded=COMPARED, tfcnn=tfcnn("float", None))
     global_norm_clip: Optional[float] = setting(
         None, "Clip the all-reduced gradient to this global norm (the same on every "
         "copy).",
-        training_only=True)
+        training_only=True, recorded=COMPARED)
 
     def __bool__(self):
         return self.gradient_clip is not None or self.global_norm_clip is not None

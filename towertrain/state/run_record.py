@@ -35,6 +35,12 @@ USER_MODEL = "user_model"
 # (towertrain.state.resume.contract), a setting before the options it governs.
 STATE_SETTINGS = tuple(s.name for s in settings.recorded())
 
+# Settings that shape the updates but not the saved state's meaning (the
+# augmentation, clipping, seed, ...): kept, and a change at a resume is said in
+# the header as CHANGED (towertrain.state.resume.contract.compared_changes).
+# Declared beside their reader with `recorded=COMPARED`.
+COMPARED_SETTINGS = tuple(s.name for s in settings.compared())
+
 # What may change at a resume by design: reported in the header, not refused.
 # Listed here, not declared: they are the plan's values (the accumulation
 # plan's steps, the run's last step), not settings.
@@ -93,7 +99,7 @@ def final_step(record):
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
               changeable=None, data_dir=None, user_model=False, input_record=None,
-              learning_rate=None, topology=None):
+              learning_rate=None, topology=None, compared=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
@@ -116,6 +122,7 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
         "data_dir": os.path.abspath(data_dir) if data_dir else None,
         **(state_settings or {}),
         **(changeable or {}),
+        **(compared or {}),
         **(input_record or {}),
         **({"learning_rate": learning_rate} if learning_rate is not None else {}),
         **(topology or {}),
@@ -159,6 +166,19 @@ def state_settings(*sections):
                              f"{[type(s).__name__ for s in sections]} declares it")
         return values[name]
     return settings.recorded_values(value_of)
+
+
+def compared_values(sections, seed):
+    """{setting: value} of COMPARED_SETTINGS from a run's plan sections that
+    declare them (input, exchange, clipping) and its seed (--tf_random_seed)."""
+    values = {"tf_random_seed": seed}
+    for section in sections:
+        values.update({f.name: getattr(section, f.name) for f in dataclasses.fields(section)})
+    missing = [name for name in COMPARED_SETTINGS if name not in values]
+    if missing:
+        raise ValueError(f"settings {missing} are compared at a resume but none of the "
+                         f"sections {[type(s).__name__ for s in sections]} holds them")
+    return {name: values[name] for name in COMPARED_SETTINGS}
 
 
 def training_input(data_name, data_dir, num_examples):

@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from towertrain.config.declare import NOT_USED, section, setting, tfcnn
+from towertrain.config.declare import COMPARED, NOT_USED, section, setting, tfcnn
 from towertrain.errors import ParamsError
 
 DATA_NAMES = ("cifar10", "imagenet")
@@ -28,18 +28,18 @@ class InputSettings:
     input: str = setting(
         "dataset", "With --data_dir: dataset (a tf.data pipeline) or queue (a FIFOQueue "
         "filled by threads).",
-        choices=INPUTS, group="Model and data", scaling=NOT_USED)
+        choices=INPUTS, group="Model and data", scaling=NOT_USED, recorded=COMPARED)
     distortions: bool = setting(
         False, "Training augmentation: cifar10 random pad-4 crops and flips (off: "
         "none); imagenet adds color distortions to its always-on random crop "
         "and flip.",
-        group="Model and data", training_only=True, scaling=NOT_USED,
+        group="Model and data", training_only=True, scaling=NOT_USED, recorded=COMPARED,
         tfcnn=tfcnn("boolean", False))
     resize_method: Optional[str] = setting(
         None, "imagenet resize (default bilinear): nearest, bilinear, bicubic, "
         "area, round_robin (the four by example position) or crop (a "
         "random/central crop of the input size, no resize).",
-        choices=RESIZE_METHODS, group="Model and data", scaling=NOT_USED,
+        choices=RESIZE_METHODS, group="Model and data", scaling=NOT_USED, recorded=COMPARED,
         tfcnn=tfcnn("string", "bilinear"))
     staging_depth: int = setting(
         1, "With --data_dir: batches staged on each device ahead of compute; 0 "
@@ -79,7 +79,7 @@ class InputSettings:
     datasets_sloppy_parallel_interleave: bool = setting(
         False, "imagenet: take records from whichever shard is ready (faster with "
         "stragglers; the order, and so an exact resume, is lost).",
-        training_only=True, scaling=NOT_USED, tfcnn=tfcnn("boolean", False))
+        training_only=True, scaling=NOT_USED, recorded=COMPARED, tfcnn=tfcnn("boolean", False))
     datasets_parallel_interleave_prefetch: Optional[int] = setting(
         None, "imagenet: shards opened ahead of the interleave (default: tf.data's "
         "AUTOTUNE).",
@@ -87,7 +87,7 @@ class InputSettings:
     datasets_repeat_cached_sample: bool = setting(
         False, "Read one record, keep it in memory and repeat it for every example: "
         "measures the pipeline without file reads.",
-        training_only=True, scaling=NOT_USED, tfcnn=tfcnn("boolean", False))
+        training_only=True, scaling=NOT_USED, recorded=COMPARED, tfcnn=tfcnn("boolean", False))
 
     @staticmethod
     def refuse(p, fail):

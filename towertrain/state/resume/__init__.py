@@ -58,7 +58,8 @@ class Resumed:
             info.append(("Resumed", f"from step {self.checkpointer.last_saved_step} "
                                     f"({self.resumed_from})"))
             info.extend(self.checkpointer.topology.header_info(
-                rate_changed=any(label == "Learning rate" for label, _ in self.resume_changes)))
+                rate_changed=any(label in ("Learning rate", "Settings")
+                                 for label, _ in self.resume_changes)))
             info.extend(self.resume_changes)
         if self.removed:
             info.append(("Removed", f"{', '.join(n + '/' for n in self.removed)}: unfinished "
@@ -113,6 +114,8 @@ def _resume_chief(plan, handles, resumed):
     recipe = plan.recipe
     state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss,
                                       recipe.clipping)
+    compared = run_record.compared_values(
+        (plan.input, plan.exchange, recipe.clipping), plan.input.seed)
     changeable = {"accumulation_steps": plan.batches.accumulation_steps,
                   "total_steps": plan.steps.total}
     input_record = run_record.training_input(plan.input.data_name, plan.input.data_dir,
@@ -125,6 +128,7 @@ def _resume_chief(plan, handles, resumed):
         # ... and the same input: the checkpoint holds the position in it.
         contract.check_training_input(record, input_record, plan.input.data_dir, where)
         resumed.resume_changes = contract.changes_at_resume(record, changeable) + \
+            contract.compared_changes(record, compared) + \
             contract.learning_rate_change(record, lr_source.record_entry(handles.learning_rate))
     resumed.restore(chosen)
     _agree_on_resume(plan, out.train_dir, resumed.resumed_from)  # before the record changes
@@ -133,7 +137,7 @@ def _resume_chief(plan, handles, resumed):
     run_record.write(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
-        input_record=input_record,
+        input_record=input_record, compared=compared,
         learning_rate=lr_source.record_entry(handles.learning_rate),
         topology=run_record.topology_history(
             record, topology, checkpointer.last_saved_step if resumed.resumed_from else None)))

@@ -101,3 +101,19 @@ def learning_rate_change(record, entry):
     now = ", ".join(f"{v:g}" for v in entry["values"])
     return [("Learning rate", f"CHANGED at resume: {before} in the run record, now {now}"
                               f"{why}")]
+
+
+def compared_changes(record, current):
+    """[(label, text)]: one header line naming every COMPARED_SETTINGS value of
+    `current` (run_record.compared_values) that differs from the record's: the
+    run goes on from the checkpoint, but not as the run it was (a resume
+    without --distortions trains on unaugmented examples). A record without
+    a setting (older) is not compared for it."""
+    changed = [f"{_flag(name, record[name])} in the run record, now "
+               f"{_flag(name, current[name])}"
+               for name in run_record.COMPARED_SETTINGS
+               if name in record and name in current and record[name] != current[name]]
+    if not changed:
+        return []
+    return [("Settings", f"CHANGED at resume: {'; '.join(changed)}; from here it trains "
+                         "as another run would (pass the recorded values to go on as it was)")]
