@@ -33,10 +33,6 @@ COMPILE_SETTINGS = {
     # Not in Keras' compile config: a compiled model is refused whatever it is.
     "auto_scale_loss": "loss scaling as Params(use_fp16=True, fp16_loss_scale=)",
 }
-# The optimizer options worth naming (what changes its update).
-_OPTIMIZER_OPTIONS = ("learning_rate", "weight_decay", "clipnorm", "clipvalue",
-                      "global_clipnorm", "momentum", "gradient_accumulation_steps", "use_ema",
-                      "loss_scale_factor")
 # Settings at these values were not given (Keras resolves jit_compile='auto').
 _UNSET = {"loss": None, "loss_weights": None, "metrics": None, "weighted_metrics": None,
           "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
@@ -73,15 +69,30 @@ def check_not_compiled(model):
 
 
 def _optimizer(serialized):
-    """'AdamW(learning_rate=0.001, weight_decay=0.5, clipnorm=1.0)' of a compile config's."""
+    """'AdamW(learning_rate=0.001, weight_decay=0.5, clipnorm=1.0)' of a compile config's:
+    the rate, and every option that differs from its class's defaults (whatever
+    options the class has)."""
     if isinstance(serialized, str) or not isinstance(serialized, dict):
         return repr(serialized)
     options = serialized.get("config", {})
-    named = [f"{key}={options[key]:.6g}" if isinstance(options[key], float)
-             else f"{key}={options[key]!r}"
-             for key in _OPTIMIZER_OPTIONS
-             if options.get(key) not in (None, False, 0.0) and key in options]
+    defaults = _class_defaults(serialized)
+    named = [f"{key}={value:.6g}" if isinstance(value, float) else f"{key}={value!r}"
+             for key, value in options.items()
+             if key == "learning_rate" or
+             (key != "name" and key in defaults and value != defaults[key])]
     return f"{serialized.get('class_name', '?')}({', '.join(named)})"
+
+
+def _class_defaults(serialized):
+    """The config of the serialized optimizer's class built with no arguments
+    ({} where Keras cannot build one)."""
+    try:
+        fresh = keras.optimizers.deserialize({"class_name": serialized.get("class_name"),
+                                              "module": serialized.get("module"),
+                                              "config": {}})
+        return fresh.get_config()
+    except (TypeError, ValueError):
+        return {}
 
 
 # --- data format ---------------------------------------------------------------
