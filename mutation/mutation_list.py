@@ -3981,4 +3981,17 @@ MUTATIONS = [
         [T + "state/test_trajectory_settings.py::"
          "test_a_changed_compared_setting_is_one_changed_line_naming_each",
          T + "state/test_trajectory_settings.py::test_a_resume_without_distortions_says_so"]),
+    # Generated-mutant survivor of the resume agreement: a worker without
+    # --train_dir described as one whose folder holds no checkpoint.
+    Mutation(
+        "agreement_no_train_dir_read_as_a_folder", At("fingerprint", module="agreement"),
+        "        return [1.0 if train_dir else 0.0, -1.0, 0.0]\n",
+        "        return [1.0 if train_dir else 1.0, -1.0, 0.0]\n",
+        [T + "state/test_resume_agreement.py::test_a_worker_without_train_dir_is_named_as_such"]),
+    # Generated-mutant survivor of flow.py: only the first pack's check decides.
+    Mutation(
+        "only_the_first_packs_check_decides", At("exchange_packs"),
+        "flags[0] if len(flags) == 1 else", "flags[0] if len(flags) >= 1 else",
+        [T + "engine/test_exchange_riders.py::"
+         "test_a_non_finite_sum_in_any_pack_but_the_first_is_seen"]),
 ]

@@ -66,3 +66,15 @@ def test_a_half_precision_transfer_sends_the_extra_values_apart():
     exchanged, sums = _exchange(gradients, num_packs=0, apart=True)
     assert sums == [(0, tf.float32, 4), (1, tf.float32, 5)]
     _assert_sums(exchanged, gradients)
+
+
+def test_a_non_finite_sum_in_any_pack_but_the_first_is_seen():
+    """Three packs, the NaN in the middle one: every device's verdict says
+    not finite (each pack is checked, not only the first)."""
+    gradients = [np.arange(9, dtype=np.float32)]
+    gradients[0][4] = np.nan
+    exchanged, sums = _exchange(gradients, num_packs=3)
+    assert [k for k, _, _ in sums] == [0, 1, 2]
+    assert [bool(verdict) for verdict in exchanged.finite] == [False, False]
+    fine, _ = _exchange([np.arange(9, dtype=np.float32)], num_packs=3)
+    assert [bool(verdict) for verdict in fine.finite] == [True, True]

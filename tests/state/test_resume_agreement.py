@@ -35,8 +35,10 @@ def _copy(prefix, directory):
 
 
 def _agree_all(monkeypatch, restored, train_dir="run"):
-    """Every worker's agree() over the paths it `restored`: the error each
-    raised (None: it went on)."""
+    """Every worker's agree() over the paths it `restored` (train_dir: one
+    for all, or a list, one per worker): the error each raised (None: it
+    went on)."""
+    dirs = train_dir if isinstance(train_dir, list) else [train_dir] * len(restored)
     vectors = []
 
     def own(tensor, *args, **kwargs):
@@ -45,13 +47,13 @@ def _agree_all(monkeypatch, restored, train_dir="run"):
     monkeypatch.setattr(agreement.private_api, "collective_all_reduce", own)
     for task, path in enumerate(restored):
         with pytest.raises(StopIteration):
-            agreement.agree(Cluster(HOSTS, task_index=task), train_dir, path, timeout=5)
+            agreement.agree(Cluster(HOSTS, task_index=task), dirs[task], path, timeout=5)
     monkeypatch.setattr(agreement.private_api, "collective_all_reduce",
                         lambda tensor, *args, **kwargs: tf.constant(np.sum(vectors, axis=0)))
     errors = []
     for task, path in enumerate(restored):
         try:
-            agreement.agree(Cluster(HOSTS, task_index=task), train_dir, path, timeout=5)
+            agreement.agree(Cluster(HOSTS, task_index=task), dirs[task], path, timeout=5)
             errors.append(None)
         except CheckpointError as error:
             errors.append(str(error))
@@ -93,3 +95,11 @@ def test_different_steps_and_no_checkpoint_are_named_without_checksums(monkeypat
     assert errors == [errors[0]] * 3
     assert "(task 0: ckpt-8; task 1: ckpt-6; task 2: no checkpoint in its --train_dir)" \
         in errors[0], errors[0]
+
+
+def test_a_worker_without_train_dir_is_named_as_such(monkeypatch, tmp_path):
+    first = _checkpoint(str(tmp_path / "a"), 8, 1.0)
+    errors = _agree_all(monkeypatch, [first, None, None], train_dir=["run", None, "run"])
+    assert "(task 0: ckpt-8; task 1: no --train_dir; task 2: no checkpoint in its " \
+        "--train_dir)" in errors[0], errors[0]
+    assert all(error is not None for error in errors)  # every worker refuses
