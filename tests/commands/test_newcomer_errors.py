@@ -318,6 +318,16 @@ def _branch_over_later_checkpoints(mp):
     branch.check_no_later_checkpoints("run/ckpt-16", "run")
 
 
+def _sgd_checkpoint_under_adam(mp):
+    import tempfile
+    import tensorflow as tf
+    from towertrain.state.resume import contract
+    mp.chdir(tempfile.mkdtemp())
+    tf.train.Checkpoint(v=tf.Variable(1.0)).write("run/ckpt-1")  # no slots: an sgd run's
+    contract.check_optimizer_witness({}, "run/ckpt-1", {"momentum", "velocity"}, "adam",
+                                     "--train_dir=run")
+
+
 def _damaged_checkpoint(mp):
     import glob
     import tempfile
@@ -498,6 +508,7 @@ CASES = {
     "imagenet label 0": _imagenet_label_zero,
     "damaged checkpoint": _damaged_checkpoint,
     "branch over later checkpoints": _branch_over_later_checkpoints,
+    "sgd checkpoint under adam without a record": _sgd_checkpoint_under_adam,
     "export of a registered model": lambda mp: _registered_model_export(),
     "stuck step": lambda mp: _stuck_step(),
     "NCCL not loadable": _nccl_not_loadable,

@@ -125,6 +125,11 @@ def _resume_chief(plan, handles, resumed):
         branch.check_no_later_checkpoints(chosen, out.train_dir)
     if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
         contract.check_state_settings(record, state, where)
+        # No record says the optimizer: the checkpoint's own slots do.
+        contract.check_optimizer_witness(
+            record, chosen or checkpointer.manager.latest_checkpoint,
+            {name for slots in checkpointer.state.slots.values() for name in slots},
+            recipe.optimizer.optimizer, where)
         # ... and the same input: the checkpoint holds the position in it.
         contract.check_training_input(record, input_record, plan.input.data_dir, where)
         resumed.resume_changes = contract.changes_at_resume(record, changeable) + \

@@ -117,3 +117,32 @@ def compared_changes(record, current):
         return []
     return [("Settings", f"CHANGED at resume: {'; '.join(changed)}; from here it trains "
                          "as another run would (pass the recorded values to go on as it was)")]
+
+
+def saved_slot_names(path):
+    """The optimizer slot names (momentum, velocity, ...) checkpoint `path`
+    holds: its own witness of the optimizer it was trained with."""
+    import tensorflow as tf  # deferred: the record's checks import no TensorFlow
+    return {name.split("/")[2] for name, _ in tf.train.list_variables(path)
+            if name.startswith("slots/") and name.count("/") >= 2}
+
+
+def check_optimizer_witness(record, path, slot_names, optimizer, where):
+    """Where the run record does not say the optimizer (missing, or from before
+    it was recorded), the checkpoint's own slots speak: a resume whose
+    optimizer keeps other slots (`slot_names`: adam's momentum and velocity)
+    than `path` holds (none: an sgd run) is refused, since the restore would
+    start them fresh and train on as another run."""
+    if "optimizer" in record:
+        return
+    saved = saved_slot_names(path)
+    if saved == set(slot_names):
+        return
+    held = ", ".join(sorted(saved)) or "none"
+    needed = ", ".join(sorted(slot_names)) or "none"
+    raise CheckpointError(
+        f"--optimizer={optimizer} keeps optimizer slots {needed}, but {path} holds "
+        f"{held} and {where} has no run record ({run_record.RUN_INFO_FILE}) that says what "
+        "it was trained with; pass the optimizer it was trained with (slots none: "
+        "--optimizer=sgd; momentum: --optimizer=momentum), or use another --train_dir "
+        "to start a new run")
