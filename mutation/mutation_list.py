@@ -3969,7 +3969,7 @@ MUTATIONS = [
         [T + "cluster/test_elastic_launch.py::"
          "test_a_worker_lost_then_taken_back_keeps_the_run_exact"]),
     Mutation(
-        "elastic_count_not_checked", At("why_not"),
+        "elastic_count_not_checked", At("global_batch_refusal"),
         "    except (ParamsError, ValueError) as err:\n        return str(err)",
         "    except (ParamsError, ValueError) as err:\n        return None",
         [T + "cluster/test_elastic_launch.py::"

@@ -110,9 +110,10 @@ def test_an_elastic_launch_that_cannot_keep_the_run_is_refused(tmp_path, options
 
 
 def test_a_worker_count_the_global_batch_cannot_be_cut_over_is_refused_with_the_reason():
-    from towertrain.commands import elastic
-    flags = {"global_batch_size": "12", "num_gpus": "1", "train_dir": "run"}
-    assert elastic.why_not(flags.get, 3) is None and elastic.why_not(flags.get, 4) is None
-    assert elastic.why_not(flags.get, 5) == (
+    from towertrain.commands import launch
+    flags = ["--global_batch_size=12", "--num_gpus", "1", "--train_dir=run"]
+    assert launch.global_batch_refusal(flags, 3) is None
+    assert launch.global_batch_refusal(flags, 4) is None
+    assert launch.global_batch_refusal(flags, 5) == (
         "--global_batch_size=12: does not divide over 5 workers x 1 device (5); use a global "
         "batch that is a multiple of 5, or give --batch_size to accumulate the rest")

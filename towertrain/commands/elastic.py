@@ -25,8 +25,6 @@ import threading
 import time
 
 from towertrain.engine.distributed import peer_loss
-from towertrain.errors import ParamsError
-from towertrain.plan import global_batch
 
 EVENTS_FILE = "towertrain_elastic.json"
 _CHECKPOINT_PATH = re.compile(r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', re.M)
@@ -57,27 +55,15 @@ def latest_step(train_dir):
     return int(found.group(1)) if found else None
 
 
-def why_not(flag_value, workers):
-    """Why --global_batch_size cannot be cut over `workers` (plan.global_batch's
-    reason), or None."""
-    def number(name, default):
-        value = flag_value(name)
-        return int(value) if value else default
-    try:
-        global_batch.split(number("global_batch_size", None), number("batch_size", None),
-                           number("gradient_accumulation_steps", 1), workers,
-                           number("num_gpus", 1), 1)
-    except (ParamsError, ValueError) as err:
-        return str(err)
-    return None
-
-
 class ElasticRun:
     """The elastic loop. start(count, on_first_step): a started launch.Workers;
+    refuse_count(workers): why the global batch cannot be cut over that many
+    workers, or None;
     state: the launcher's {"workers", "signals"} (its signal handlers)."""
 
-    def __init__(self, options, flag_value, write, start, state):
+    def __init__(self, options, flag_value, write, start, state, refuse_count):
         self.options, self.write, self.start, self.state = options, write, start, state
+        self.refuse_count = refuse_count
         self.flag_value = flag_value
         self.train_dir = flag_value("train_dir")
         self.low = options.min_workers
@@ -133,7 +119,7 @@ class ElasticRun:
                            f"{self.low}: the run stops (--train_dir={self.train_dir} keeps "
                            "its last checkpoint)")
                 return status
-            reason = why_not(self.flag_value, left)
+            reason = self.refuse_count(left)
             if reason:
                 self.write(f"[launcher] cannot go on with {left} worker(s): {reason}")
                 return status

@@ -40,7 +40,8 @@ import time
 
 from towertrain.commands import common, elastic
 from towertrain.config import gpu_share
-from towertrain.errors import DeviceError
+from towertrain.errors import DeviceError, ParamsError
+from towertrain.plan import global_batch
 
 COMMAND = "towertrain.launch"
 SET_BY_LAUNCHER = ("--worker_hosts", "--task_index", "--cluster_source")
@@ -131,6 +132,29 @@ def _flag_value(flags, name):
     return value
 
 
+def _towers_per_worker(flags):
+    """--num_gpus of the worker flags (1 unset; 0 unreadable: the workers refuse it)."""
+    try:
+        return int(_flag_value(flags, "num_gpus") or 1)
+    except ValueError:
+        return 0
+
+
+def global_batch_refusal(flags, workers):
+    """Why the worker flags' --global_batch_size cannot be cut over `workers`
+    (the plan's own reason), or None."""
+    def number(name, default):
+        value = _flag_value(flags, name)
+        return int(value) if value else default
+    try:
+        global_batch.split(number("global_batch_size", None), number("batch_size", None),
+                           number("gradient_accumulation_steps", 1), workers,
+                           _towers_per_worker(flags), 1)
+    except (ParamsError, ValueError) as err:
+        return str(err)
+    return None
+
+
 def gpu_shares(num_workers, flags, environ, device_nodes=gpu_share.DEVICE_NODES):
     """Each task's CUDA_VISIBLE_DEVICES (None: the worker's environment as
     the launcher's): with 2+ workers on GPUs (--device=gpu, or no --device on
@@ -138,10 +162,7 @@ def gpu_shares(num_workers, flags, environ, device_nodes=gpu_share.DEVICE_NODES)
     DeviceError when they do not go round."""
     device = _flag_value(flags, "device")
     gpus = gpu_share.machine_gpus(environ, device_nodes)
-    try:
-        num_gpus = int(_flag_value(flags, "num_gpus") or 1)
-    except ValueError:
-        num_gpus = 0  # the workers refuse the flag themselves
+    num_gpus = _towers_per_worker(flags)
     if num_workers < 2 or device == "cpu" or not gpus or num_gpus < 1:
         return [None] * num_workers  # no GPU to share (a GPU run says why itself)
     return [gpu_share.share(task, num_workers, num_gpus, gpus) for task in range(num_workers)]
@@ -298,7 +319,8 @@ def main(argv=None):
                 return Workers(options, flags, write, gpu_shares(count, flags, os.environ),
                                count, on_first_step)
             return elastic.ElasticRun(options, lambda name: _flag_value(flags, name), write,
-                                      start, state).run()
+                                      start, state,
+                                      lambda count: global_batch_refusal(flags, count)).run()
         while True:
             state["workers"] = Workers(options, flags, write, shares)
             status, task = state["workers"].supervise(options.stop_grace_secs)
