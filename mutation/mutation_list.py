@@ -4001,4 +4001,9 @@ MUTATIONS = [
         "    if saved == set(slot_names):", "    if True:",
         [T + "state/test_resume_witness.py",
          T + "commands/test_newcomer_errors.py::test_the_errors_page_says_what_the_code_says"]),
+    # --fp16_vars' header says its variables are float32.
+    Mutation(
+        "fp16_vars_header_says_float32_variables", At("header_info", module="precision"),
+        '    if name == "float16":  # --fp16_vars', '    if False:  # --fp16_vars',
+        [T + "recipe/test_fp16_vars.py::test_the_header_says_which_variables_are_float16"]),
 ]

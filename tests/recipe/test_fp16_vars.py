@@ -56,3 +56,14 @@ def test_fp16_vars_on_a_model_with_no_float32_variable_trains():
     assert any(not np.array_equal(a, b) for a, b in zip(before, copies[0])), "nothing trained"
     for a, b in zip(*copies):  # one exchanged sum: the copies stay equal
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("fp16_vars, said", [
+    (True, "float16 (float16 variables; the models' batch norm keeps float32 parameters "
+           "and statistics)"),
+    (False, "mixed_float16 (float32 variables and batch-norm statistics)")])
+def test_the_header_says_which_variables_are_float16(fp16_vars, said):
+    trainer = Trainer(tiny_params(use_fp16=True, fp16_vars=fp16_vars, num_batches=1,
+                                  allow_emulated_precision=True))
+    values = dict(trainer.header_info())["Precision"]
+    assert (values[0] if isinstance(values, list) else values) == said

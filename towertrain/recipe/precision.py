@@ -134,7 +134,11 @@ def header_info(precision, loss_scale, native=None):
     name = policy_name(precision)
     if name is None:
         return []
-    policy = f"{name} (float32 variables and batch-norm statistics)"
+    if name == "float16":  # --fp16_vars
+        policy = (f"{name} (float16 variables; the models' batch norm keeps float32 "
+                  "parameters and statistics)")
+    else:
+        policy = f"{name} (float32 variables and batch-norm statistics)"
     info = [("Precision", [policy, native] if native else policy)]
     if loss_scale is not None:
         info.append(("Loss scale", loss_scale.describe()))
