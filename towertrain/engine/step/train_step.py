@@ -177,7 +177,7 @@ class TrainStep:
         self.marks.enter(watchdog.EXCHANGE, [r.grads for r in update.results if r is not None])
         tail = self._tail_values(update, batches, counts) if sums_checked else None
         if tail is not None and timed and self.report_timing:
-            tail.update(self._timing_values(update, clock, now))
+            tail.update(self._timing_values(update, clock, after))
         exchanged = self.variables.exchange([r.grads if r else None for r in update.results],
                                             [r.non_trainable if r else None
                                              for r in update.results], tail)
@@ -286,14 +286,15 @@ class TrainStep:
         examples = [tf.shape(images)[0] for images, _ in batches]
         return tail_lib.extra_values(self.devices, losses, examples, stops)
 
-    def _timing_values(self, update, clock, now):
+    def _timing_values(self, update, clock, after):
         """The tail's per-worker timing (tail.timing_values): the seconds from
         the step's start until every local tower's gradients exist, and until
         the input was ready. A worker that holds the others back reaches the
-        exchange late; the others' wait for it lands in the exchange."""
+        exchange late; the others' wait for it lands in the exchange. The time
+        is the clock's `after` (a timestamp built here would also wait for the
+        staging put, and a slow put would read as slow compute)."""
         grads = [g for r in update.results if r is not None for g in r.grads if g is not None]
-        with tf.device("/cpu:0"), tf.control_dependencies([tf.group(*grads)]):
-            reached = now()
+        reached = after(grads)
         with tf.device("/cpu:0"):
             return tail_lib.timing_values(self.devices, self.task_index, self.num_workers,
                                           reached - clock["start"],
