@@ -3,7 +3,7 @@
     python bench/bench_slow_link.py [--rounds=5] [--steps=4] [--warmup=1]
         [--rates=resnet20=10,20 --rates=alexnet_cifar=40,80] [--pack_mb=0.25]
         [--all_reduce_spec=pscpu/xring[,scatter/xring]] [--packings=t_1,t_4,t_16,t_bytes]
-        [--devices_per_worker=1]
+        [--devices_per_worker=1] [--wire=float32[,float16,bfloat16]]
 
 Needs root (network namespaces). Two worker processes, each `python -m
 towertrain --device=cpu --num_gpus=1` (one logical CPU device, one intra-op
@@ -30,6 +30,11 @@ each other; --packings which packings to time (t_1 always); and
 --devices_per_worker the logical CPU devices per worker: with one device per
 worker every spec sends the same bytes through the one link, so compare specs
 with 2.
+
+--wire: the precision each pack crosses in (float16/bfloat16:
+--compact_gradient_transfer with --compact_transfer_dtype), each exchange
+timed in each, interleaved and labelled with it ("t_1 float16"); the report
+adds the bytes each sends per step over float32's.
 
 --contention: instead, t_indep and t_1 with the link unlimited (tbf at 10
 Gbit/s): what the exchange costs in CPU (gRPC, copies, the sum) on cores
@@ -83,20 +88,40 @@ SPECS = ("pscpu/xring", "scatter/xring", "collective")  # the CPU ones
 PACKINGS = ("t_1", "t_4", "t_16", "t_bytes")
 
 
-def exchanges(pack_mb, specs=("pscpu/xring",), packings=PACKINGS):
+WIRES = ("float32", "float16", "bfloat16")
+
+
+def wire_flags(wire):
+    """The towertrain flags that send the packs in `wire`."""
+    if wire == "float32":
+        return []
+    return ["--compact_gradient_transfer", f"--compact_transfer_dtype={wire}"]
+
+
+def exchanges(pack_mb, specs=("pscpu/xring",), packings=PACKINGS, wires=("float32",)):
     """(label, towertrain flags) of the exchanges timed at each rate, in run
-    order: each packing with every spec in turn, so specs interleave. With one
-    spec a label is the packing ("t_1"), with several "t_1 scatter/xring"."""
+    order: each packing with every spec in turn, so specs interleave, each
+    spec in every wire precision. With one spec a label is the packing
+    ("t_1"), with several "t_1 scatter/xring"; a wire other than float32
+    adds its name ("t_1 float16")."""
     packing_flags = {"t_1": [], "t_4": ["--gradient_repacking=4"],
                      "t_16": ["--gradient_repacking=16"],
                      "t_bytes": [f"--gradient_pack_mb={pack_mb:g}"]}
     runs = []
     for packing in packings:
         for spec in specs:
-            label = packing if len(specs) == 1 else f"{packing} {spec}"
-            runs.append((label, ["--variable_update=collective_all_reduce",
-                                 f"--all_reduce_spec={spec}", *packing_flags[packing]]))
+            for wire in wires:
+                label = packing if len(specs) == 1 else f"{packing} {spec}"
+                label += "" if wire == "float32" else f" {wire}"
+                runs.append((label, ["--variable_update=collective_all_reduce",
+                                     f"--all_reduce_spec={spec}", *packing_flags[packing],
+                                     *wire_flags(wire)]))
     return runs
+
+
+def bytes_ratio(half_bytes, float_bytes):
+    """Bytes sent per step in half precision over float32's (expected ~0.5)."""
+    return half_bytes / float_bytes if float_bytes else None
 
 
 def spec_ratios(times_a, times_b):
@@ -225,7 +250,8 @@ def measure(args, rates):
             print(f"round {round_ + 1} {model} t_indep: {1000 * seconds:.0f} ms", flush=True)
             for rate in model_rates:
                 set_rate(rate)
-                for label, flags in exchanges(args.pack_mb, args.specs, args.packings):
+                for label, flags in exchanges(args.pack_mb, args.specs, args.packings,
+                                              args.wires):
                     seconds, nbytes, line = run_pair(model, flags, args, True)
                     table.setdefault((model, rate, label), []).append(seconds)
                     sent.setdefault((model, rate, label), []).append(nbytes / total_steps)
@@ -255,8 +281,13 @@ def measure_contention(args):
 
 
 def _one_pack_label(label):
-    """The t_1 label of `label`'s spec: exposed fractions divide by it."""
+    """The t_1 label of `label`'s spec and wire: exposed fractions divide by it."""
     return " ".join(["t_1", *label.split(" ")[1:]])
+
+
+def _float32_label(label):
+    """`label` in float32 (its wire's name dropped)."""
+    return " ".join(part for part in label.split(" ") if part not in WIRES)
 
 
 def report(table, sent, packs, rates, args):
@@ -264,7 +295,7 @@ def report(table, sent, packs, rates, args):
           f"--all_reduce_spec={args.all_reduce_spec}, {args.steps} timed steps "
           f"after {args.warmup}, {args.rounds} interleaved rounds; ms per step: median "
           "(min-max)")
-    runs = exchanges(args.pack_mb, args.specs, args.packings)
+    runs = exchanges(args.pack_mb, args.specs, args.packings, args.wires)
     for model, model_rates in rates.items():
         indep = summary(table[(model, None, "t_indep")])
         print(f"\n{model}: t_indep {_fmt(indep)}")
@@ -280,6 +311,13 @@ def report(table, sent, packs, rates, args):
                 mb = statistics.median(sent[(model, rate, label)]) / 1e6
                 print(f"| {rate:g} Mbit/s | {label} | {_fmt(times)} | "
                       f"{'-' if fraction is None else f'{fraction:.2f}'} | {mb:.2f} |")
+                if _float32_label(label) != label:
+                    base = _float32_label(label)
+                    ratio = bytes_ratio(statistics.median(sent[(model, rate, label)]),
+                                        statistics.median(sent[(model, rate, base)]))
+                    step = times[0] / summary(table[(model, rate, base)])[0]
+                    print(f"| {rate:g} Mbit/s | {label} / {base} | step time {step:.2f} | | "
+                          f"bytes {ratio:.2f} |")
             for spec in args.specs:
                 suffix = "" if len(args.specs) == 1 else f" {spec}"
                 one = summary(table[(model, rate, f"t_1{suffix}")])
@@ -322,6 +360,9 @@ def parse_args(argv=None):
                         "(t_1 is always timed: the exposed fractions divide by it)")
     parser.add_argument("--devices_per_worker", type=int, default=1,
                         help="logical CPU devices (towers) per worker")
+    parser.add_argument("--wire", default="float32",
+                        help="the precisions the packs cross in, comma-separated, among "
+                        + ", ".join(WIRES) + " (each exchange timed in each)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
     parser.add_argument("--contention", action="store_true",
                         help="time t_indep and t_1 on an unlimited link instead")
@@ -339,6 +380,13 @@ def parse_args(argv=None):
     if any(p not in PACKINGS for p in packings):
         parser.error(f"--packings={args.packings}: choose among " + ", ".join(PACKINGS))
     args.packings = tuple(p for p in PACKINGS if p == "t_1" or p in packings)
+    wires = [w for w in args.wire.split(",") if w]
+    if any(w not in WIRES for w in wires) or len(set(wires)) != len(wires):
+        parser.error(f"--wire={args.wire}: give distinct precisions among " + ", ".join(WIRES))
+    if len(args.specs) > 1 and wires != ["float32"]:
+        parser.error("--wire: with one --all_reduce_spec (the spec ratios compare float32)")
+    # float32 first: the half-precision rows compare with it.
+    args.wires = tuple(w for w in WIRES if w in wires or w == "float32")
     if (args.rounds < 1 or args.steps < 1 or args.warmup < 0 or not args.pack_mb > 0
             or args.devices_per_worker < 1):
         parser.error("--rounds, --steps and --devices_per_worker must be >= 1, --warmup >= 0, "

@@ -125,7 +125,7 @@ MUTATIONS = [
     # 2b'. replicated: tower 0's statistics copied tensor by tensor (a
     # transfer per statistic and device, not one flat transfer per device).
     Mutation(
-        "stats_copied_per_tensor", At("_copied"),
+        "stats_copied_per_tensor", At("copied"),
         "        moved = [tf.identity(flat) for flat in flats]\n"
         "    return lambda: packing.scatter(moved, packs, values)\n",
         "        moved = [tf.identity(v) for v in values]\n    return lambda: moved\n",
@@ -643,11 +643,9 @@ MUTATIONS = [
     # statistics (copied locally) instead of the chief's riding the first pack.
     Mutation(
         "multiworker_stats_from_own_tower0", At("CollectiveManager._statistics"),
-        '                    for flat in exchanged.extra_values["stats"]]\n'
-        '        if self.num_workers > 1 and values:',
-        '                    for flat in exchanged.extra_values["stats"]][:0] or (\n'
-        '                super()._statistics(tower_non_trainable, exchanged))\n'
-        '        if self.num_workers > 1 and values:',
+        '            summed = [functools.partial(packing.scatter, [flat], packs, chosen)\n'
+        '                      for flat in exchanged.extra_values["stats"]]\n',
+        '            summed = [(lambda: chosen) for _ in self.devices]\n',
         [T + "engine/test_multiworker.py::test_two_workers_equal_one_process_with_four_devices"]),
     # --minimum_learning_rate multiplied by the linear-scaling factor.
     Mutation(
@@ -1994,14 +1992,15 @@ MUTATIONS = [
     # x the count summed before the towers again (a second scalar collective).
     Mutation(
         "count_before_towers_again", At("TrainStep.__init__"),
-        "        self.fold_count = num_workers > 1 and not half_precision\n",
+        "        self.fold_count = (num_workers > 1 and not half_precision\n"
+        "                           and not exchange.compact_gradient_transfer)\n",
         "        self.fold_count = False\n",
         [GPU_GRAPH + "test_the_step_tail_rides_the_last_pack"]),
     # x half precision folded too (its backward rounds the nominal-scaled loss).
     Mutation(
         "half_precision_count_folded", At("TrainStep.__init__"),
-        "        self.fold_count = num_workers > 1 and not half_precision\n",
-        "        self.fold_count = num_workers > 1\n",
+        "        self.fold_count = (num_workers > 1 and not half_precision\n",
+        "        self.fold_count = (num_workers > 1\n",
         [GPU_GRAPH + "test_in_half_precision_the_count_goes_before_the_towers"]),
     # x the stop requests left out of the last pack's riders: a signalled worker stops alone.
     Mutation(
@@ -2539,17 +2538,6 @@ MUTATIONS = [
     Mutation(
         "prefetch_buffer_conflict_inverted", At("InputSettings.refuse_given"),
         'in explicit and not p.datasets_use_prefetch:', 'in explicit and p.datasets_use_prefetch:',
-        [T + "config/test_refusal_table.py"]),
-    # --sync_batch_norm accepted on TF_CONFIG and Slurm clusters (a bug once).
-    Mutation(
-        "sync_batch_norm_resolved_cluster_unchecked", At("lay_out"),
-        "    cluster_lib.check_supported(params, cluster)\n", "",
-        [T + "config/test_refusal_table.py"]),
-    # --sync_batch_norm with --worker_hosts: no longer refused by Params.
-    Mutation(
-        "sync_batch_norm_worker_hosts_unchecked", At("validate_cluster"),
-        '    if p.sync_batch_norm:\n        fail("sync_batch_norm", True, "is not supported '
-        'across workers yet")\n', "",
         [T + "config/test_refusal_table.py"]),
     # A GPU of exactly the minimum capability called emulated.
     Mutation(
@@ -4006,4 +3994,34 @@ MUTATIONS = [
         "fp16_vars_header_says_float32_variables", At("header_info", module="precision"),
         '    if name == "float16":  # --fp16_vars', '    if False:  # --fp16_vars',
         [T + "recipe/test_fp16_vars.py::test_the_header_says_which_variables_are_float16"]),
+    # A dropout model's int64 seed states synchronized with the batch-norm
+    # statistics: the statistics leave pack 0 for collectives of their own.
+    Mutation(
+        "seed_states_synchronized", At("CollectiveManager._synchronized"),
+        "        return [j for j in range(len(values)) if j not in self._seed_states]",
+        "        return list(range(len(values)))",
+        [T + "engine/test_multiworker.py::"
+         "test_dropout_with_batch_norm_runs_no_collective_but_the_packs"]),
+    # Across workers, --compact_gradient_transfer ignored (packs sent in float32).
+    Mutation(
+        "half_wire_ignored_across_workers", At("ClusterExchange.exchange"),
+        "        half = self.wire_dtype\n", "        half = None\n",
+        [T + "engine/test_multiworker.py::"
+         "test_half_precision_on_the_wire_two_workers_equal_one_process_with_two_devices",
+         T + "engine/test_multiworker.py::"
+         "test_a_float16_sum_that_overflows_is_skipped_on_every_worker"]),
+    # --sync_batch_norm across workers: each worker's moments summed on the worker only.
+    Mutation(
+        "sync_batch_norm_moments_stay_on_the_worker", At("Lockstep.all_sum"),
+        "                    if self.across is not None:\n",
+        "                    if False:\n",
+        [T + "engine/test_multiworker.py::"
+         "test_sync_batch_norm_across_workers_equals_one_process"]),
+    # Its gradient not summed over the workers (each worker's loss alone).
+    Mutation(
+        "sync_batch_norm_gradient_stays_on_the_worker", At("ClusterExchange.lockstep_sum"),
+        "            return across(vector, key), lambda upstream: across(upstream, key + 1)\n",
+        "            return across(vector, key), lambda upstream: upstream\n",
+        [T + "engine/test_multiworker.py::"
+         "test_sync_batch_norm_across_workers_equals_one_process"]),
 ]

@@ -224,7 +224,11 @@ CASES = [
      "--fp16_inc_loss_scale_every_n=0: ", "must be >= 1", E),
     (["--device=gpu", "--variable_update=replicated", "--use_bf16",
       "--compact_gradient_transfer"], "--compact_gradient_transfer=True: ",
-     "with --use_bf16 sends bfloat16, which NCCL cannot carry", E),
+     "sends bfloat16, which NCCL cannot carry; use --all_reduce_spec=psgpu or ring, or "
+     "--compact_transfer_dtype=float16", E),
+    (["--device=gpu", "--variable_update=replicated", "--compact_gradient_transfer",
+      "--compact_transfer_dtype=bfloat16"], "--compact_gradient_transfer=True: ",
+     "sends bfloat16, which NCCL cannot carry", E),
     (["--gradient_accumulation_steps=0"], "--gradient_accumulation_steps=0: ",
      "must be >= 1 (1: no accumulation)", E),
     (["--gradient_accumulation_steps=2", "--variable_update=independent"],
@@ -360,9 +364,10 @@ CASES = [
        "must be in 0..1 (--worker_hosts lists 2 workers)", E) for task in (2, 3)],
     (["--worker_hosts=h:1,h:2"], "--worker_hosts=h:1,h:2: ",
      "needs --variable_update=collective_all_reduce (got parameter_server)", E),
-    ([COLLECTIVE, "--worker_hosts=h:1,h:2", "--compact_gradient_transfer"],
-     "--compact_gradient_transfer=True: ", "is not supported with "
-     "--variable_update=collective_all_reduce", E),
+    ([COLLECTIVE, "--device=gpu", "--num_gpus=1", "--compact_gradient_transfer",
+      "--compact_transfer_dtype=bfloat16"], "--compact_gradient_transfer=True: ",
+     "sends bfloat16, which NCCL cannot carry (--all_reduce_spec=collective crosses workers "
+     "from GPUs); use --collective_implementation=ring or --compact_transfer_dtype=float16", E),
     *[([f"--slurm_port_base={port}"], f"--slurm_port_base={port}: ",
        "must be a port number in 1..65535", E) for port in ("-1", "0", "65536", "65537")],
     (["--cluster_source=flags"], "--cluster_source=flags: ", "needs --worker_hosts", E),
@@ -382,21 +387,6 @@ CASES = [
      "of workers that needs --variable_update=collective_all_reduce", TWO_WORKERS_TF_CONFIG),
     ([], "--variable_update=parameter_server: ", "this Slurm step has 2 tasks, which describes "
      "a cluster of workers that needs --variable_update=collective_all_reduce", TWO_SLURM_TASKS),
-    # --sync_batch_norm across workers, wherever the cluster comes from.
-    ([COLLECTIVE, "--sync_batch_norm", "--worker_hosts=127.0.0.1:7001,127.0.0.1:7002"],
-     "--sync_batch_norm=True: ", "is not supported across workers yet\n", E),
-    ([COLLECTIVE, "--sync_batch_norm", "--cluster_source=tf_config"],
-     "--sync_batch_norm=True: ", "is not supported across workers yet (this run's cluster "
-     "has 2 workers, from TF_CONFIG)", TWO_WORKERS_TF_CONFIG),
-    ([COLLECTIVE, "--sync_batch_norm"], "--sync_batch_norm=True: ",
-     "is not supported across workers yet (this run's cluster has 2 workers, from TF_CONFIG)",
-     TWO_WORKERS_TF_CONFIG),
-    ([COLLECTIVE, "--sync_batch_norm", "--cluster_source=slurm"],
-     "--sync_batch_norm=True: ", "is not supported across workers yet (this run's cluster "
-     "has 2 workers, from Slurm)", TWO_SLURM_TASKS),
-    ([COLLECTIVE, "--sync_batch_norm"], "--sync_batch_norm=True: ",
-     "is not supported across workers yet (this run's cluster has 2 workers, from Slurm)",
-     TWO_SLURM_TASKS),
     # --- towertrain/plan/cluster.py (TF_CONFIG and Slurm, read when the run is laid out)
     # Slurm tasks sharing a node's GPUs: each its own, or refused.
     ([COLLECTIVE, "--cluster_source=slurm", "--device=gpu", "--num_gpus=2"],

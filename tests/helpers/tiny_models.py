@@ -1,5 +1,6 @@
 """The tests' tiny model ckpt_tiny (conv + fused BN + dense), a second
-layout, tiny_dense, and a dropout one, tiny_dropout, registered once on import, plus the Params, eval data and
+layout, tiny_dense, a dropout one, tiny_dropout, and ckpt_tiny with dropout,
+tiny_dropout_bn, registered once on import, plus the Params, eval data and
 evaluation the checkpoint tests share."""
 import keras
 import numpy as np
@@ -58,6 +59,27 @@ def build_tiny_dropout(num_classes, data_format, image_size):
 
 
 models.register_model("tiny_dropout", build_tiny_dropout, default_image_size=8,
+                      default_batch_size=3, default_learning_rate=0.1,
+                      default_dataset="cifar10", overwrite=True)
+
+
+def build_tiny_dropout_bn(num_classes, data_format, image_size):
+    """ckpt_tiny with a dropout layer before its dense one: batch-norm
+    statistics (float32) and a seed-generator state (int64) among its
+    non-trainable values."""
+    axis = 1 if data_format == "channels_first" else -1
+    return keras.Sequential([
+        keras.Input(models.input_shape(image_size, data_format)),
+        keras.layers.Conv2D(4, 3, data_format=data_format, name="conv"),
+        FusedBatchNormalization(axis=axis, name="bn"),
+        keras.layers.Activation("relu", name="relu"),
+        keras.layers.GlobalAveragePooling2D(data_format=data_format, name="pool"),
+        keras.layers.Dropout(0.5, name="dropout"),
+        keras.layers.Dense(num_classes, name="logits"),
+    ], name="tiny_dropout_bn")
+
+
+models.register_model("tiny_dropout_bn", build_tiny_dropout_bn, default_image_size=8,
                       default_batch_size=3, default_learning_rate=0.1,
                       default_dataset="cifar10", overwrite=True)
 

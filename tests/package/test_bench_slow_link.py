@@ -92,3 +92,28 @@ def test_report_prints_each_spec_and_the_ratio(capsys):
     # per-round ratios 2.0 and 1.0: median 1.5
     assert "| 20 Mbit/s | t_1: pscpu/xring / scatter/xring step time, per-round ratios | " \
            "1.50 (1.00-2.00) | | |" in out
+
+
+def test_each_exchange_is_timed_in_each_wire_precision_and_the_bytes_compared(capsys):
+    args = slow_link.parse_args(["--wire=float16", "--packings=t_1",
+                                 "--rates=resnet20=10,20", "--rounds=1"])
+    assert args.wires == ("float32", "float16")
+    runs = dict(slow_link.exchanges(0.25, args.specs, args.packings, args.wires))
+    assert list(runs) == ["t_1", "t_1 float16"]
+    assert runs["t_1 float16"][-2:] == ["--compact_gradient_transfer",
+                                        "--compact_transfer_dtype=float16"]
+    assert not any("compact" in flag for flag in runs["t_1"])
+    table = {("resnet20", None, "t_indep"): [0.1]}
+    sent = {}
+    for rate in (10.0, 20.0):
+        table[("resnet20", rate, "t_1")] = [0.8]
+        table[("resnet20", rate, "t_1 float16")] = [0.5]
+        sent[("resnet20", rate, "t_1")] = [2.0e6]
+        sent[("resnet20", rate, "t_1 float16")] = [1.1e6]
+    slow_link.report(table, sent, {}, args.rates, args)
+    out = capsys.readouterr().out
+    assert "| 10 Mbit/s | t_1 float16 / t_1 | step time 0.62 | | bytes 0.55 |" in out
+    with pytest.raises(SystemExit):
+        slow_link.parse_args(["--wire=float8"])
+    with pytest.raises(SystemExit):  # spec ratios compare float32 runs
+        slow_link.parse_args(["--wire=float16", "--all_reduce_spec=pscpu/xring,collective"])

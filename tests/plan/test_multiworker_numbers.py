@@ -127,3 +127,12 @@ def test_an_epoch_run_warms_up_at_most_all_but_its_last_step():
     examples = 2 * GLOBAL  # 2 steps an epoch
     run = _plan(examples, 2, num_epochs=1, num_warmup_batches=5)
     assert (run.steps.warmup, run.steps.timed, run.steps.total) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("flags,dtype", [({}, "float16"),
+                                         ({"compact_transfer_dtype": "bfloat16"}, "bfloat16")])
+def test_the_header_says_the_gradients_cross_workers_in_half_precision(flags, dtype):
+    run = _plan(None, None, compact_gradient_transfer=True, **flags)
+    assert run.exchange.compact_transfer_dtype == dtype
+    assert run.describe()["AllReduce"] == (f"pscpu/xring, gradients summed in {dtype} "
+                                           "(--compact_gradient_transfer)")

@@ -133,7 +133,7 @@ def test_exchange_defaults_by_device():
     assert run_plan(replicated).exchange.all_reduce_spec == "pscpu"
     on_gpu = run_plan(replicated.replace(device="gpu", compact_gradient_transfer=True),
                       machine=GPU_MACHINE).exchange
-    assert (on_gpu.all_reduce_spec, on_gpu.compact_dtype) == ("nccl", "float16")
+    assert (on_gpu.all_reduce_spec, on_gpu.compact_transfer_dtype) == ("nccl", "float16")
     collective = Params(model="trivial", device="cpu", variable_update="collective_all_reduce")
     assert run_plan(collective).exchange.all_reduce_spec == "pscpu/xring"
     assert run_plan(Params(model="trivial", device="cpu")).exchange.all_reduce_spec is None

@@ -97,12 +97,6 @@ def _chief(task_type="chief", index=1):
     return _raised(lambda: cluster.from_tf_config(text), "TF_CONFIG: chief task index")
 
 
-def _sync(sync_batch_norm=True, workers=2):
-    hosts = tuple(f"127.0.0.1:{port}" for port in range(1, workers + 1))
-    params = Params(model="trivial", device="cpu", sync_batch_norm=sync_batch_norm)
-    return _refused(lambda: cluster.check_supported(params, Cluster(hosts, 0)))
-
-
 def _paths(training=True, **outputs):
     return [flag for flag, _, _ in writable.run_paths(Outputs(**outputs), training)]
 
@@ -204,10 +198,6 @@ ROWS = {
     ("towertrain/plan/cluster.py", "from_tf_config"): {
         "task_type == CHIEF": lambda tmp: (_chief(), _chief(task_type="worker")),
         "task_id": lambda tmp: (_chief(), _chief(index=0)),
-    },
-    ("towertrain/plan/cluster.py", "check_supported"): {
-        "params.sync_batch_norm": lambda tmp: (_sync(), _sync(sync_batch_norm=False)),
-        "cluster.num_workers > 1": lambda tmp: (_sync(), _sync(workers=1)),
     },
     ("towertrain/state/writable.py", "problem"): {
         # is_file and os.path.isdir(path): a file wanted where a directory is

@@ -23,11 +23,6 @@ def validate_cluster(p, fail):
     if p.variable_update != "collective_all_reduce":
         fail("worker_hosts", p.worker_hosts, "needs --variable_update=collective_all_reduce "
              f"(got {p.variable_update})")
-    if p.compact_gradient_transfer:
-        fail("compact_gradient_transfer", True, "is not supported with "
-             "--variable_update=collective_all_reduce")
-    if p.sync_batch_norm:
-        fail("sync_batch_norm", True, "is not supported across workers yet")
 
 
 def _validate_source(p, fail):

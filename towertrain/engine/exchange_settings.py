@@ -14,6 +14,7 @@ VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective
 ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
                     "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
 VARIABLE_CONSISTENCIES = ("strong", "relaxed")
+COMPACT_DTYPES = ("float16", "bfloat16")
 # The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
 EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
 _ACROSS_PROCESSES = ("use --variable_update=collective_all_reduce across worker processes "
@@ -79,11 +80,19 @@ class ExchangeSettings:
         applies_with=("variable_update", ("replicated",)), recorded=COMPARED,
         tfcnn=tfcnn("enum", "strong", values=("strong", "relaxed")))
     compact_gradient_transfer: bool = setting(
-        False, "All-reduce gradients in float16 (bfloat16 with --use_bf16); "
-        "replicated only.",
+        False, "All-reduce gradients in half precision (--compact_transfer_dtype: "
+        "float16, or bfloat16 with --use_bf16), within the process and across "
+        "workers: cast before the sum, summed in that dtype, cast back.",
         group="Precision and speed", training_only=True,
-        applies_with=("variable_update", ("replicated",)), recorded=COMPARED,
-        tfcnn=tfcnn("boolean", True, "default off in towertrain"))
+        applies_with=("variable_update", ("replicated", "collective_all_reduce")),
+        tfcnn=tfcnn("boolean", True, "default off in towertrain"), recorded=COMPARED)
+    compact_transfer_dtype: Optional[str] = setting(
+        None, "The dtype --compact_gradient_transfer sends: float16 (11 significant "
+        "bits, overflows above 65504: such a step is skipped on every device "
+        "alike) or bfloat16 (float32's range, 8 significant bits). Default: "
+        "bfloat16 with --use_bf16, else float16.",
+        choices=COMPACT_DTYPES, group="Precision and speed", training_only=True,
+        applies_with=("compact_gradient_transfer", (True,)), recorded=COMPARED)
     sync_batch_norm: bool = setting(
         False, "Batch-norm statistics over the whole global batch instead of each "
         "tower's slice.",
@@ -104,10 +113,11 @@ class ExchangeSettings:
             if p.xla_compile:
                 fail("sync_batch_norm", True, "conflicts with --xla_compile: each tower is "
                      "compiled on its own device, and the statistics cross towers; drop one")
-        if (p.compact_gradient_transfer and p.use_bf16
-                and p.resolved_all_reduce_spec == "nccl"):
-            fail("compact_gradient_transfer", True, "with --use_bf16 sends bfloat16, which "
-                 "NCCL cannot carry; use --all_reduce_spec=psgpu or ring")
+        if p.compact_gradient_transfer and compact_dtype(p, p.use_bf16 and "bfloat16") == (
+                "bfloat16") and p.resolved_all_reduce_spec == "nccl":
+            fail("compact_gradient_transfer", True, "sends bfloat16, which NCCL cannot "
+                 "carry; use --all_reduce_spec=psgpu or ring, or "
+                 "--compact_transfer_dtype=float16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +130,8 @@ class Exchange:
     # default, None for counted packs or one pack per dtype).
     gradient_pack_bytes: Optional[int] = None
     compact_gradient_transfer: bool = False
-    compact_dtype: Optional[str] = None  # "float16"/"bfloat16" when compacting
+    # What a compact transfer sends ("float16"/"bfloat16"), None without one.
+    compact_transfer_dtype: Optional[str] = None
     variable_consistency: str = "strong"
     parameter_device: str = "cpu"
     sync_batch_norm: bool = False
@@ -153,7 +164,7 @@ class Exchange:
             gradient_repacking=settings.gradient_repacking,
             gradient_pack_bytes=gradient_pack_bytes(settings, device, xla_compile),
             compact_gradient_transfer=settings.compact_gradient_transfer,
-            compact_dtype=(half or "float16") if settings.compact_gradient_transfer else None,
+            compact_transfer_dtype=compact_dtype(settings, half),
             variable_consistency=settings.variable_consistency,
             parameter_device=parameter_device, sync_batch_norm=settings.sync_batch_norm,
             collective_timeout_secs=collective_timeout_secs,
@@ -187,6 +198,14 @@ def gradient_pack_bytes(p, device, xla_compile):
             and not xla_compile):
         return int(DEFAULT_GPU_PACK_MB * 10**6)
     return None
+
+
+def compact_dtype(p, half):
+    """The dtype a compact transfer sends (None without one): --compact_transfer_dtype,
+    else the run's half-precision compute dtype `half` (None in float32), else float16."""
+    if not p.compact_gradient_transfer:
+        return None
+    return p.compact_transfer_dtype or half or "float16"
 
 
 # The exchange of an unset --all_reduce_spec when the towers are logical GPUs
@@ -249,6 +268,16 @@ def validate_implementation(p, device, spec, fail):
              "scatter/xring or collective")
 
 
+def _validate_wire_dtype(p, device, spec, fail):
+    """bfloat16 packs on GPUs that NCCL would carry are refused (as replicated's nccl)."""
+    if (compact_dtype(p, p.use_bf16 and "bfloat16") == "bfloat16"
+            and collective_implementation(p.collective_implementation, device) == "nccl"
+            and split_spec(spec)[0] != "pscpu"):
+        fail("compact_gradient_transfer", True, f"sends bfloat16, which NCCL cannot carry "
+             f"(--all_reduce_spec={spec} crosses workers from GPUs); use "
+             "--collective_implementation=ring or --compact_transfer_dtype=float16")
+
+
 def _validate_pack_size(p, fail):
     pack_mb = p.gradient_pack_mb
     if pack_mb is not None and not 0 <= pack_mb < float("inf"):
@@ -271,6 +300,7 @@ def validate_exchange(p, device, fail):
     _validate_pack_size(p, fail)
     if mode == "collective_all_reduce":
         validate_implementation(p, device, spec or p.resolved_all_reduce_spec, fail)
+        _validate_wire_dtype(p, device, spec or p.resolved_all_reduce_spec, fail)
     if spec is None:
         return
     if mode == "replicated" and spec in COLLECTIVE_SPECS:

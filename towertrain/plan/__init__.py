@@ -149,7 +149,6 @@ def lay_out(params, machine=None, cluster=None, model_spec=None, user_model=Fals
     if cluster is None:  # first: a Slurm task's own GPUs are set before the probe
         cluster = cluster_lib.resolve(params)
     machine = machine or machine_lib.probe()
-    cluster_lib.check_supported(params, cluster)
     if model_spec is None:
         model_spec = models.get_spec(params.resolved_model)
     topology = topology_of(params, machine, cluster)

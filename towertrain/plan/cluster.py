@@ -168,15 +168,6 @@ def from_slurm(params, environ=None) -> Cluster:
     return cluster
 
 
-def check_supported(params, cluster: Cluster) -> None:
-    """What a run cannot do across workers, checked against its resolved
-    cluster: Params sees only --worker_hosts, not TF_CONFIG or Slurm."""
-    if params.sync_batch_norm and cluster.num_workers > 1:
-        raise ClusterError(f"--sync_batch_norm=True: is not supported across workers yet "
-                           f"(this run's cluster has {cluster.num_workers} workers, from "
-                           f"{SOURCES.get(cluster.source, cluster.source)}); drop it")
-
-
 def describe(cluster: Cluster) -> str:
     """The header's line: the task's place in the cluster and its source."""
     role = " (chief)" if cluster.is_chief else ""

@@ -78,6 +78,9 @@ def static_lines(plan):
     if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):
         note = plan.exchange.spec_note  # a default the machine changed says why
         lines["AllReduce"] = plan.exchange.all_reduce_spec + (f" ({note})" if note else "")
+        if plan.exchange.compact_transfer_dtype:
+            lines["AllReduce"] += (f", gradients summed in {plan.exchange.compact_transfer_dtype}"
+                                   " (--compact_gradient_transfer)")
     if plan.topology.num_workers > 1:
         lines["Collectives"] = collectives(plan)
     if plan.steps.eval_schedule is not None:

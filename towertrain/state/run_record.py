@@ -28,7 +28,7 @@ USER_MODEL = "user_model"
 
 # Settings that shape the saved state (which optimizer slots exist and what
 # they mean, the variables' precision and loss scale, the decay folded into
-# every update): a resume that changes one is refused before any step, since
+# every update, the precision the gradients are summed in): a resume that changes one is refused before any step, since
 # the checkpoint would load "fine" and train on as another run (a momentum
 # run resumed with adam: loss 2.2 -> 911,486). Declared beside their reader
 # with `recorded=` (towertrain.config.declare); in the order they are checked

@@ -20,6 +20,15 @@ every worker, by --all_reduce_spec:
   gather a concat. NCCL hands shard r to rank r, and TensorFlow ranks a
   worker's GPUs by their links: machines must be alike.
 
+With --compact_gradient_transfer every spec sends each gradient pack in half
+precision (exchange.compact): each device casts its pack, every sum of the
+spec (local, across workers, shards) adds half-precision values, and each
+device casts the cluster's sum back, as compact.CompactTransfer does in one
+process. The extra values (batch-norm statistics, the step's scalars) stay
+float32, in a pack of their own. A float16 sum that overflows is inf on
+every device of every worker (the same bits), so every copy skips the step
+by its own finite check, as for any non-finite sum.
+
 What makes this safe:
 - all of a process's collective launches come from the one step tf.function;
 - each local member passes its own `ordering_token`: without it the members
@@ -69,11 +78,13 @@ class ClusterExchange:
         self.local_algorithm = (base.create(self.local)
                                 if self.local not in (None, "scatter") else None)
         self.implementation = exchange.collective_implementation  # 'nccl' or 'ring'
+        self.wire_dtype = (tf.as_dtype(exchange.compact_transfer_dtype)
+                           if exchange.compact_transfer_dtype else None)
         self._chains = DeviceChains()
 
     def create(self, variables):
         """Eager, once: the key space of this model and the ordering tokens."""
-        self._key_base = key_space(variables)
+        self._key_base = key_space(variables, self.wire_dtype)
         self._tokens = []
         for device in self.devices + ["/cpu:0"]:
             with tf.device(device):
@@ -111,6 +122,9 @@ class ClusterExchange:
             member = self.local_algorithm.sum_device(self.devices)  # crosses workers
             index = cpu if member == "/cpu:0" else self.devices.index(member)
             found[CROSS_WORKER_GROUP[device_type(member)]] = (self.num_workers, [index])
+        if self.num_workers > 1 and self.options.sync_batch_norm:
+            # The batch moments cross from the lockstep's sum on local device 0.
+            found[CROSS_WORKER_GROUP[device_type(self.devices[0])]] = (self.num_workers, [0])
         if self.num_workers > 1:
             found[WORKERS_GROUP] = (self.num_workers, [cpu])  # half precision's count
         return [(key, size, members) for key, (size, members) in sorted(found.items())
@@ -194,13 +208,27 @@ class ClusterExchange:
     def exchange(self, per_device, extra_values=None, check=True):
         """flow.Exchanged of the gradient lists summed over the cluster."""
         packs = packing.plan_for_exchange(per_device[0], self.options)
+        half = self.wire_dtype
 
         def sum_pack(k, flats):
+            if k == len(packs):  # the extra values' own float32 pack
+                return self._spec_sum(flats, self.key("apart") + len(packs))
             # TensorFlow fixes an instance's shape for the life of the process:
             # each (pack count, pack) has its own key, the same on every worker.
             key = self.key("grads") + len(packs) * (len(packs) - 1) // 2 + k
-            return self._spec_sum(flats, key)
-        return flow.exchange_packs(per_device, self.devices, packs, sum_pack, extra_values, check)
+            if half is None or flats[0].dtype == half:
+                return self._spec_sum(flats, key)
+            compact = []
+            for device, flat in zip(self.devices, flats):
+                with tf.device(device), tf.name_scope("compact"):
+                    compact.append(tf.cast(flat, half))
+            out = []
+            for device, total, flat in zip(self.devices, self._spec_sum(compact, key), flats):
+                with tf.device(device), tf.name_scope("expand"):
+                    out.append(tf.cast(total, flat.dtype))
+            return out
+        return flow.exchange_packs(per_device, self.devices, packs, sum_pack, extra_values, check,
+                                   extra_values_apart=half is not None)
 
     def _spec_sum(self, flats, key):
         """One pack (flats[i] on local device i) summed over the cluster by
@@ -363,6 +391,33 @@ class ClusterExchange:
             with tf.device(device):
                 out.append(whole[:length])
         return out
+
+    def lockstep_sum(self, tensors, point, device):
+        """--sync_batch_norm: `tensors` (this worker's sums of one cross-tower
+        point, on `device`, local device 0) summed over the workers, as one
+        float32 vector; the gradient flows back through the same sum over the
+        workers (every worker's loss reads the total)."""
+        if self.num_workers == 1:
+            return tensors
+        token = self._tokens[self.devices.index(device)]
+        group = CROSS_WORKER_GROUP[device_type(device)]
+        key = self.key("moments") + 2 * point
+        sizes = [int(t.shape.num_elements()) for t in tensors]
+        shapes = [t.shape for t in tensors]
+
+        def across(vector, instance):
+            return self._chains.run([device], lambda: [self._cross_worker_sum(
+                vector, device, group, token, instance)])[0]
+
+        @tf.custom_gradient
+        def summed(vector):
+            return across(vector, key), lambda upstream: across(upstream, key + 1)
+
+        with tf.device(device):
+            flat = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in tensors], 0)
+            total = summed(flat)
+            return [tf.reshape(tf.cast(part, t.dtype), shape) for part, t, shape in
+                    zip(tf.split(total, sizes), tensors, shapes)]
 
     def _cross_worker_sum(self, tensor, device, group, token, key):
         """`tensor` on `device` summed with its peers of `group` (one device per

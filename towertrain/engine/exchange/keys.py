@@ -28,8 +28,12 @@ LOCAL_GROUP_BASE = 10**6
 # gathers of scatter/xring, which share the reduce-scatters' group, from
 # 1.6 * 10**6; a start-up sum through scatter/xring, "stats" or "broadcast",
 # gathers at its key + 6 * 10**5). "open": the one-element collectives that open each group
-# before step 1, one key per group.
-KEYS = {"count": 1, "stats": 200, "broadcast": 300, "open": 400, "grads": 10**6,
+# before step 1, one key per group. "apart": the extra values' own float32
+# pack beside half-precision packs, + the plan's pack count. "moments":
+# --sync_batch_norm's sums over the workers, + 2 x the layer's point (+ 1 for
+# the gradient's).
+KEYS = {"count": 1, "stats": 200, "broadcast": 300, "open": 400, "apart": 10_000,
+        "moments": 100_000, "grads": 10**6,
         "gather": 16 * 10**5}
 # The key spaces: every key above (packs included: < 2.11 * 10**6 for up to
 # 1000 packs) plus a space's base stays below 2**31 (instance keys are int32).
@@ -40,13 +44,18 @@ KEY_SPACES, KEY_SPACE_SIZE = 1000, 214 * 10**4
 _LAYOUT_OF_SPACE = {}
 
 
-def key_space(variables):
+def key_space(variables, wire_dtype=None):
     """The base of the instance keys of a model with these variables: the same
-    on every worker (shapes and dtypes only), another for another layout.
+    on every worker (shapes and dtypes only), another for another layout,
+    and another where its packs travel in another dtype (wire_dtype: the
+    --compact_gradient_transfer dtype; TensorFlow fixes an instance's dtype
+    for the life of the process too).
     Two layouts whose hashes meet: the later one takes the next free space.
     Every worker then agrees because each builds its trainers in the same
     order, as their collectives already require."""
     layout = ";".join(f"{v.dtype}{tuple(v.shape)}" for v in variables)
+    if wire_dtype is not None:
+        layout += f";wire {tf_name(wire_dtype)}"
     space = zlib.crc32(layout.encode()) % KEY_SPACES
     for _ in range(KEY_SPACES):
         if _LAYOUT_OF_SPACE.setdefault(space, layout) == layout:
@@ -54,6 +63,10 @@ def key_space(variables):
         space = (space + 1) % KEY_SPACES
     raise ValueError(f"collective_all_reduce: {KEY_SPACES} different models in one process "
                      "use up the collective key spaces; run fewer models per process")
+
+
+def tf_name(dtype):
+    return getattr(dtype, "name", str(dtype))
 
 
 def shard_group(device, num_devices, index):

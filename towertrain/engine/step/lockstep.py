@@ -14,6 +14,10 @@ same on every trace.
 Only the forward pass is traced this way; the caller differentiates the sum of
 the towers' losses afterwards (tf.gradients), so the gradient of each tower's
 contribution to the shared statistics reaches its own variables.
+
+Across workers (`across`), each point's sum over this worker's towers is then
+summed over the workers (the variable manager's collective: local sum first,
+one member per worker), and its gradient likewise on the way back.
 """
 import threading
 
@@ -46,11 +50,14 @@ class Lockstep:
 
     reduce_device: where the sums are built (tower 0's device: every tower
     reads the one result, so all towers normalize with identical bits).
+    across(tensors, point, device): this worker's sums of cross-tower point
+    `point` (0, 1, ...) summed over every worker, or None in one process.
     """
 
-    def __init__(self, num_towers, reduce_device):
+    def __init__(self, num_towers, reduce_device, across=None):
         self.num_towers = num_towers
         self.reduce_device = reduce_device
+        self.across = across
         self._cond = threading.Condition()
         self._turn = 0
         self._parts = [None] * num_towers
@@ -109,6 +116,9 @@ class Lockstep:
                     self._check_error()
                 with tf.device(self.reduce_device), tf.name_scope("cross_tower_sum"):
                     self._result = [tf.add_n(list(values)) for values in zip(*self._parts)]
+                    if self.across is not None:
+                        self._result = self.across(self._result, self._points,
+                                                   self.reduce_device)
                 self._parts = [None] * self.num_towers
                 self._points += 1
             self._pass_turn(position)

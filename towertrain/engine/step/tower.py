@@ -109,7 +109,7 @@ def finish(result, grads, trainable, labels, loss_scale=None, count_correct=Fals
 
 
 def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_correct=False,
-                               unscale=True):
+                               unscale=True, across=None):
     """Every tower's TowerResult, with layers free to combine values across
     towers during the forward pass (--sync_batch_norm; see towertrain.engine.step.lockstep).
 
@@ -118,8 +118,9 @@ def compute_towers_in_lockstep(towers, reduce_device, loss_scale=None, count_cor
     all towers' losses: a tower's variables then also receive what its slice
     contributed to the shared statistics of the other towers' losses, and the
     towers' gradients still sum to the gradient of the global batch's loss.
+    across: the sum over workers of a cross-tower point (lockstep.Lockstep).
     """
-    traced = lockstep.Lockstep(len(towers), reduce_device).run(towers)
+    traced = lockstep.Lockstep(len(towers), reduce_device, across).run(towers)
     flat = [v for trainable, _, _ in traced for v in trainable]
     # tf.gradients places each gradient op with its forward op, on the tower's device.
     grads = tf.gradients([result.scaled for _, _, result in traced], flat,

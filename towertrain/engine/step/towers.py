@@ -32,16 +32,18 @@ class Towers:
     default 0..n-1); cluster_towers: the towers of the whole cluster (default:
     these); seed: the run's seed (--tf_random_seed); unscale: the towers
     divide their gradients by the loss scale (not when a half-precision
-    transfer carries them scaled)."""
+    transfer carries them scaled); across: with lockstep over several
+    workers, the sum over workers of a cross-tower point (lockstep.Lockstep)."""
 
     def __init__(self, model, devices, variables, loss_fn, decay_mask, loss, lockstep=False,
                  xla_compile=False, tower_indices=None, unscale=True, cluster_towers=None,
-                 seed=0):
+                 seed=0, across=None):
         self.model, self.devices, self.variables = model, list(devices), variables
         self.loss_fn, self.decay_mask = loss_fn, decay_mask
         self.weight_decay = loss.weight_decay
         self.loss_options = l2_loss.from_plan(loss)  # decay op, reported loss
         self.lockstep = lockstep
+        self.across = across
         self.unscale = unscale
         self.tower_indices = (tuple(tower_indices) if tower_indices is not None
                               else tuple(range(len(self.devices))))
@@ -65,7 +67,8 @@ class Towers:
         draw = (step, micro_batch)
         # A statically empty slice (fewer examples than towers) computes nothing.
         active = [i for i, (images, _) in enumerate(batches) if images.shape[0] != 0]
-        if self.lockstep and len(active) > 1:
+        # Across workers every worker's towers meet, however few are here.
+        if self.lockstep and (len(active) > 1 or (self.across is not None and active)):
             computed = self._towers_in_lockstep(active, batches, denominator, loss_scale,
                                                 draw)
         else:
@@ -129,5 +132,5 @@ class Towers:
 
         results = tower.compute_towers_in_lockstep(
             [forward(i) for i in active], self.devices[active[0]], loss_scale,
-            self.count_correct, self.unscale)
+            self.count_correct, self.unscale, self.across)
         return dict(zip(active, results))

@@ -114,7 +114,9 @@ class TrainStep:
             model, self.devices, variables, loss_fn, decay_mask, loss,
             lockstep=exchange.sync_batch_norm, xla_compile=xla_compile,
             tower_indices=tower_indices, unscale=not self.scaled_transfer,
-            cluster_towers=cluster_towers, seed=seed)
+            cluster_towers=cluster_towers, seed=seed,
+            across=(variables.lockstep_sum
+                    if exchange.sync_batch_norm and num_workers > 1 else None))
         self.count_correct = self.towers.count_correct
         # --gradient_accumulation_steps: the per-device sums between an
         # update's micro-batches, and the loss denominator of one micro-batch
@@ -127,8 +129,11 @@ class TrainStep:
         # backward pass rounds the gradient of a loss scaled otherwise in
         # float16/bfloat16 (relative 2**-11 / 2**-8 per op), so an uneven step
         # would differ from one divided by its count by far more than 1e-5;
-        # there the count is summed before the towers, as in one process.
-        self.fold_count = num_workers > 1 and not half_precision
+        # there the count is summed before the towers, as in one process. So
+        # with gradients summed in half precision (--compact_gradient_transfer),
+        # whose every add rounds so.
+        self.fold_count = (num_workers > 1 and not half_precision
+                           and not exchange.compact_gradient_transfer)
         self.marks = phase_marks.PhaseMarks()  # what the step watchdog names if it hangs
         self.clock = step_clock.StepClock()  # the times the input wait is measured from
         self.fn = tf.function(self._train_step)

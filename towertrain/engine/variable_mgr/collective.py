@@ -6,7 +6,10 @@ and every copy then applies the identical update, each deciding from its own
 copy of the sums. The groups the step uses are opened, then initial values
 are broadcast from worker 0 through them, and batch-norm statistics come from global
 tower 0 (worker 0's tower 0), sent in the first gradient pack: every other
-member contributes zeros, which gives worker 0's bits exactly.
+member contributes zeros, which gives worker 0's bits exactly. Seed-generator
+states (int64, among the non-trainable values of a model with dropout) are
+not synchronized: the step sets them before each use (engine/step/tower.py),
+so each copy keeps its own worker's, and the statistics still ride pack 0.
 
 Only the start-up collectives carry `timeout_seconds`
 (--collective_timeout_secs): a peer that never joins raises DeadlineExceeded.
@@ -22,9 +25,10 @@ import tensorflow as tf
 from towertrain.config.cluster_spec import SINGLE
 from towertrain.engine.distributed import cluster as cluster_lib, peer_watch
 from towertrain.engine.exchange import cross_worker, flow, packing
+from towertrain.engine.step.tower import seed_state_indices
 
 from .base import register, stats_tower
-from .replicated import ReplicatedManager
+from .replicated import ReplicatedManager, copied
 
 
 @register("collective_all_reduce")
@@ -43,6 +47,7 @@ class CollectiveManager(ReplicatedManager):
 
     def create(self, model, make_optimizer):
         super().create(model, make_optimizer)
+        self._seed_states = frozenset(seed_state_indices(model))
         self.collectives.create(model.trainable_variables + model.non_trainable_variables)
         if self.num_workers > 1:
             # Every peer has joined once it returns.
@@ -60,6 +65,11 @@ class CollectiveManager(ReplicatedManager):
         the towers: half-precision compute only (engine/step/train_step.py)."""
         return self.collectives.workers_sum(count)
 
+    def lockstep_sum(self, tensors, point, device):
+        """--sync_batch_norm: a cross-tower point's sums of this worker summed
+        over every worker (engine/step/lockstep.py)."""
+        return self.collectives.lockstep_sum(tensors, point, device)
+
     def exchange(self, tower_grads, tower_non_trainable=None, extra_values=None):
         grads = [g if g is not None else self._zeros(i) for i, g in enumerate(tower_grads)]
         extra_values = dict(extra_values or {})
@@ -69,6 +79,11 @@ class CollectiveManager(ReplicatedManager):
                 extra_values["stats"] = (flow.FIRST, stats)
             return self.collectives.exchange(grads, extra_values)
 
+    def _synchronized(self, values):
+        """Positions of `values` (a tower's non-trainable values) that every
+        copy takes from global tower 0: all but the seed states."""
+        return [j for j in range(len(values)) if j not in self._seed_states]
+
     def _stats_extra_values(self, tower_non_trainable):
         """Multi-worker: each device's batch-norm statistics as one float32
         vector, global tower 0's on worker 0 and zeros elsewhere, to be summed
@@ -77,7 +92,8 @@ class CollectiveManager(ReplicatedManager):
                 or all(n is None for n in tower_non_trainable)):
             return None
         source = stats_tower(tower_non_trainable)
-        stats = tower_non_trainable[source]
+        stats = [tower_non_trainable[source][j]
+                 for j in self._synchronized(tower_non_trainable[source])]
         if not stats or any(v.dtype != tf.float32 for v in stats):
             return None
         values = []
@@ -89,15 +105,39 @@ class CollectiveManager(ReplicatedManager):
         return values
 
     def _statistics(self, tower_non_trainable, exchanged):
+        if self.num_workers == 1:
+            return super()._statistics(tower_non_trainable, exchanged)
         source = stats_tower(tower_non_trainable)
         values = tower_non_trainable[source]
-        if exchanged.extra_values and "stats" in exchanged.extra_values:
-            packs = packing.plan(values, 0)
-            return [functools.partial(packing.scatter, [flat], packs, values)
-                    for flat in exchanged.extra_values["stats"]]
-        if self.num_workers > 1 and values:  # statistics no pack can carry: their own sum
-            per_device = [n if n is not None else values for n in tower_non_trainable]
-            summed = self.collectives.from_chief(per_device, source,
+        synced = self._synchronized(values)
+        kept = [j for j in range(len(values)) if j not in synced]
+        # Seed states: this worker's stats tower's, copied on the worker.
+        local = [(lambda: [values[j] for j in kept]) if i == source
+                 else copied([values[j] for j in kept], self.devices[source], device)
+                 for i, device in enumerate(self.devices)]
+        chosen = [values[j] for j in synced]
+        if not chosen:
+            summed = [list for _ in self.devices]
+        elif exchanged.extra_values and "stats" in exchanged.extra_values:
+            packs = packing.plan(chosen, 0)
+            summed = [functools.partial(packing.scatter, [flat], packs, chosen)
+                      for flat in exchanged.extra_values["stats"]]
+        else:  # statistics no pack can carry (not float32): their own sum
+            per_device = [[(n if n is not None else values)[j] for j in synced]
+                          for n in tower_non_trainable]
+            copies = self.collectives.from_chief(per_device, source,
                                                  self.collectives.key("stats"))
-            return [functools.partial(list, copy) for copy in summed]
-        return super()._statistics(tower_non_trainable, exchanged)
+            summed = [functools.partial(list, copy) for copy in copies]
+        return [functools.partial(_merged, len(values), synced, make_synced, kept, make_kept)
+                for make_synced, make_kept in zip(summed, local)]
+
+
+def _merged(size, synced, make_synced, kept, make_kept):
+    """A copy's non-trainable values: the synchronized ones at `synced`, its
+    worker's own at `kept`, built where this is called."""
+    out = [None] * size
+    for j, value in zip(synced, make_synced()):
+        out[j] = value
+    for j, value in zip(kept, make_kept()):
+        out[j] = value
+    return out

@@ -27,7 +27,8 @@ class ReplicatedManager(VariableManager):
     def _all_reduce(self, exchange):
         return exchange_lib.local_algorithm(
             exchange.all_reduce_spec or "pscpu",
-            compact_dtype=exchange.compact_dtype and tf.as_dtype(exchange.compact_dtype),
+            compact_dtype=(exchange.compact_transfer_dtype
+                           and tf.as_dtype(exchange.compact_transfer_dtype)),
             num_packs=exchange.gradient_repacking, pack_bytes=exchange.gradient_pack_bytes)
 
     def create(self, model, make_optimizer):
@@ -115,7 +116,7 @@ class ReplicatedManager(VariableManager):
         source = stats_tower(tower_non_trainable)
         values = tower_non_trainable[source]
         return [(lambda: values) if i == source
-                else _copied(values, self.devices[source], device)
+                else copied(values, self.devices[source], device)
                 for i, device in enumerate(self.devices)]
 
     def _update(self, copy, make_grads, make_stats, grad_scale):
@@ -146,7 +147,7 @@ class ReplicatedManager(VariableManager):
         return list(self._non_trainable)
 
 
-def _copied(values, source, device):
+def copied(values, source, device):
     """`values` (tensors on `source`) on `device`: one flat transfer per
     dtype, here; returns the function that cuts them back where it is called."""
     if not values:
