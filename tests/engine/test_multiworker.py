@@ -685,8 +685,7 @@ def test_half_precision_on_the_wire_two_workers_equal_one_process_with_two_devic
     devices with the same transfer, 21 steps (uneven ones included), dropout
     and batch norm: each spec adds the two towers' half-precision packs once,
     as the one process's pscpu does. And within a stated tolerance of
-    float32 (bench/bench_half_wire.py: the same after 200 steps on CIFAR's
-    shape)."""
+    float32 after the 21 steps."""
     wire = {k: v for k, v in _flags(config[5]).items() if k not in ("num_gpus", "batch_size")}
     epochs = config[3]
     losses, expected = _one_process(wire, steps=3 * epochs)
