@@ -125,7 +125,11 @@ def _resume_chief(plan, handles, resumed):
         branch.check_no_later_checkpoints(chosen, out.train_dir)
     if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
         contract.check_state_settings(record, state, where)
-        # No record says the optimizer: the checkpoint's own slots do.
+        # No record says the optimizer: the checkpoint's own slots do, once
+        # its files and model variables are this model's (else that is said).
+        if "optimizer" not in record:
+            ckpt_lib.check_matches(chosen or checkpointer.manager.latest_checkpoint,
+                                   checkpointer.state.variables)
         contract.check_optimizer_witness(
             record, chosen or checkpointer.manager.latest_checkpoint,
             {name for slots in checkpointer.state.slots.values() for name in slots},
