@@ -46,3 +46,20 @@ def test_continues_exactly_only_with_the_same_rate():
     assert topology.header_info(rate_changed=True) == [
         ("Topology", f"{shape}; same global batch 2, but the learning rate CHANGED (below), "
                      "so it does not continue exactly")]
+
+
+def test_the_command_line_says_the_rate_changed_and_not_continues_exactly(tmp_path):
+    """Through the door: resnet20 saved by 2 replicated devices, resumed on 1
+    at the same global batch of 2."""
+    from helpers.cli import run_cases
+    common = ["--model=resnet20", "--device=cpu", "--variable_update=replicated",
+              "--num_warmup_batches=0", "--display_every=100", f"--train_dir={tmp_path}/run"]
+    (code, _, err), (resumed, out, err2) = run_cases("train", [
+        [*common, "--num_gpus=2", "--batch_size=1", "--num_batches=1"],
+        [*common, "--num_gpus=1", "--batch_size=2", "--num_batches=2"]], tmp_path / "runs.json")
+    assert (code, resumed) == (0, 0), err + err2
+    assert ("CHANGED at resume: 0.2, 0.02, 0.002, 0.0004 in the run record, now 0.1, 0.01, "
+            "0.001, 0.0002" + WHY) in out, out
+    assert ("checkpoint written by 1 worker(s) x 2 device(s), now 1 x 1; same global batch 2, "
+            "but the learning rate CHANGED (below), so it does not continue exactly") in out, out
+    assert "continues exactly" not in out
