@@ -3128,8 +3128,8 @@ MUTATIONS = [
     # Params(model=NAME) with Trainer(model=<keras model>)
     # taken again (the name silently ignored), or Params' default the name again.
     Mutation(
-        "params_model_with_keras_model_accepted", At("Trainer.__init__"),
-        '        up_front.check_one_model(params.model, model)  # before any work\n', "",
+        "params_model_with_keras_model_accepted", At("Trainer._follow_model"),
+        '        up_front.check_one_model(params.model, model)\n', "",
         [CHECKS + "test_a_registry_model_named_together_with_a_keras_model_is_refused",
          T + "commands/test_newcomer_errors.py"]),
     Mutation(
@@ -3643,8 +3643,8 @@ MUTATIONS = [
     # Params' data format kept against the model's layers (the header says NCHW,
     # the model computes NHWC).
     Mutation(
-        "data_format_not_followed", At("follow_data_format"),
-        "    if found is None or params.data_format == found:",
+        "data_format_not_followed", At("run_data_format"),
+        "    if found is None or asked == found:",
         "    if True:",
         [T + "engine/test_keras_model_use.py::"
          "test_the_data_format_follows_the_model_or_a_params_naming_another_is_refused"]),

@@ -92,10 +92,7 @@ class Trainer:
 
     def __init__(self, params, model=None, input_source=None, loss_fn=None,
                  check_devices=True):
-        up_front.check_one_model(params.model, model)  # before any work
-        if model is not None:  # what Keras' fit would use of it: followed, or refused
-            params = keras_model.follow(params, model)
-        self.params = params
+        self.params = params = self._follow_model(params, model)  # before any work
         self._closed = False
         # The plan's first half: devices, layout, runtime, exchange, what to read.
         layout = plan_lib.lay_out(params, cluster=cluster_lib.joined(
@@ -138,6 +135,18 @@ class Trainer:
         self.loss_scale = precision.LossScale.from_plan(self.plan.recipe.precision)
         self._step_fn = self._make_step()
         self._sync_devices = runtime.sync_after_step(self.plan.runtime)
+
+    @staticmethod
+    def _follow_model(params, model):
+        """The Params a model passed in trains under: what Keras' fit would use
+        of it is followed (its data format) or refused."""
+        up_front.check_one_model(params.model, model)
+        if model is None:
+            return params
+        keras_model.check_usable(model)
+        data_format = keras_model.run_data_format(params.data_format, model)
+        return params if data_format == params.data_format else params.replace(
+            data_format=data_format)
 
     def _build_model(self, layout):
         """The registry's model, under --use_fp16/--use_bf16's Keras mixed policy."""

@@ -38,13 +38,11 @@ _UNSET = {"loss": None, "loss_weights": None, "metrics": None, "weighted_metrics
           "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
 
 
-def follow(params, model):
-    """The Params a model passed in trains under (its data format), after the
-    refusals of what the Trainer would not use of it; before any work."""
+def check_usable(model):
+    """Refuses what the Trainer would not use of a model passed in; before any work."""
     if not isinstance(model, keras.Model):
         raise ModelError(f"model: {type(model).__name__} is not a keras.Model")
     check_not_compiled(model)
-    return follow_data_format(params, model)
 
 
 def check_not_compiled(model):
@@ -114,21 +112,21 @@ def model_data_format(model):
     return None, None
 
 
-def follow_data_format(params, model):
-    """Params in the model's data format: a model passed in computes in the
-    layout its layers were built for, whatever the run says; Params that name
-    another are refused (the header would say one layout and train the other)."""
+def run_data_format(asked, model):
+    """The layout a model passed in trains in, given the asked one (None: not
+    asked): the one its layers were built for, whatever the run says; asking
+    for another is refused (the header would say one layout and train the other)."""
     found, layer = model_data_format(model)
-    if found is None or params.data_format == found:
-        return params
-    if params.data_format is None:
-        return params.replace(data_format=found)
+    if found is None or asked == found:
+        return asked
+    if asked is None:
+        return found
     keras_name = {v: k for k, v in _KERAS_TO_RUN.items()}
     raise ParamsError(
-        f"--data_format={params.data_format}: model '{model.name}' computes in {found} (its "
+        f"--data_format={asked}: model '{model.name}' computes in {found} (its "
         f"layer '{layer}' has data_format='{keras_name[found]}'), and a model passed in is "
         f"trained in the layout it was built for; drop data_format (the run follows the "
-        f"model), or build the model with data_format='{keras_name[params.data_format]}'")
+        f"model), or build the model with data_format='{keras_name[asked]}'")
 
 
 # --- the images' range -----------------------------------------------------------
