@@ -21,6 +21,8 @@ from helpers import precision_branches as family
 
 REPO = family.REPO
 REFUSALS = "tests/config/test_refusal_table.py::test_each_refusal_is_one_line_naming_its_flag_with_exit_2"
+WIRE = ("tests/engine/test_multiworker.py::"
+        "test_half_precision_on_the_wire_two_workers_equal_one_process_with_two_devices")
 # Branches the recorded runs leave one way or untaken, with the test that
 # takes the other way.
 TAKEN_ELSEWHERE = {
@@ -32,10 +34,18 @@ TAKEN_ELSEWHERE = {
     "precision.MINIMUM_LOSS_SCALE)":
         "tests/recipe/test_accumulation_combined.py::"
         "test_skipped_update_keeps_the_epochs_updates_in_place",
-    "towertrain/config/cluster_checks.py::validate_cluster::p.compact_gradient_transfer":
-        REFUSALS,
     "towertrain/engine/exchange_settings.py::ExchangeSettings.refuse::p.compact_gradient_transfer "
-    "and p.use_bf16 and (p.resolved_all_reduce_spec == 'nccl')": REFUSALS,
+    "and compact_dtype(p, p.use_bf16 and 'bfloat16') == 'bfloat16' and "
+    "(p.resolved_all_reduce_spec == 'nccl')": REFUSALS,
+    "towertrain/engine/exchange_settings.py::_validate_wire_dtype::compact_dtype(p, p.use_bf16 "
+    "and 'bfloat16') == 'bfloat16' and collective_implementation(p.collective_implementation, "
+    "device) == 'nccl' and (split_spec(spec)[0] != 'pscpu')": REFUSALS,
+    # The recorded runs take the compute dtype and the float16 default; the
+    # given --compact_transfer_dtype is taken across workers.
+    "towertrain/engine/exchange_settings.py::compact_dtype::p.compact_transfer_dtype or half or "
+    "'float16'": WIRE,
+    "towertrain/engine/exchange/cross_worker.py::ClusterExchange.__init__::"
+    "exchange.compact_transfer_dtype": WIRE,
     "towertrain/recipe/settings.py::Precision.refuse::p.use_fp16 and p.use_bf16": REFUSALS,
     "towertrain/recipe/settings.py::Precision.refuse::p.fp16_vars and "
     "p.resolved_all_reduce_spec == 'nccl'": REFUSALS,
@@ -49,7 +59,7 @@ TAKEN_ELSEWHERE = {
         "test_an_emulated_precision_is_refused_with_its_measured_slowdown",
     # Multi-worker: the count summed before the towers in half precision.
     "towertrain/engine/step/train_step.py::TrainStep.__init__::num_workers > 1 and "
-    "(not half_precision)":
+    "(not half_precision) and (not exchange.compact_gradient_transfer)":
         "tests/engine/test_multiworker.py::"
         "test_one_workers_stop_request_reaches_every_workers_decision_in_every_precision",
 }
