@@ -22,7 +22,9 @@ import helpers.cli
 from helpers.checkpoint_files import committed_steps, saved_tensors
 
 # Step 4's forward pass blocks (as a collective one member never joins would):
-# one TensorFlow call the main thread never returns from.
+# one TensorFlow call the main thread never returns from. The model's fifth
+# call: the Trainer calls a model passed in once on sample images before any
+# step (what its outputs are).
 _BLOCKED_RUN = """
 import sys, time
 import numpy as np
@@ -36,7 +38,7 @@ class BlockAt(slow_input.SlowCompute):
     def call(self, x):
         def wait():
             BlockAt.runs += 1
-            if BlockAt.runs == 4:
+            if BlockAt.runs == 5:
                 time.sleep(3600)
             return np.int32(0)
         with tf.control_dependencies([tf.py_function(wait, [], tf.int32)]):
