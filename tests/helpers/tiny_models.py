@@ -16,15 +16,22 @@ NUM_EVAL = 23  # eval batches of 5: uneven over 2 and 4 devices, uneven last bat
 
 def build_tiny(num_classes, data_format, image_size):
     """conv + fused BN + pool + dense: every kind of variable, in milliseconds."""
+    return keras.Sequential(_tiny_layers(num_classes, data_format, image_size),
+                            name="ckpt_tiny")
+
+
+def _tiny_layers(num_classes, data_format, image_size, before_dense=()):
+    """ckpt_tiny's layers, with `before_dense` between its pool and its dense layer."""
     axis = 1 if data_format == "channels_first" else -1
-    return keras.Sequential([
+    return [
         keras.Input(models.input_shape(image_size, data_format)),
         keras.layers.Conv2D(4, 3, data_format=data_format, name="conv"),
         FusedBatchNormalization(axis=axis, name="bn"),
         keras.layers.Activation("relu", name="relu"),
         keras.layers.GlobalAveragePooling2D(data_format=data_format, name="pool"),
+        *before_dense,
         keras.layers.Dense(num_classes, name="logits"),
-    ], name="ckpt_tiny")
+    ]
 
 
 models.register_model("ckpt_tiny", build_tiny, default_image_size=8, default_batch_size=3,
@@ -67,16 +74,10 @@ def build_tiny_dropout_bn(num_classes, data_format, image_size):
     """ckpt_tiny with a dropout layer before its dense one: batch-norm
     statistics (float32) and a seed-generator state (int64) among its
     non-trainable values."""
-    axis = 1 if data_format == "channels_first" else -1
-    return keras.Sequential([
-        keras.Input(models.input_shape(image_size, data_format)),
-        keras.layers.Conv2D(4, 3, data_format=data_format, name="conv"),
-        FusedBatchNormalization(axis=axis, name="bn"),
-        keras.layers.Activation("relu", name="relu"),
-        keras.layers.GlobalAveragePooling2D(data_format=data_format, name="pool"),
-        keras.layers.Dropout(0.5, name="dropout"),
-        keras.layers.Dense(num_classes, name="logits"),
-    ], name="tiny_dropout_bn")
+    return keras.Sequential(
+        _tiny_layers(num_classes, data_format, image_size,
+                     before_dense=[keras.layers.Dropout(0.5, name="dropout")]),
+        name="tiny_dropout_bn")
 
 
 models.register_model("tiny_dropout_bn", build_tiny_dropout_bn, default_image_size=8,
