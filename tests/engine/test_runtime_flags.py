@@ -174,6 +174,9 @@ def test_towers_of_one_process_set_the_pool_and_say_why(monkeypatch):
     set_to = []
     monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads",
                         set_to.append)
+    # TensorFlow's own pool as in a fresh process (0: its default), whatever
+    # an earlier test of this process set it to.
+    monkeypatch.setattr(tf.config.threading, "get_intra_op_parallelism_threads", lambda: 0)
     params = Params(model="trivial", device="cpu", num_gpus=2)
     planned = runtime_of(params, cores=2)
     assert planned.intra_threads_why == "2 cores / 2 towers; --num_intra_threads sets it"
