@@ -2647,7 +2647,7 @@ MUTATIONS = [
     # run's leftover record refuses a fresh run).
     Mutation(
         "run_record_checked_without_checkpoint", At("_resume_chief"),
-        "    if chosen or checkpointer.manager.latest_checkpoint:  # a resume",
+        "    if resuming_from:  # a resume",
         "    if True:  # a resume",
         [T + "state/test_state_leftovers.py"]),
     # The topology header ignores a changed number of devices per worker.

@@ -123,15 +123,15 @@ def _resume_chief(plan, handles, resumed):
     chosen = ckpt_lib.resolve(checkpoint_path=out.checkpoint) if out.checkpoint else None
     if chosen:  # a branch from an earlier step goes to a new folder
         branch.check_no_later_checkpoints(chosen, out.train_dir)
-    if chosen or checkpointer.manager.latest_checkpoint:  # a resume: the same state's meaning
+    resuming_from = chosen or checkpointer.manager.latest_checkpoint
+    if resuming_from:  # a resume: the same state's meaning
         contract.check_state_settings(record, state, where)
         # No record says the optimizer: the checkpoint's own slots do, once
         # its files and model variables are this model's (else that is said).
         if "optimizer" not in record:
-            ckpt_lib.check_matches(chosen or checkpointer.manager.latest_checkpoint,
-                                   checkpointer.state.variables)
+            ckpt_lib.check_matches(resuming_from, checkpointer.state.variables)
         contract.check_optimizer_witness(
-            record, chosen or checkpointer.manager.latest_checkpoint,
+            record, resuming_from,
             {name for slots in checkpointer.state.slots.values() for name in slots},
             recipe.optimizer.optimizer, where)
         # ... and the same input: the checkpoint holds the position in it.
