@@ -41,7 +41,8 @@ def test_a_topology_that_cannot_carry_the_global_batch_is_refused(tmp_path):
 def test_a_resume_on_another_topology_keeps_the_global_batch(tmp_path):
     data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 40, 8)
     run, reference = str(tmp_path / "run"), str(tmp_path / "reference")
-    files = [*COMMON, f"--data_dir={data_dir}", "--data_name=cifar10", "--save_model_steps=100"]
+    files = [*COMMON, f"--data_dir={data_dir}", "--data_name=cifar10", "--save_model_steps=100",
+             "--distortions"]  # augmentation on: its draws must follow the topology change too
     (first, _, err1), (second, out, err2), (whole, _, err3) = run_cases("train", [
         # 2 devices holding 2 each: 2 accumulation steps make the 8.
         [*files, "--num_gpus=2", "--global_batch_size=8", "--batch_size=2", "--num_batches=3",
