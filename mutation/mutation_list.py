@@ -771,7 +771,7 @@ MUTATIONS = [
         [T + "recipe/test_fused_update.py::test_each_manager_writes_each_variable_copy_with_one_fused_kernel"]),
     # Flag values that must reach their code (docs/flag_tests.md).
     Mutation(
-        "display_every_ignored", At("StepPrinter.after_step"),
+        "display_every_ignored", At("Display.is_display_step"),
         "step % self.display_every == 0", "step % 10 == 0",
         [T + "commands/test_flag_values.py::test_batch_steps_warmup_and_display_every_shape_the_run"]),
     Mutation(
@@ -2460,8 +2460,8 @@ MUTATIONS = [
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
     Mutation(
         "non_chief_prints_the_output", At("_worker_callbacks"),
-        "StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)",
-        "StepPrinter(out.display_every, plan.steps.warmup, write)",
+        "StepPrinter(out, plan.steps.warmup, lambda *_: None)",
+        "StepPrinter(out, plan.steps.warmup, write)",
         [T + "cluster/test_chief_writes.py::"
          "test_only_the_chief_prints_the_output_and_writes_the_train_dir"]),
     Mutation(

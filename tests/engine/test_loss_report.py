@@ -6,6 +6,7 @@ import pytest
 from towertrain import Trainer
 from towertrain.callbacks import StepPrinter
 from towertrain.trainer import StepResult
+from towertrain.engine.run.settings import Display
 
 from helpers import tiny_models  # noqa: F401 - registers ckpt_tiny
 from helpers.graph_walks import all_ops
@@ -75,7 +76,7 @@ class _Loop:
 
 def printed_speeds(ewma, seconds, examples=6):
     lines = []
-    printer = StepPrinter(display_every=1, num_warmup_batches=0, write=lines.append,
+    printer = StepPrinter(Display(display_every=1), num_warmup_batches=0, write=lines.append,
                           ewma=ewma)
     printer.before_train(_Loop())
     for step, secs in enumerate(seconds, 1):

@@ -40,7 +40,7 @@ def default_callbacks(plan, handles, resumed, write=print):
     callbacks = [_watchdog(plan),  # first: off before the others' work after a step
                  DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic,
                                  loss_probe=handles.loss_probe),
-                 StepPrinter(out.display_every, warmup, write,
+                 StepPrinter(out, warmup, write,
                              print_training_accuracy=out.print_training_accuracy,
                              ewma=out.display_perf_ewma, loss_name=out.loss_type_to_report)]
     summaries = (Summaries(handles, out.logdir, out.summary_verbosity,
@@ -94,7 +94,7 @@ def _observers(plan, handles, summaries, write):
                           batch_size=plan.batches.global_batch,
                           batch_size_per_device=plan.batches.per_device,
                           num_batches=plan.steps.timed, **plan.exchange.as_settings())
-        observers.append(BenchmarkLogFile(out.benchmark_log_dir, out.display_every, warmup,
+        observers.append(BenchmarkLogFile(out.benchmark_log_dir, out, warmup,
                                           plan.model, plan.dataset,
                                           plan.topology.tower_devices, parameters))
     if out.profile_steps:
@@ -108,7 +108,7 @@ def _worker_callbacks(plan, handles, write):
     checkpoint (towertrain.state.resume), never saves and prints one line."""
     out = plan.outputs
     callbacks = [_watchdog(plan), DivergenceGuard(handles.learning_rate),
-                 StepPrinter(out.display_every, plan.steps.warmup, lambda *_: None)]
+                 StepPrinter(out, plan.steps.warmup, lambda *_: None)]
     if plan.steps.eval_schedule is not None:  # its share of each eval; the chief prints it
         callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence,
                                       plan.steps.eval_schedule, handles.eval_data, write,

@@ -46,9 +46,9 @@ class BenchmarkLogFile(StepPrinter):
     and the run's description under `log_dir`: model_name, dataset, the tower
     devices and `parameters` (every setting by flag name, as run_parameters)."""
 
-    def __init__(self, log_dir, display_every, num_warmup_batches, model_name, dataset,
+    def __init__(self, log_dir, display, num_warmup_batches, model_name, dataset,
                  devices, parameters):
-        super().__init__(display_every, num_warmup_batches, write=lambda line: None)
+        super().__init__(display, num_warmup_batches, write=lambda line: None)
         self.log_dir = log_dir
         self.model_name = model_name
         self.dataset = dataset
@@ -83,7 +83,7 @@ class BenchmarkLogFile(StepPrinter):
         timed_before = len(self.times)
         super().after_step(step, result, seconds)
         timed = len(self.times)
-        if timed > timed_before and (timed == 1 or step % self.display_every == 0):
+        if timed > timed_before and self.display.is_display_step(step, timed):
             speeds = [n / t for n, t in zip(self.times.examples, self.times.seconds)]
             mean, _, _ = benchmark_log.speed_stats(speeds)  # the step line's number
             self.log_metric("current_examples_per_sec", mean, "images/sec", step)

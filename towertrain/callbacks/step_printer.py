@@ -7,7 +7,7 @@ from .base import Callback
 
 class StepPrinter(Callback):
     """Prints the header, then a step line (global step, images/sec, loss) for the
-    first timed step and every `display_every` global steps, then the total.
+    first timed step and every --display_every global steps, then the total.
 
     After the loss a line adds the step's training top-1 with
     `print_training_accuracy` (classifiers), then the share of the step time
@@ -21,9 +21,9 @@ class StepPrinter(Callback):
     resumed one's too: they include tracing and filling the pipeline.
     """
 
-    def __init__(self, display_every, num_warmup_batches, write=print,
+    def __init__(self, display, num_warmup_batches, write=print,
                  print_training_accuracy=False, ewma=None, loss_name="total_loss"):
-        self.display_every = display_every
+        self.display = display  # the run's Display section: which steps get a line
         self.num_warmup_batches = num_warmup_batches
         self.write = write
         self.print_training_accuracy = print_training_accuracy
@@ -61,7 +61,7 @@ class StepPrinter(Callback):
         self.times.add(result.examples, seconds)
         if "input_wait_seconds" in result.extras:
             self.wait.add(result.extras["input_wait_seconds"], seconds)
-        if len(self.times) == 1 or step % self.display_every == 0:
+        if self.display.is_display_step(step, len(self.times)):
             top1 = result.extras.get("top1") if self.print_training_accuracy else None
             self.write(self.times.step_line(step, result.loss, top1=top1,
                                             wait_share=self.wait.take()))

@@ -89,12 +89,11 @@ def run(plan, model, devices, variables, feed, loss_fn, write=print):
         write("Done warm up")
     write("Step\tImg/sec\ttotal_loss\ttop_1_accuracy\ttop_5_accuracy")
     times = benchmark_log.StepTimes()
-    display_every = plan.outputs.display_every
     for number in range(1, timed + 1):
         started = time.perf_counter()
         loss, correct1, correct5, count = _results(step.fn())
         times.add(count, time.perf_counter() - started)
-        if number == 1 or number % display_every == 0:
+        if plan.outputs.is_display_step(number, number):
             write(times.step_line(number, loss, top1=correct1 / count)
                   + f"\t{correct5 / count:.3f}")
     images_per_sec = times.total_images_per_sec()

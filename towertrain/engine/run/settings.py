@@ -28,6 +28,11 @@ class Display:
         if p.display_perf_ewma is not None and not 0 < p.display_perf_ewma <= 1:
             fail("display_perf_ewma", p.display_perf_ewma, "must be in (0, 1]")
 
+    def is_display_step(self, step, timed):
+        """Whether step `step`, the `timed`-th timed one, gets a step line: the
+        first timed step, then every --display_every global steps."""
+        return timed == 1 or step % self.display_every == 0
+
 
 @section("Summaries and traces")
 class Observe:
