@@ -27,7 +27,7 @@ COMMON = tuple(BEFORE)
 # ceiling that only comes down). The others (batch_size, train_dir, data_dir,
 # optimizer, variable_update) have no ceiling while their moves are pending.
 CEILING = {"gradient_clip": 3, "num_intra_threads": 3, "all_reduce_spec": 8,
-           "momentum": 7, "use_fp16": 7, "save_model_steps": 3, "display_every": 5,
+           "momentum": 7, "use_fp16": 7, "save_model_steps": 3, "display_every": 2,
            "num_gpus": 5, "summary_verbosity": 6}
 
 
