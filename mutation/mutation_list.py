@@ -4031,4 +4031,15 @@ MUTATIONS = [
         "if late <= max(self.threshold * step, MIN_LATE_SECONDS):",
         "if late <= MIN_LATE_SECONDS:",
         [T + "callbacks/test_straggler_threshold.py"]),
+    # The header's packs named in the gradients' dtype under a half-precision transfer.
+    Mutation(
+        "pack_line_ignores_the_wire_dtype", At("describe", module="packing"),
+        "        sent = wire if wire is not None and dtype.is_floating and dtype != wire else dtype\n",
+        "        sent = dtype\n",
+        [T + "engine/test_repacking.py::test_describe_names_the_dtype_on_the_wire"]),
+    Mutation(
+        "header_passes_no_wire_dtype", At("wire_dtype", module="header"),
+        "    return plan.exchange.compact_transfer_dtype if cast else None\n",
+        "    return None\n",
+        [T + "config/test_exchange_checks.py::test_the_header_sizes_packs_in_the_dtype_on_the_wire"]),
 ]

@@ -142,3 +142,22 @@ def test_header_prints_packs_sized_in_bytes():
     # trivial: 3093 float32 values = 12,372 B in ceil(12372 / 5000) = 3 packs.
     assert ("Gradient packs: 3 packs (of at most 5.0 KB, reverse layer order): float32 "
             "4.1 KB, 4.1 KB, 4.1 KB") in done.stdout, done.stdout[-2000:]
+
+
+@pytest.mark.parametrize("changes,wire", [
+    ({"variable_update": "replicated", "num_gpus": 2}, None),
+    ({"variable_update": "replicated", "num_gpus": 2, "compact_gradient_transfer": True},
+     "float16"),
+    ({"variable_update": "replicated", "num_gpus": 2, "compact_gradient_transfer": True,
+      "compact_transfer_dtype": "bfloat16"}, "bfloat16"),
+    # One tower of one process: replicated sums nothing, so casts nothing...
+    ({"variable_update": "replicated", "num_gpus": 1, "compact_gradient_transfer": True},
+     None),
+    # ... while collective_all_reduce casts its packs on any topology.
+    ({"variable_update": "collective_all_reduce", "num_gpus": 1,
+      "compact_gradient_transfer": True}, "float16")])
+def test_the_header_sizes_packs_in_the_dtype_on_the_wire(changes, wire):
+    from towertrain import plan
+    from towertrain.engine.run import header
+    params = Params(model="trivial", device="cpu", **changes)
+    assert header.wire_dtype(plan.lay_out(params)) == wire

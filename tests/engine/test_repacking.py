@@ -220,3 +220,14 @@ def test_scatter_shards_a_pack_not_divisible_by_the_devices():
         np.testing.assert_allclose(shard.numpy(), total[start:end], rtol=1e-6)
     for tensor in whole:
         np.testing.assert_allclose(tensor.numpy(), total, rtol=1e-6)
+
+
+def test_describe_names_the_dtype_on_the_wire():
+    """A half-precision transfer sends float16 (or bfloat16): the line names
+    and sizes what crosses, not the float32 gradients it is cut from."""
+    tensors = [tf.ones((2, 3)), tf.ones(4, tf.float16), tf.ones(5)]
+    assert packing.describe(tensors, 0, wire_dtype="float16") == (
+        "2 packs (one per dtype): float16 8 B; float16 22 B (cast from float32)")
+    assert packing.describe(tensors, 0, 20, wire_dtype="bfloat16") == (
+        "4 packs (of at most 20 B before the cast, reverse layer order): bfloat16 8 B "
+        "(cast from float16); bfloat16 6 B, 8 B, 8 B (cast from float32)")

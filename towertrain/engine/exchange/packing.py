@@ -128,16 +128,24 @@ def _flat(tensor):
     return tensor if tensor.shape.rank == 1 else tf.reshape(tensor, [-1])
 
 
-def describe(variables, num_packs, pack_bytes=None):
+def describe(variables, num_packs, pack_bytes=None, wire_dtype=None):
     """The header's line: the packs and their sizes, e.g.
-    '4 packs (per dtype, reverse layer order): float32 69.1 KB, 69.1 KB, 69.1 KB, 69.1 KB'."""
+    '4 packs (per dtype, reverse layer order): float32 69.1 KB, 69.1 KB, 69.1 KB, 69.1 KB'.
+    wire_dtype: what a half-precision transfer (--compact_gradient_transfer)
+    sends; each floating pack of another dtype is then named and sized as it
+    crosses, cast to it (the plan is still cut in the gradients' own bytes)."""
     packs = plan(variables, num_packs, pack_bytes)
-    parts = []
+    wire = tf.as_dtype(wire_dtype) if wire_dtype else None
+    parts, cast = [], False
     for dtype in dict.fromkeys(p.dtype for p in packs):
-        sizes = [_human(pack_size(p) * dtype.size) for p in packs if p.dtype == dtype]
-        parts.append(f"{dtype.name} {', '.join(sizes)}")
+        sent = wire if wire is not None and dtype.is_floating and dtype != wire else dtype
+        sizes = [_human(pack_size(p) * sent.size) for p in packs if p.dtype == dtype]
+        origin = f" (cast from {dtype.name})" if sent != dtype else ""
+        cast = cast or sent != dtype
+        parts.append(f"{sent.name} {', '.join(sizes)}{origin}")
     if pack_bytes:
-        kind = f"of at most {_human(pack_bytes)}, reverse layer order"
+        measured = " before the cast" if cast else ""
+        kind = f"of at most {_human(pack_bytes)}{measured}, reverse layer order"
     else:
         kind = "per dtype, reverse layer order" if num_packs else "one per dtype"
     return f"{len(packs)} pack{'s' if len(packs) != 1 else ''} ({kind}): {'; '.join(parts)}"

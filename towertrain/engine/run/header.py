@@ -62,7 +62,7 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
             info.append(("Collectives", static["Collectives"]))
         info.append(("Gradient packs", packing.describe(
             model.trainable_variables, plan.exchange.gradient_repacking,
-            plan.exchange.gradient_pack_bytes)))
+            plan.exchange.gradient_pack_bytes, wire_dtype(plan))))
     if gradients.describe(recipe.clipping):
         info.append(("Gradient clip", gradients.describe(recipe.clipping)))
     if synced_batch_norms:
@@ -76,6 +76,15 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("Randomness", f"{unseeded}: exact only on the same topology "
                                    "(docs/checkpoints.md, 'Randomness and exactness')"))
     return info
+
+
+def wire_dtype(plan):
+    """The dtype a half-precision transfer sends, or None: none is set, or
+    replicated's one tower, which sums nothing and casts nothing
+    (collective_all_reduce casts on any topology)."""
+    cast = (plan.exchange.variable_update == "collective_all_reduce"
+            or plan.topology.num_towers > 1)
+    return plan.exchange.compact_transfer_dtype if cast else None
 
 
 # Packages whose layers draw only through Keras seed generators, which the step
