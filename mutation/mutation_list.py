@@ -4042,4 +4042,12 @@ MUTATIONS = [
         "    return plan.exchange.compact_transfer_dtype if cast else None\n",
         "    return None\n",
         [T + "config/test_exchange_checks.py::test_the_header_sizes_packs_in_the_dtype_on_the_wire"]),
+    # Generated-mutant survivor of the resume agreement: its collective's
+    # instance key inside the last model's key space (the workers' group is
+    # shared with the step's count collective).
+    Mutation(
+        "agreement_key_inside_a_key_space", At("INSTANCE_KEY", module="agreement"),
+        "KEY_SPACES * KEY_SPACE_SIZE + 1000", "KEY_SPACES * KEY_SPACE_SIZE - 1000",
+        [T + "state/test_resume_agreement.py::"
+         "test_the_collective_s_key_is_clear_of_every_model_s_key_space"]),
 ]

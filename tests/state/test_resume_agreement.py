@@ -103,3 +103,25 @@ def test_a_worker_without_train_dir_is_named_as_such(monkeypatch, tmp_path):
     assert "(task 0: ckpt-8; task 1: no --train_dir; task 2: no checkpoint in its " \
         "--train_dir)" in errors[0], errors[0]
     assert all(error is not None for error in errors)  # every worker refuses
+
+
+def test_the_collective_s_key_is_clear_of_every_model_s_key_space(monkeypatch, tmp_path):
+    """The agreement's collective shares the workers' group with the step's
+    count (cross_worker), and TensorFlow fixes an instance key's shape and
+    dtype for the life of the process: its key lies above every key space a
+    model's collectives take (exchange.keys: each space's keys below the
+    next space's base, so all below spaces x size) and is an int32."""
+    from towertrain.engine.exchange import keys
+    called = []
+
+    def capture(tensor, group_size, group_key, instance_key, **kwargs):
+        called.append((group_size, group_key, instance_key))
+        raise StopIteration
+    monkeypatch.setattr(agreement.private_api, "collective_all_reduce", capture)
+    path = _checkpoint(str(tmp_path / "a"), 8, 1.0)
+    with pytest.raises(StopIteration):
+        agreement.agree(Cluster(HOSTS, task_index=1), "run", path, timeout=5)
+    [(group_size, group_key, instance_key)] = called
+    assert (group_size, group_key) == (3, keys.WORKERS_GROUP)
+    assert type(instance_key) is int
+    assert keys.KEY_SPACES * keys.KEY_SPACE_SIZE <= instance_key < 2**31
