@@ -26,6 +26,7 @@ import re
 import shlex
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,15 @@ import mutations  # noqa: E402  (copy_repo, environment)
 # enough that every mutant runs within the cap on 2 cores (the launcher, ~200
 # mutants at ~13 s, and exchange_checks, ~280, need a bigger --cap).
 WATCHDOG_TESTS = "tests/callbacks/test_step_watchdog.py::"
+WATCHDOG_EARLIER = [WATCHDOG_TESTS + name for name in (
+    "test_a_blocked_step_ends_the_process_naming_step_and_phase_with_the_checkpoint_kept",
+    "test_the_line_names_the_phase_the_step_function_hung_in",
+    "test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300",
+    "test_a_negative_step_timeout_is_refused")]
+GPU_SHARE_TESTS = "tests/cluster/test_gpu_share.py::"
+AGREEMENT_ERRORS_ROW = (
+    "tests/commands/test_newcomer_errors.py::"
+    "test_the_errors_page_says_what_the_code_says[workers on different train_dirs]")
 MODULES = {
     "cluster_checks": dict(
         module="cluster_checks",
@@ -81,33 +91,35 @@ MODULES = {
                "tests/state/test_checkpoint_estimate.py", "tests/callbacks/test_divergence.py",
                "tests/state/test_resume_exact.py", "tests/state/test_full_disk.py"]),
     # The step watchdog, its callback, the exchange's common path, the GPU
-    # share and the resume agreement. The quick tests are named first: with
-    # -x a mutant they kill never reaches the slower ones (a blocked run in a
-    # subprocess, a traced step held on a phase).
+    # share and the resume agreement. "earlier": the tests that predate the
+    # round that wrote tests for these modules (ca5339b); they run first, so
+    # the first failure of a mutant (-x) says whether those tests alone kill
+    # it: one run scores the module before and after that round.
     "watchdog": dict(
         module="engine.run.watchdog",
-        tests=[WATCHDOG_TESTS + "test_with_the_default_settings_a_watch_runs_and_reports_a_hung_step",
-               WATCHDOG_TESTS + "test_a_step_hung_in_warm_up_is_reported_only_with_an_explicit_limit",
-               WATCHDOG_TESTS + "test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up",
-               WATCHDOG_TESTS + "test_the_automatic_limit_is_ten_times_the_slowest_step_after_warm_up_at_least_300",
-               "tests/callbacks/test_step_watchdog.py"]),
+        tests=["tests/callbacks/test_step_watchdog.py"],
+        earlier=WATCHDOG_EARLIER),
     "step_watchdog": dict(
         module="callbacks.step_watchdog",
-        tests=[WATCHDOG_TESTS + "test_with_the_default_settings_a_watch_runs_and_reports_a_hung_step",
-               WATCHDOG_TESTS + "test_a_step_hung_in_warm_up_is_reported_only_with_an_explicit_limit",
-               WATCHDOG_TESTS + "test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up",
-               "tests/callbacks/test_step_watchdog.py"]),
+        tests=["tests/callbacks/test_step_watchdog.py"],
+        earlier=WATCHDOG_EARLIER),
     "flow": dict(
         module="engine.exchange.flow",
-        tests=["tests/engine/test_exchange_riders.py", "tests/engine/test_finite_check.py"]),
+        tests=["tests/engine/test_finite_check.py", "tests/engine/test_exchange_riders.py"],
+        earlier=["tests/engine/test_finite_check.py"]),
     "gpu_share": dict(
         module="config.gpu_share",
-        tests=["tests/cluster/test_gpu_share.py"]),
+        tests=["tests/cluster/test_gpu_share.py"],
+        earlier=[GPU_SHARE_TESTS + name for name in (
+            "test_two_launched_workers_with_2_gpus_each_of_4_get_disjoint_gpus",
+            "test_workers_that_would_share_a_gpu_are_refused_before_any_starts",
+            "test_without_device_flag_the_driver_s_gpus_are_shared_out",
+            "test_slurm_tasks_of_one_node_get_their_share_of_its_gpus_list",
+            "test_a_worker_beside_others_that_sees_every_gpu_is_refused")]),
     "resume_agreement": dict(
         module="state.resume.agreement",
-        tests=["tests/state/test_resume_agreement.py",
-               "tests/commands/test_newcomer_errors.py::test_the_errors_page_says_what_the_code_"
-               "says[workers on different train_dirs]"]),
+        tests=[AGREEMENT_ERRORS_ROW, "tests/state/test_resume_agreement.py"],
+        earlier=[AGREEMENT_ERRORS_ROW]),
 }
 
 # Operators whose mutants are never a realistic bug in these modules: shift,
@@ -153,7 +165,27 @@ def _results(scratch, session):
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
-def run_module(name, cap, rev, per_mutant_timeout, keep):
+def _check_earlier_first(module, repo, env):
+    """The earlier tests run first (pytest orders a file's tests as written):
+    else a mutant's first failure would not say whether they kill it."""
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         *_selection(module, repo)], cwd=repo, env=env, capture_output=True, text=True)
+    nodes = [line for line in collected.stdout.splitlines() if "::" in line]
+    flags = [is_earlier(node, module["earlier"]) for node in nodes]
+    if not any(flags) or flags != sorted(flags, reverse=True):
+        sys.exit(f"the earlier tests {module['earlier']} do not all run first: {nodes}")
+
+
+def _survivors_pending(kept, session):
+    """A copy of a kept run's session whose survivors are to run again (the
+    mutants it killed keep their results)."""
+    shutil.copy(kept, session)
+    with sqlite3.connect(session) as db:
+        db.execute("DELETE FROM work_results WHERE test_outcome = 'survived'")
+
+
+def run_module(name, cap, rev, per_mutant_timeout, keep, again=None):
     module = MODULES[name]
     scratch = tempfile.mkdtemp(prefix=f"towertrain_cr_{name}_")
     try:
@@ -169,13 +201,17 @@ def run_module(name, cap, rev, per_mutant_timeout, keep):
         def cosmic(*args, timeout=None):
             return subprocess.run(["cosmic-ray", *args], cwd=repo, env=env, timeout=timeout,
                                   capture_output=True, text=True)
-        for step in (["init", config, session], ):
-            done = cosmic(*step)
+        if again:
+            _survivors_pending(os.path.join(again, "s.sqlite"), session)
+        else:
+            done = cosmic("init", config, session)
             if done.returncode:
-                sys.exit(f"cosmic-ray {step[0]} failed:\n{done.stderr[-2000:]}")
-        subprocess.run(["cr-filter-operators", session, config], cwd=repo, env=env,
-                       check=True, capture_output=True)
+                sys.exit(f"cosmic-ray init failed:\n{done.stderr[-2000:]}")
+            subprocess.run(["cr-filter-operators", session, config], cwd=repo, env=env,
+                           check=True, capture_output=True)
         started = time.monotonic()
+        if module.get("earlier"):
+            _check_earlier_first(module, repo, env)
         baseline = cosmic("baseline", config, timeout=per_mutant_timeout * 2)
         if baseline.returncode:
             sys.exit(f"{name}: the tests fail on the unmutated copy:\n"
@@ -189,7 +225,10 @@ def run_module(name, cap, rev, per_mutant_timeout, keep):
         except subprocess.TimeoutExpired:  # the cap: what ran is in cosmic-ray's session file
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
-        report(name, path, _results(repo, session), time.monotonic() - started)
+        results = _results(repo, session)
+        report(name, path, results, time.monotonic() - started)
+        if module.get("earlier"):
+            report_earlier(name, module["earlier"], results)
     finally:
         if keep:
             print(f"kept {scratch}")
@@ -206,7 +245,8 @@ def module_path(module, repo):
 
 
 def report(name, path, results, seconds):
-    counts = {"killed": 0, "survived": 0, "incompetent": 0, "not run": 0, "skipped": 0}
+    counts = {"killed": 0, "survived": 0, "incompetent": 0, "not run": 0, "skipped": 0,
+              "timeout": 0}
     survivors = []
     for item, result in results:
         if result is None:
@@ -217,11 +257,16 @@ def report(name, path, results, seconds):
             continue
         outcome = result.get("test_outcome") or "incompetent"
         counts[outcome] = counts.get(outcome, 0) + 1
+        # cosmic-ray scores a test run past --timeout as killed; said apart,
+        # since a mutant that hangs the tests is caught only by the limit.
+        if outcome == "killed" and result.get("output") == "timeout":
+            counts["timeout"] += 1
         if outcome == "survived":
             survivors.append((item, result))
     scored = counts["killed"] + counts["survived"]
     score = f"{100.0 * counts['killed'] / scored:.0f}%" if scored else "n/a"
-    print(f"{name} ({path}): {len(results)} mutants, killed {counts['killed']}, "
+    print(f"{name} ({path}): {len(results)} mutants, killed {counts['killed']} "
+          f"({counts['timeout']} of them by --timeout), "
           f"survived {counts['survived']}, incompetent {counts['incompetent']}, filtered "
           f"{counts['skipped']}, not run {counts['not run']}; score {score} of those run "
           f"({seconds / 60:.1f} min)")
@@ -231,6 +276,50 @@ def report(name, path, results, seconds):
         print(f"\nSURVIVED {mutation['module_path']}:{line} {mutation['operator_name']} "
               f"#{mutation['occurrence']}")
         print(result.get("diff", "").rstrip())
+
+
+def first_failure(output):
+    """The node id of the first test pytest -x reports failed (or errored)."""
+    found = re.search(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", output or "", re.M)
+    return found.group(1) if found else None
+
+
+def is_earlier(node, earlier):
+    """Whether the test `node` is one of `earlier` (node ids or test files)."""
+    return any(node == test or node.startswith(test + ("::" if "::" not in test else "["))
+               for test in earlier)
+
+
+def report_earlier(name, earlier, results):
+    """The score of the earlier tests alone: a mutant they kill fails one of
+    them, which run first; one they miss fails a later test or none. A mutant
+    that ran past --timeout, or broke a later test's collection, is not
+    decided here: run it with the earlier tests alone."""
+    counts = {"killed": 0, "survived": 0, "undecided": 0}
+    undecided = []
+    for item, result in results:
+        if result is None or result.get("worker_outcome") == "skipped":
+            continue
+        outcome = result.get("test_outcome") or "incompetent"
+        if outcome == "incompetent":
+            continue
+        if outcome == "survived":
+            counts["survived"] += 1
+            continue
+        node = first_failure(result.get("output"))
+        if node is None:
+            counts["undecided"] += 1
+            undecided.append(item)
+        elif is_earlier(node, earlier):
+            counts["killed"] += 1
+        else:
+            counts["survived"] += 1
+    print(f"\n{name} with the earlier tests alone ({' '.join(earlier)}): killed "
+          f"{counts['killed']}, survived {counts['survived']}, undecided {counts['undecided']}")
+    for item in undecided:
+        mutation = item["mutations"][0]
+        print(f"UNDECIDED {mutation['module_path']}:{mutation['start_pos'][0]} "
+              f"{mutation['operator_name']} #{mutation['occurrence']}")
 
 
 def main():
@@ -244,6 +333,9 @@ def main():
     parser.add_argument("--rev", help="mutate the committed tree at this revision")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
     parser.add_argument("--list", action="store_true", help="list the modules and exit")
+    parser.add_argument("--again", metavar="KEPT_DIR",
+                        help="run only the survivors of a --keep run (its scratch directory, "
+                             "one --module) again, against this tree: after new tests")
     args = parser.parse_args()
     if args.list:
         for name, module in MODULES.items():
@@ -252,8 +344,10 @@ def main():
         return
     if shutil.which("cosmic-ray") is None:
         sys.exit("cosmic-ray is not installed: pip install -e .[mutation]")
+    if args.again and len(args.module or ()) != 1:
+        sys.exit("--again: name the one --module the kept run mutated")
     for name in args.module or list(MODULES):
-        run_module(name, args.cap, args.rev, args.timeout, args.keep)
+        run_module(name, args.cap, args.rev, args.timeout, args.keep, args.again)
 
 
 if __name__ == "__main__":

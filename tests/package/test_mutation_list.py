@@ -213,6 +213,6 @@ def test_every_generated_mutants_module_resolves_and_its_tests_exist():
     index = locate.Index()
     for name, module in generated.MODULES.items():
         assert index.module_path(module["module"]).endswith(".py"), name
-        missing = [part for part in module["tests"] if part.startswith("tests/")
-                   and not generated._test_exists(locate.ROOT, part)]
+        missing = [part for part in module["tests"] + module.get("earlier", [])
+                   if part.startswith("tests/") and not generated._test_exists(locate.ROOT, part)]
         assert missing == [], name
