@@ -4050,4 +4050,16 @@ MUTATIONS = [
         "KEY_SPACES * KEY_SPACE_SIZE + 1000", "KEY_SPACES * KEY_SPACE_SIZE - 1000",
         [T + "state/test_resume_agreement.py::"
          "test_the_collective_s_key_is_clear_of_every_model_s_key_space"]),
+    # Generated-mutant survivors of the resume agreement: two workers never
+    # compared (only three were tested), and a ckpt-0 named as no checkpoint.
+    Mutation(
+        "agreement_skipped_for_two_workers", At("agree", module="agreement"),
+        "    if cluster.num_workers == 1:\n", "    if cluster.num_workers == 2:\n",
+        [T + "state/test_resume_agreement.py::"
+         "test_two_workers_on_different_checkpoints_are_refused"]),
+    Mutation(
+        "agreement_ckpt_0_named_as_none", At("describe", module="agreement"),
+        "    if step < 0:\n", "    if step < 1:\n",
+        [T + "state/test_resume_agreement.py::"
+         "test_two_workers_on_different_checkpoints_are_refused"]),
 ]

@@ -45,15 +45,16 @@ def _agree_all(monkeypatch, restored, train_dir="run"):
         vectors.append(tensor.numpy())
         raise StopIteration  # only this worker's vector was wanted
     monkeypatch.setattr(agreement.private_api, "collective_all_reduce", own)
+    hosts = HOSTS[:len(restored)]
     for task, path in enumerate(restored):
         with pytest.raises(StopIteration):
-            agreement.agree(Cluster(HOSTS, task_index=task), dirs[task], path, timeout=5)
+            agreement.agree(Cluster(hosts, task_index=task), dirs[task], path, timeout=5)
     monkeypatch.setattr(agreement.private_api, "collective_all_reduce",
                         lambda tensor, *args, **kwargs: tf.constant(np.sum(vectors, axis=0)))
     errors = []
     for task, path in enumerate(restored):
         try:
-            agreement.agree(Cluster(HOSTS, task_index=task), dirs[task], path, timeout=5)
+            agreement.agree(Cluster(hosts, task_index=task), dirs[task], path, timeout=5)
             errors.append(None)
         except CheckpointError as error:
             errors.append(str(error))
@@ -95,6 +96,15 @@ def test_different_steps_and_no_checkpoint_are_named_without_checksums(monkeypat
     assert errors == [errors[0]] * 3
     assert "(task 0: ckpt-8; task 1: ckpt-6; task 2: no checkpoint in its --train_dir)" \
         in errors[0], errors[0]
+
+
+def test_two_workers_on_different_checkpoints_are_refused(monkeypatch, tmp_path):
+    """The smallest cluster that compares: two workers, one row each; a
+    ckpt-0 is named as a checkpoint, not as none."""
+    errors = _agree_all(monkeypatch, [_checkpoint(str(tmp_path / "a"), 8, 1.0),
+                                      _checkpoint(str(tmp_path / "b"), 0, 1.0)])
+    assert errors == [errors[0]] * 2
+    assert "(task 0: ckpt-8; task 1: ckpt-0)" in errors[0], errors[0]
 
 
 def test_a_worker_without_train_dir_is_named_as_such(monkeypatch, tmp_path):
