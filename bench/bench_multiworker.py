@@ -8,7 +8,9 @@ collective_all_reduce (gRPC + CollectiveReduceV2). B: 1 process x 2 logical
 devices, --variable_update=replicated. Same global batch. With
 --straggler_report_cost, B is A with --straggler_threshold=0 instead (the
 report off: no timing in the step's tail), so A/B is the report's cost. Rounds alternate
-A and B; medians and the ratio A/B are printed. The chief's 'total
+A and B, and which goes first (A B, B A, ...: a machine whose load drifts
+favours neither); medians, the ratio A/B and the spread of the rounds' own
+A/B ratios are printed. The chief's 'total
 images/sec' is the cluster's (its step counts every worker's examples).
 Every process is killed if a run exceeds its time limit.
 """
@@ -101,12 +103,15 @@ def main():
         configs = (("2 workers, report on", multiworker),
                    ("2 workers, report off", multiworker_report_off))
     results = {name: [] for name, _ in configs}
+    load_at_start = os.getloadavg()[0]
     for round_ in range(args.rounds):
-        for name, fn in configs:
+        for name, fn in (configs if round_ % 2 == 0 else configs[::-1]):
             results[name].append(fn(args))
             print(f"round {round_ + 1}: {name}: {results[name][-1]:.1f} images/sec",
                   flush=True)
-    print(f"\n{args.model}, batch {args.batch_size}/device, global {2 * args.batch_size}, "
+    print(f"\nload average (1 min): {load_at_start:.2f} at the start, "
+          f"{os.getloadavg()[0]:.2f} at the end")
+    print(f"{args.model}, batch {args.batch_size}/device, global {2 * args.batch_size}, "
           f"{args.num_batches} timed steps, {args.rounds} rounds (median)")
     for name, values in results.items():
         print(f"  {name:24s} {statistics.median(values):8.1f} images/sec   "
@@ -114,7 +119,9 @@ def main():
     a, b = (statistics.median(v) for v in results.values())
     what = ("report on / off" if args.straggler_report_cost
             else "multi-worker / one process")
-    print(f"  ratio {what}: {a / b:.3f}")
+    ratios = sorted(x / y for x, y in zip(*results.values()))
+    print(f"  ratio {what}: {a / b:.3f} (the rounds' own: median "
+          f"{statistics.median(ratios):.3f}, {ratios[0]:.3f} .. {ratios[-1]:.3f})")
 
 
 if __name__ == "__main__":

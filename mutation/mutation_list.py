@@ -1424,8 +1424,8 @@ MUTATIONS = [
         [T + "callbacks/test_step_watchdog.py::"
          "test_the_line_names_the_phase_the_step_function_hung_in"]),
     Mutation(
-        "watchdog_step_mark_not_read", At("_phase_text"),
-        "    if variable is None:\n        return name\n", "    return name\n",
+        "watchdog_step_mark_not_read", At("_read_phase"),
+        "    if variable is None:\n", "    if True:\n",
         [T + "callbacks/test_step_watchdog.py::"
          "test_the_line_names_the_phase_the_step_function_hung_in"]),
     Mutation(
@@ -4062,4 +4062,50 @@ MUTATIONS = [
         "    if step < 0:\n", "    if step < 1:\n",
         [T + "state/test_resume_agreement.py::"
          "test_two_workers_on_different_checkpoints_are_refused"]),
+    # A hung step's watchdog line names the tasks that never reached its
+    # exchange: no mark left, another task's phase misread, an earlier step's
+    # or an earlier run's mark taken for this step's, the watch not given the
+    # cluster, the marks not under --train_dir, the firing task leaving none.
+    Mutation(
+        "exchange_marks_never_left", At("Watchdog._watch"),
+        "            if self.marks is not None and ran > MARK_SHARE * limit and "
+        "self._mark_may_move():\n",
+        "            if False:\n",
+        [T + "cluster/test_hung_exchange.py",
+         T + "callbacks/test_hung_exchange_marks.py::"
+         "test_a_step_past_half_the_limit_leaves_its_mark_and_a_run_starts_without_an_old_one"]),
+    Mutation(
+        "exchange_marks_reached_read_as_missed", At("ExchangeMarks.describe"),
+        "            elif mark[2]:\n", "            elif not mark[2]:\n",
+        [T + "callbacks/test_hung_exchange_marks.py"]),
+    Mutation(
+        "exchange_marks_towers_read_as_reached", At("_read_phase"),
+        'read["value"] != TOWERS)', "True)",
+        [T + "cluster/test_hung_exchange.py"]),
+    Mutation(
+        "exchange_marks_earlier_step_taken", At("ExchangeMarks.describe"),
+        "            elif mark[0] != step:\n", "            elif False:\n",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_the_line_names_who_never_reached_the_exchange_who_left_no_mark_and_who_did"]),
+    Mutation(
+        "exchange_marks_earlier_run_kept", At("Watchdog.started"),
+        "                self.marks.clear()  # a run before this one's\n",
+        "                pass\n",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_a_step_past_half_the_limit_leaves_its_mark_and_a_run_starts_without_an_old_one"]),
+    Mutation(
+        "exchange_marks_not_given_to_the_watch", At("_watchdog", module="callbacks"),
+        ", cluster=plan.topology.cluster)", ")",
+        [T + "cluster/test_hung_exchange.py"]),
+    Mutation(
+        "exchange_marks_not_under_the_train_dir", At("folder_for"),
+        '    if train_dir and "://" not in str(train_dir):\n', "    if False:\n",
+        [T + "cluster/test_hung_exchange.py",
+         T + "callbacks/test_hung_exchange_marks.py::"
+         "test_the_marks_are_in_the_train_dir_else_a_temp_folder_of_the_cluster"]),
+    Mutation(
+        "exchange_marks_firing_task_leaves_none", At("Watchdog.message"),
+        "            self._leave_mark(phase)  # for the others whose watch fires later\n", "",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_the_line_names_who_never_reached_the_exchange_who_left_no_mark_and_who_did"]),
 ]

@@ -361,6 +361,22 @@ def _stuck_step():
     raise RuntimeError(watch.message(312, watch.limit()))
 
 
+def _stuck_step_of_a_worker():
+    """The chief waits in step 17's exchange; worker task 1's mark says its towers."""
+    import tempfile
+    import tensorflow as tf
+    from towertrain.config.cluster_spec import Cluster
+    from towertrain.engine.run import exchange_marks, watchdog
+    workers, folder = ("10.0.0.1:2222", "10.0.0.2:2222"), tempfile.mkdtemp()
+    exchange_marks.ExchangeMarks(Cluster(workers, 1), folder).publish(17, "its towers", False)
+    watch = watchdog.Watchdog(timeout=None, where=lambda: " from run/ckpt-16, the last "
+                              "checkpoint",
+                              marks=exchange_marks.ExchangeMarks(Cluster(workers, 0), folder))
+    watch._step, watch.slowest, watch._armed = 17, 2.1, True
+    watchdog.mark(watchdog.STEP_FUNCTION, tf.Variable(watchdog.EXCHANGE))
+    raise RuntimeError(watch.message(312, watch.limit()))
+
+
 def _nccl_not_loadable(mp):
     """A CUDA TensorFlow whose NCCL wheel is missing, on a machine of 2 GPUs."""
     from towertrain import plan
@@ -511,6 +527,7 @@ CASES = {
     "sgd checkpoint under adam without a record": _sgd_checkpoint_under_adam,
     "export of a registered model": lambda mp: _registered_model_export(),
     "stuck step": lambda mp: _stuck_step(),
+    "stuck step of a worker": lambda mp: _stuck_step_of_a_worker(),
     "NCCL not loadable": _nccl_not_loadable,
     "seed outside NumPy's range": lambda mp: Params(tf_random_seed=-1),
     "integer beyond int64": lambda mp: Params(num_batches=2 ** 63),

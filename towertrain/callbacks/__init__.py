@@ -69,7 +69,7 @@ def default_callbacks(plan, handles, resumed, write=print):
 def _watchdog(plan):
     """The step watchdog of every process (--step_timeout_secs)."""
     return StepWatchdog(plan.runtime.step_timeout_secs, plan.steps.warmup,
-                        plan.outputs.train_dir)
+                        plan.outputs.train_dir, cluster=plan.topology.cluster)
 
 
 def _stop_on_signal(plan, handles, saves_on_stop, write):

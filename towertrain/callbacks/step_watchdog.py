@@ -1,5 +1,6 @@
 """The step watchdog as a callback (towertrain.engine.run.watchdog): armed
 right before each step runs, off while the other callbacks work (saves, eval)."""
+from towertrain.engine.run import exchange_marks
 from towertrain.engine.run import watchdog as watchdog_lib
 from towertrain.state import checkpoint as ckpt_lib
 
@@ -11,12 +12,17 @@ class StepWatchdog(Callback):
 
     timeout: --step_timeout_secs (None: 10x the slowest step after warm-up,
     at least 5 minutes; 0: off); warmup: the run's warm-up steps; train_dir:
-    named at firing, with its latest checkpoint (what a restart resumes)."""
+    named at firing, with its latest checkpoint (what a restart resumes);
+    cluster: multi-worker, the run's, whose tasks that never reached a hung
+    step's exchange the line names (None: one process)."""
 
-    def __init__(self, timeout=None, warmup=0, train_dir=None, exit=None):
+    def __init__(self, timeout=None, warmup=0, train_dir=None, exit=None, cluster=None):
         self.warmup = warmup
         self.train_dir = train_dir
         options = {} if exit is None else {"exit": exit}
+        if cluster is not None and cluster.num_workers > 1:
+            options["marks"] = exchange_marks.ExchangeMarks(
+                cluster, exchange_marks.folder_for(cluster, train_dir))
         self.watchdog = watchdog_lib.Watchdog(timeout, where=self._where, **options)
 
     def _where(self):

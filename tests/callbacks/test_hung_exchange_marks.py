@@ -1,0 +1,116 @@
+"""Multi-worker, the step watchdog's line names the tasks that never reached
+the hung step's exchange, from the marks each worker's watch leaves aside
+once its step has run half the limit (towertrain.engine.run.exchange_marks;
+tests/cluster/test_hung_exchange.py runs it with 2 workers)."""
+import json
+import os
+import re
+import tempfile
+
+import pytest
+
+from towertrain.config.cluster_spec import Cluster
+from towertrain.engine.run import exchange_marks
+from towertrain.engine.run import watchdog as watchdog_lib
+
+CLUSTER = Cluster(workers=("a:1", "b:2", "c:3", "d:4"))
+
+
+def _watch(folder, step=7):
+    """Task 0's watch over `step` with an 8 s limit, in its input."""
+    watch = watchdog_lib.Watchdog(timeout=8, exit=lambda status: None,
+                                  marks=exchange_marks.ExchangeMarks(CLUSTER, folder))
+    watch.finished(0.01, after_warmup=True)
+    watch._step = step
+    watchdog_lib.mark(watchdog_lib.INPUT)
+    return watch
+
+
+def _mark(folder, task, step, phase, reached):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"task-{task}.json"), "w") as f:
+        json.dump({"step": step, "phase": phase, "reached": reached}, f)
+
+
+def _others(line):
+    """What the line says of the other tasks (between the phase and the cause)."""
+    found = re.fullmatch(r"step 7 has run 9 s, past --step_timeout_secs=8, last in input "
+                         r"\(waiting for the step's batch\)(.*): a hung collective, peer or "
+                         r"kernel; exiting with status 1 so a launcher restarts the run", line)
+    assert found, line
+    return found.group(1)
+
+
+def test_the_line_names_who_never_reached_the_exchange_who_left_no_mark_and_who_did(tmp_path):
+    folder = str(tmp_path / "marks")
+    _mark(folder, 1, 7, "its towers", False)
+    _mark(folder, 2, 7, "its gradient exchange", True)
+    _mark(folder, 3, 5, "its towers", False)  # an earlier step's: says nothing of step 7
+    watch = _watch(folder)
+    try:
+        assert _others(watch.message(9.0, 8)) == (
+            "; worker task 1 (b:2) never reached the exchange of step 7 (last in its towers)"
+            "; at step 7, worker task 3 (d:4) left no mark (its last: step 5, in its towers) "
+            f"(stopped, held between steps, or not sharing {folder})"
+            "; worker task 2 (c:3) reached the exchange of step 7")
+        # The firing task's own mark, for the others whose watch fires later.
+        with open(os.path.join(folder, "task-0.json")) as f:
+            assert json.load(f) == {"step": 7, "phase": "its input", "reached": False}
+    finally:
+        watchdog_lib.mark(None)
+
+
+def test_when_every_task_reached_the_exchange_no_one_is_named_as_missing_it(tmp_path):
+    folder = str(tmp_path / "marks")
+    for task in (1, 2, 3):
+        _mark(folder, task, 7, "its gradient exchange", True)
+    watch = _watch(folder)
+    try:
+        assert _others(watch.message(9.0, 8)) == (
+            "; worker task 1 (b:2), worker task 2 (c:3), worker task 3 (d:4) reached the "
+            "exchange of step 7")
+    finally:
+        watchdog_lib.mark(None)
+
+
+class _Rounds:
+    """The watch's pause: no wait, `rounds` rounds."""
+
+    def __init__(self, rounds):
+        self.left = rounds
+
+    def wait(self, timeout=None):
+        self.left -= 1
+        return self.left < 0
+
+
+@pytest.mark.parametrize("ran, marked", [(3.9, False), (4.1, True)])
+def test_a_step_past_half_the_limit_leaves_its_mark_and_a_run_starts_without_an_old_one(
+        tmp_path, monkeypatch, ran, marked):
+    folder = str(tmp_path / "marks")
+    _mark(folder, 0, 3, "its towers", False)  # a run before this one's
+    watch = _watch(folder)
+    watch._stop.set()  # the thread started() starts ends at once: the test runs its rounds
+    watch.started(7)
+    watch._thread.join(10)
+    assert not os.path.exists(os.path.join(folder, "task-0.json"))
+    watchdog_lib.mark(watchdog_lib.INPUT)
+    monkeypatch.setattr(watchdog_lib.time, "monotonic", lambda: watch._since + ran)
+    watch._stop = _Rounds(1)
+    try:
+        watch._watch()
+    finally:
+        watchdog_lib.mark(None)
+    path = os.path.join(folder, "task-0.json")
+    assert os.path.exists(path) == marked
+    if marked:
+        with open(path) as f:
+            assert json.load(f) == {"step": 7, "phase": "its input", "reached": False}
+
+
+def test_the_marks_are_in_the_train_dir_else_a_temp_folder_of_the_cluster(tmp_path):
+    assert exchange_marks.folder_for(CLUSTER, str(tmp_path)) == str(tmp_path / "step_marks")
+    own = exchange_marks.folder_for(CLUSTER)
+    assert os.path.dirname(own) == tempfile.gettempdir()
+    assert exchange_marks.folder_for(CLUSTER, "gs://bucket/run") == own
+    assert own != exchange_marks.folder_for(Cluster(workers=("a:1", "b:5")))
