@@ -29,6 +29,7 @@ GPU_GRAPH = T + "engine/test_collective_gpu_graph.py::"
 SHARE = T + "input/test_worker_share.py::"
 RECIPES = T + "recipe/test_model_recipes.py::"
 SAVER = T + "callbacks/test_checkpoint_saver.py::"
+PACK_TUNING = T + "engine/test_pack_tuning.py::"
 MUTATIONS = [
     # 1. Staging: stage the next batch before taking the current one.
     Mutation(
@@ -4108,4 +4109,62 @@ MUTATIONS = [
         "            self._leave_mark(phase)  # for the others whose watch fires later\n", "",
         [T + "callbacks/test_hung_exchange_marks.py::"
          "test_the_line_names_who_never_reached_the_exchange_who_left_no_mark_and_who_did"]),
+    # --gradient_pack_mb=auto: the slowest candidate picked.
+    Mutation(
+        "pack_tuning_picks_the_slowest", At("PackTuning._decide"),
+        "        best = min(range(len(self.times)), key=self.times.__getitem__)\n",
+        "        best = max(range(len(self.times)), key=self.times.__getitem__)\n",
+        [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked",
+         PACK_TUNING + "test_the_pick_is_the_fastest_of_each_candidates_slowest_worker",
+         PACK_TUNING + "test_the_header_the_pick_line_and_the_run_record_name_the_pick"]),
+    # Each worker picks from its own times (no collective): picks may differ.
+    Mutation(
+        "pack_tuning_times_not_agreed_across_workers", At("PackTuning._decide"),
+        'self._cluster_max(fastest, "pack_timings")', "fastest",
+        [PACK_TUNING + "test_the_pick_is_the_fastest_of_each_candidates_slowest_worker",
+         T + "engine/test_pack_tuning_workers.py::"
+         "test_two_workers_take_one_pick_from_the_same_numbers"]),
+    # The first round, which builds each candidate's step function, timed too.
+    Mutation(
+        "pack_tuning_times_the_building_steps", At("PackTuning.run_step"),
+        "        if self._steps >= count:", "        if True:",
+        [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked"]),
+    # Candidates one after the other instead of in turn.
+    Mutation(
+        "pack_tuning_candidates_not_in_turn", At("PackTuning.run_step"),
+        "        index = self._steps % count\n",
+        "        index = self._steps // self.steps_each\n",
+        [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked"]),
+    # Sizes that cut the same plan timed twice.
+    Mutation(
+        "pack_tuning_duplicate_candidates", At("candidates", module="pack_tuning"),
+        "        if counts not in plans:\n", "        if True:\n",
+        [PACK_TUNING + "test_candidates_are_the_sizes_that_cut_distinct_plans"]),
+    # A resume times again instead of taking the recorded pick.
+    Mutation(
+        "pack_tuning_resume_ignores_the_recorded_pick", At("_resume_chief"),
+        '    resumed.pack_pick = kept.get(run_record.PACK_PICK, {}).get("pack_mb")\n',
+        "    resumed.pack_pick = None\n",
+        [PACK_TUNING + "test_a_resume_trains_on_the_recorded_pick_without_timing"]),
+    Mutation(
+        "pack_tuning_start_ignores_the_resume", At("PackTuning.start"),
+        "        if resumed:\n", "        if False:\n",
+        [PACK_TUNING + "test_a_resume_takes_the_chiefs_recorded_pick",
+         PACK_TUNING + "test_a_resume_trains_on_the_recorded_pick_without_timing"]),
+    # The resume's rewritten run record drops the pick.
+    Mutation(
+        "pack_tuning_record_forgets_the_pick_at_resume", At("_resume_chief"),
+        "        input_record=input_record, compared=compared, pack_pick=kept,",
+        "        input_record=input_record, compared=compared, pack_pick=None,",
+        [PACK_TUNING + "test_a_resume_trains_on_the_recorded_pick_without_timing"]),
+    # The trainer never switches its step to a candidate or the pick.
+    Mutation(
+        "pack_tuning_step_never_switched", At("Trainer._use_pack_size"),
+        "        if pack_bytes != current:\n", "        if False:\n",
+        [PACK_TUNING + "test_a_resume_trains_on_the_recorded_pick_without_timing"]),
+    # "auto" not accepted by the flag.
+    Mutation(
+        "pack_size_flag_refuses_auto", At("NumberOrWordParser.parse"),
+        "argument.strip() in self.words", "argument.strip() in ()",
+        [T + "config/test_refusal_table.py::test_the_flag_checks_accept_each_boundary_value"]),
 ]

@@ -32,6 +32,7 @@ from towertrain.engine.process import runtime
 from towertrain.engine.step import tower
 from towertrain.engine import variable_mgr
 from towertrain.engine.run import handles as handles_lib
+from towertrain.engine.run import pack_tuning
 from towertrain.engine.run import loop as loop_lib
 from towertrain.engine.run import trainer_state
 from towertrain.recipe import native_precision
@@ -133,7 +134,15 @@ class Trainer:
         self.accumulators = (accumulate.Accumulators(self.devices, self.model.trainable_variables)
                              if self.accumulation.accumulating else None)
         self.loss_scale = precision.LossScale.from_plan(self.plan.recipe.precision)
+        self._exchange = self.plan.exchange  # the step's: auto's packs change it
         self._step_fn = self._make_step()
+        self.pack_tuning = None  # --gradient_pack_mb=auto's PackTuning
+        if self.plan.exchange.tune_pack_size:
+            self.pack_tuning = pack_tuning.PackTuning(
+                self.model.trainable_variables, self._use_pack_size,
+                self.variables.cluster_max, header.wire_dtype(self.plan))
+        self._pack_start = {}  # what train()'s resume tells it (PackTuning.start)
+        self._built_steps = {}  # pack bytes -> (exchange, step fn, its phase) while timing
         self._sync_devices = runtime.sync_after_step(self.plan.runtime)
 
     @staticmethod
@@ -223,7 +232,7 @@ class Trainer:
         plan = self.plan
         step = step_lib.TrainStep(
             self.model, self.devices, self.variables, self.feed, loss_fn=self.loss_fn,
-            decay_mask=self.decay_mask, loss=plan.recipe.loss, exchange=plan.exchange,
+            decay_mask=self.decay_mask, loss=plan.recipe.loss, exchange=self._exchange,
             nominal_batch=plan.batches.global_batch, xla_compile=plan.runtime.xla_compile,
             loss_scale=self.loss_scale, accumulators=self.accumulators,
             num_workers=plan.topology.num_workers,
@@ -235,6 +244,31 @@ class Trainer:
             report_timing=self.params.straggler_threshold > 0)
         self._step_phase = step.marks.variable  # read by the step watchdog if a step hangs
         return step.fn
+
+    def _use_pack_size(self, pack_bytes):
+        """The step exchanges packs of at most `pack_bytes` (None: one per
+        dtype): --gradient_pack_mb=auto's candidates, each step function built
+        once and kept while they are timed, then its pick."""
+        built, current = self._built_steps, self._exchange.gradient_pack_bytes
+        if pack_bytes != current:
+            built[current] = (self._exchange, self._step_fn, self._step_phase)
+            self._exchange = built.get(pack_bytes, (dataclasses.replace(
+                self._exchange, gradient_pack_bytes=pack_bytes),))[0]
+            self.variables.repack(self._exchange)  # a retrace reads it
+            if pack_bytes in built:
+                _, self._step_fn, self._step_phase = built[pack_bytes]
+            else:
+                self._step_fn = self._make_step()
+        if not self.pack_tuning.tuning:
+            built.clear()
+
+    def _start_pack_tuning(self, start_step=None):
+        """--gradient_pack_mb=auto: the timing starts with the run (once)."""
+        if self.pack_tuning is None or self.pack_tuning.started:
+            return
+        start_step = self.global_step() if start_step is None else start_step
+        self.pack_tuning.start(start_step + 1, steps_plan.warmup_of_run(
+            self.num_warmup_batches, start_step, self.total_steps), **self._pack_start)
 
     # The plan's facts under the names callbacks, tests and users read.
     cluster = property(lambda self: self.plan.topology.cluster)
@@ -255,7 +289,10 @@ class Trainer:
         outputs: 1 adds the gradient norm to the extras, 2 also the summed
         gradients (the summaries ask for them on the steps they write)."""
         trainer_state.check_open(self._closed, "step")
+        self._start_pack_tuning()  # stepping without train() / begin()
         try:
+            if self.pack_tuning is not None and self.pack_tuning.tuning:
+                return self.pack_tuning.run_step(lambda: self._step(outputs))
             return self._step(outputs)
         except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
             # Raised by the input pipeline (a generator's element, a decode):
@@ -337,6 +374,7 @@ class Trainer:
         """The loop starts after global step `start_step` (0, or a resumed step)."""
         self.feed.begin(start_step, warmup=steps_plan.warmup_of_run(
             self.num_warmup_batches, start_step, self.total_steps))
+        self._start_pack_tuning(start_step)
 
     def add_fence(self, step):
         """Nothing will be staged past global step `step` (engine/feed/position.py)."""
@@ -387,7 +425,9 @@ class Trainer:
         """The header's (label, value) pairs (towertrain.engine.run.header)."""
         return header.training_info(
             self.plan, self.model, self.input, self.learning_rate, self.loss_scale,
-            self.precision_support, self._synced_batch_norms, self.input_origin)
+            self.precision_support, self._synced_batch_norms, self.input_origin,
+            self.pack_tuning.header_text() if self.pack_tuning and self.pack_tuning.started
+            else None)
 
     def train(self, write=print, eval_data=None, callbacks=()):
         """Trains to the planned total step with tf_cnn_benchmarks output; with
@@ -404,6 +444,8 @@ class Trainer:
         handles = self._run_handles(eval_data)
         # The train_dir's lock, the record's checks, the restore: before any callback.
         resumed = resume_lib.resume(self.plan, handles, write)
+        self._pack_start = dict(recorded=resumed.pack_pick, resumed=bool(resumed.resumed_from),
+                                write=write, on_pick=resumed.record_pack_pick)
         built = callbacks_lib.default_callbacks(self.plan, handles, resumed, write)
         result = loop_lib.run(handles, built + list(callbacks), self.total_steps, write)
         self.sync_model()

@@ -67,6 +67,30 @@ def _unknown_flags():
         flags.FLAGS.unparse_flags()
 
 
+def _pack_size_not_a_number():
+    from absl import flags
+    from towertrain.commands import common
+    from towertrain.config import flags as flags_lib
+    flags_lib.define_flags()
+    flags.FLAGS.unparse_flags()
+    try:
+        flags.FLAGS(["towertrain", "--gradient_pack_mb=fast"])
+    except flags.Error as err:
+        return common.flag_error_message(err)
+    finally:
+        flags.FLAGS.unparse_flags()
+
+
+def _auto_packs_in_a_short_warm_up():
+    """1.2 MB of gradients: 2 sizes to time (one pack, 1 MB), 2 steps each."""
+    model = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(),
+                              keras.layers.Dense(100, name="logits")], name="mine")
+    Trainer(Params(device="cpu", num_gpus=2, variable_update="replicated",
+                   gradient_pack_mb="auto", num_warmup_batches=3, num_batches=1),
+            model=model, input_source=from_arrays(*_arrays(), 4)
+            ).train(write=lambda line: None)
+
+
 def _momentum():
     from towertrain.config import flags as flags_lib
     flags_lib.check_command_line(Params(device="cpu", optimizer="rmsprop", momentum=0.5),
@@ -479,6 +503,9 @@ CASES = {
     "unwritable": lambda mp: writable.check([("summary_dir", "/etc/hostname/events", False)]),
     "unknown flags": lambda mp: (_ for _ in ()).throw(ValueError(_unknown_flags())),
     "momentum": lambda mp: _momentum(),
+    "pack size not a number": lambda mp: (_ for _ in ()).throw(
+        ValueError(_pack_size_not_a_number())),
+    "auto packs in a short warm-up": lambda mp: _auto_packs_in_a_short_warm_up(),
     "resume optimizer": lambda mp: _resume_with_adam(),
     "disk too full": lambda mp: _disk_too_full(),
     "save failed": lambda mp: _save_failed(),

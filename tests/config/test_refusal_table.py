@@ -70,7 +70,8 @@ def _sample(name):
     if flag.flag_type() == "bool":
         return f"--{name}"
     choices = getattr(flag.parser, "enum_values", None)
-    value = choices[0] if choices else {"int": "1", "float": "1.0"}.get(flag.flag_type(), "x")
+    kind = flag.flag_type().split(" or ")[0]  # "float or auto": a float's
+    value = choices[0] if choices else {"int": "1", "float": "1.0"}.get(kind, "x")
     return f"--{name}={value}"
 
 
@@ -298,6 +299,15 @@ CASES = [
      "--gradient_pack_mb=25.0: ", "conflicts with --xla_compile", E),
     (["--variable_update=independent", "--gradient_pack_mb=25"], "--gradient_pack_mb=25.0: ",
      "only applies to --variable_update=replicated or", E),
+    # --gradient_pack_mb=auto: a number or the word; refused where the numbers are.
+    (["--variable_update=replicated", "--gradient_pack_mb=fast"], "--gradient_pack_mb=fast: ",
+     "must be a number or auto", E),
+    (["--variable_update=replicated", "--gradient_pack_mb=auto", "--gradient_repacking=4"],
+     "--gradient_pack_mb=auto: ", "conflicts with --gradient_repacking=4", E),
+    (["--variable_update=replicated", "--gradient_pack_mb=auto", "--xla_compile"],
+     "--gradient_pack_mb=auto: ", "conflicts with --xla_compile", E),
+    (["--variable_update=independent", "--gradient_pack_mb=auto"], "--gradient_pack_mb=auto: ",
+     "only applies to --variable_update=replicated or", E),
     (["--variable_update=replicated", "--all_reduce_spec=collective"],
      "--all_reduce_spec=collective: ", "is a --variable_update=collective_all_reduce exchange",
      E),
@@ -523,6 +533,7 @@ ACCEPTED = [
     (["--variable_update=replicated", "--gradient_pack_mb=0", "--xla_compile"], E),
     (["--variable_update=replicated", "--gradient_pack_mb=0", "--gradient_repacking=0"], E),
     ([COLLECTIVE, "--gradient_pack_mb=0.000001"], E),
+    ([COLLECTIVE, "--gradient_pack_mb=auto"], E),
     (["--num_examples_per_epoch=64", "--batch_size=8", "--num_epochs_per_decay=0.125",
       "--learning_rate_decay_factor=1"], E),
     (["--num_examples_per_epoch=64", "--num_epochs_per_decay=1",

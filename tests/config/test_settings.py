@@ -55,7 +55,7 @@ def python_type(flag):
     """The type a flag's values have (an enum flag's are strings)."""
     if getattr(flag.parser, "enum_values", None):
         return str
-    return FLAG_TYPES[flag.flag_type()]
+    return FLAG_TYPES[flag.flag_type().split(" or ")[0]]  # "float or auto": a float field
 
 
 def test_every_params_field_is_a_flag_with_its_default_and_type(towertrain_flags):

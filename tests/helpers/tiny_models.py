@@ -1,7 +1,7 @@
 """The tests' tiny model ckpt_tiny (conv + fused BN + dense), a second
-layout, tiny_dense, a dropout one, tiny_dropout, and ckpt_tiny with dropout,
-tiny_dropout_bn, registered once on import, plus the Params, eval data and
-evaluation the checkpoint tests share."""
+layout, tiny_dense, a dropout one, tiny_dropout, ckpt_tiny with dropout,
+tiny_dropout_bn, and a wide one of 4.2 MB, tiny_wide, registered once on
+import, plus the Params, eval data and evaluation the checkpoint tests share."""
 import keras
 import numpy as np
 import tensorflow as tf
@@ -82,6 +82,23 @@ def build_tiny_dropout_bn(num_classes, data_format, image_size):
 
 models.register_model("tiny_dropout_bn", build_tiny_dropout_bn, default_image_size=8,
                       default_batch_size=3, default_learning_rate=0.1,
+                      default_dataset="cifar10", overwrite=True)
+
+
+def build_tiny_wide(num_classes, data_format, image_size):
+    """ckpt_tiny's images through one wide dense layer: 4.2 MB of float32
+    gradients (--gradient_pack_mb=auto has 3 distinct sizes to time: one
+    pack, 4 MB, 1 MB) in a step of a few milliseconds."""
+    return keras.Sequential([
+        keras.Input(models.input_shape(image_size, data_format)),
+        keras.layers.Flatten(data_format=data_format, name="flatten"),
+        keras.layers.Dense(5200, name="wide"),
+        keras.layers.Dense(num_classes, name="logits"),
+    ], name="tiny_wide")
+
+
+models.register_model("tiny_wide", build_tiny_wide, default_image_size=8,
+                      default_batch_size=3, default_learning_rate=0.01,
                       default_dataset="cifar10", overwrite=True)
 
 

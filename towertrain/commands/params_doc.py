@@ -20,6 +20,7 @@ def _type(setting):
     name = settings.PYTHON_TYPES[setting.type].__name__
     if setting.choices is not None:
         name += " (" + ", ".join(f"`{c}`" for c in setting.choices) + ")"
+    name += "".join(f" or `'{word}'`" for word in setting.words)
     return name + (" or None" if setting.default is None else "")
 
 

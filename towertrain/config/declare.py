@@ -80,6 +80,9 @@ class Setting:
     # ENUM only: the flag also takes its values in other case (tf_cnn_benchmarks'
     # --device=GPU); the parsed value is always the listed spelling.
     case_sensitive: bool = True
+    # FLOAT only: words the flag takes besides numbers (--gradient_pack_mb=auto);
+    # the Params field holds the word as given.
+    words: Tuple[str, ...] = ()
     tfcnn: Optional[TfCnn] = None  # tf_cnn_benchmarks' flag of this name
     recorded: Optional[str] = None  # ALWAYS / WHEN_APPLIES: the run record keeps it
     path: bool = False  # names a file or directory: `~` is the user's home
@@ -96,6 +99,8 @@ class Setting:
             raise ValueError(f"setting {self.name}: choices go with type ENUM, and only there")
         if not self.case_sensitive and self.type != ENUM:
             raise ValueError(f"setting {self.name}: case_sensitive=False is for ENUM only")
+        if self.words and self.type != FLOAT:
+            raise ValueError(f"setting {self.name}: words are for FLOAT only")
         if self.scaling not in (SHARED, PER_CONFIGURATION, NOT_USED):
             raise ValueError(f"setting {self.name}: unknown scaling {self.scaling!r}")
         if self.applies_with is not None and (
@@ -114,7 +119,7 @@ class Setting:
 def setting(default, help, **metadata):
     """A section field that is a setting: its default and --help text, and any
     of Setting's other attributes (choices, training_only, scaling, param,
-    group, applies_with, case_sensitive, tfcnn, recorded, path)."""
+    group, applies_with, case_sensitive, words, tfcnn, recorded, path)."""
     unknown = set(metadata) - {f.name for f in dataclasses.fields(Setting)}
     if unknown:
         raise TypeError(f"setting(): unknown {sorted(unknown)}")

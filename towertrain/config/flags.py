@@ -39,10 +39,33 @@ def define_flags():
                                              setting.choices,
                                              case_sensitive=setting.case_sensitive),
                               FLAGS)
+        elif setting.words:
+            flags.DEFINE(NumberOrWordParser(setting.words), setting.name, setting.default,
+                         setting.help)
         else:
             _DEFINE[setting.type](setting.name, setting.default, setting.help)
     # tf_cnn_benchmarks' flags towertrain accepts with one value or refuses.
     tfcnn_definitions.define(FLAGS)
+
+
+class NumberOrWordParser(flags.FloatParser):
+    """A float flag that also takes a few words (Setting.words: --gradient_pack_mb=auto)."""
+
+    def __init__(self, words):
+        super().__init__()
+        self.words = tuple(words)
+        self.syntactic_help = f"a number or {' or '.join(self.words)}"
+
+    def parse(self, argument):
+        if isinstance(argument, str) and argument.strip() in self.words:
+            return argument.strip()
+        try:
+            return super().parse(argument)
+        except ValueError:  # absl prefixes '--flag=value: '
+            raise ValueError(f"must be {self.syntactic_help}") from None
+
+    def flag_type(self):
+        return f"float or {' or '.join(self.words)}"
 
 
 def explicit_flags():

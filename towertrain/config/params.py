@@ -148,7 +148,8 @@ def _check_types(p: Params) -> None:
         if kind == settings.INTEGER:
             ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
         elif kind == settings.FLOAT:
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                  or value in setting.words)
         elif kind == settings.BOOLEAN:
             ok = isinstance(value, bool)
         elif kind == settings.STRING:  # a path may be a pathlib.Path
@@ -156,7 +157,8 @@ def _check_types(p: Params) -> None:
         else:
             ok = isinstance(value, str)
         if not ok:
-            _fail(setting.name, repr(value), f"must be {_TYPE_WORDS[kind]} (got "
+            words = "".join(f" or {word!r}" for word in setting.words)
+            _fail(setting.name, repr(value), f"must be {_TYPE_WORDS[kind]}{words} (got "
                   f"{type(value).__name__})")
         if kind == settings.INTEGER and not INT64_MIN <= value <= INT64_MAX:
             # TensorFlow holds every count in an int64: beyond it a value fails

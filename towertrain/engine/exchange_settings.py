@@ -15,6 +15,7 @@ ALL_REDUCE_SPECS = ("nccl", "pscpu", "psgpu", "ring",
                     "pscpu/xring", "psgpu/xring", "nccl/xring", "scatter/xring", "collective")
 VARIABLE_CONSISTENCIES = ("strong", "relaxed")
 COMPACT_DTYPES = ("float16", "bfloat16")
+AUTO_PACKS = "auto"  # --gradient_pack_mb=auto: the pack size measured in the warm-up
 # The modes that exchange gradients (--all_reduce_spec, --gradient_repacking).
 EXCHANGES = ("variable_update", ("replicated", "collective_all_reduce"))
 _ACROSS_PROCESSES = ("use --variable_update=collective_all_reduce across worker processes "
@@ -67,10 +68,14 @@ class ExchangeSettings:
         "bytes; PyTorch DDP's buckets are 25 MB, Horovod's fusion buffer 64 "
         "MB), about equal, in reverse layer order, each reduced as soon as "
         "its gradients exist (0: one pack per dtype; at most 1000 packs per "
-        "dtype). Default: 25 on --device=gpu, one pack per dtype on cpu. Not "
+        "dtype). auto: times a few candidate sizes (one pack per dtype, 64, "
+        "16, 4, 1 MB: those that cut this model differently) in the warm-up "
+        "steps and trains on with the fastest, the same pick on every "
+        "worker; the header and the run record say it, a resume keeps it. "
+        "Default: 25 on --device=gpu, one pack per dtype on cpu. Not "
         "with --gradient_repacking (packs are counted or sized, not both) nor "
         "--xla_compile. replicated and collective_all_reduce.",
-        training_only=True, scaling=NOT_USED,
+        training_only=True, scaling=NOT_USED, words=(AUTO_PACKS,),
         applies_with=EXCHANGES)
     variable_consistency: str = setting(
         "strong", "replicated only: strong applies each step's all-reduced gradients in "
@@ -129,6 +134,9 @@ class Exchange:
     # Packs of at most this many bytes (--gradient_pack_mb resolved: the GPU
     # default, None for counted packs or one pack per dtype).
     gradient_pack_bytes: Optional[int] = None
+    # --gradient_pack_mb=auto: the size is measured in the warm-up
+    # (engine/run/pack_tuning.py), gradient_pack_bytes being the first candidate's.
+    tune_pack_size: bool = False
     compact_gradient_transfer: bool = False
     # What a compact transfer sends ("float16"/"bfloat16"), None without one.
     compact_transfer_dtype: Optional[str] = None
@@ -163,6 +171,7 @@ class Exchange:
                        if settings.all_reduce_spec is None and spec != usual else None),
             gradient_repacking=settings.gradient_repacking,
             gradient_pack_bytes=gradient_pack_bytes(settings, device, xla_compile),
+            tune_pack_size=settings.gradient_pack_mb == AUTO_PACKS,
             compact_gradient_transfer=settings.compact_gradient_transfer,
             compact_transfer_dtype=compact_dtype(settings, half),
             variable_consistency=settings.variable_consistency,
@@ -191,7 +200,9 @@ _XLA_WHY = ("a compiled tower hands out all its gradients at once, so no pack co
 
 def gradient_pack_bytes(p, device, xla_compile):
     """The bytes per pack a run cuts its gradients into, or None (counted
-    packs, or one pack per dtype)."""
+    packs, or one pack per dtype; with auto, before its pick)."""
+    if p.gradient_pack_mb == AUTO_PACKS:
+        return None
     if p.gradient_pack_mb is not None:
         return max(1, round(p.gradient_pack_mb * 10**6)) if p.gradient_pack_mb else None
     if (device == "gpu" and p.variable_update in _EXCHANGING and not p.gradient_repacking
@@ -280,7 +291,7 @@ def _validate_wire_dtype(p, device, spec, fail):
 
 def _validate_pack_size(p, fail):
     pack_mb = p.gradient_pack_mb
-    if pack_mb is not None and not 0 <= pack_mb < float("inf"):
+    if pack_mb not in (None, AUTO_PACKS) and not 0 <= pack_mb < float("inf"):
         fail("gradient_pack_mb", pack_mb, "must be a number >= 0 (0: one pack per dtype)")
     if pack_mb is not None and p.gradient_repacking:
         fail("gradient_pack_mb", pack_mb, f"conflicts with --gradient_repacking="

@@ -46,6 +46,11 @@ COMPARED_SETTINGS = tuple(s.name for s in settings.compared())
 # plan's steps, the run's last step), not settings.
 CHANGEABLE = ("accumulation_steps", "total_steps")
 
+# --gradient_pack_mb=auto's pick ({"pack_mb": MB, 0: one pack per dtype; the
+# candidates and their times}): written once timed, kept by a resume, which
+# trains on it without timing again.
+PACK_PICK = "gradient_pack_pick"
+
 
 def read(train_dir):
     """The record in train_dir as a dict; {} when there is none."""
@@ -92,6 +97,19 @@ def write(train_dir, record):
                               "another --train_dir") from err
 
 
+def pack_pick(record):
+    """{PACK_PICK: entry} of the record's --gradient_pack_mb=auto pick, or {}."""
+    entry = record.get(PACK_PICK)
+    return {PACK_PICK: entry} if isinstance(entry, dict) and "pack_mb" in entry else {}
+
+
+def record_pack_pick(train_dir, entry):
+    """Adds --gradient_pack_mb=auto's pick (engine/run/pack_tuning.py) to the record."""
+    record = read(train_dir)
+    record[PACK_PICK] = entry
+    write(train_dir, record)
+
+
 def final_step(record):
     """The global step of the run's final checkpoint, or None while it runs."""
     return record.get("final_step")
@@ -99,7 +117,7 @@ def final_step(record):
 
 def record_of(model, data_name, data_format, keras_model, state_settings=None,
               changeable=None, data_dir=None, user_model=False, input_record=None,
-              learning_rate=None, topology=None, compared=None):
+              learning_rate=None, topology=None, compared=None, pack_pick=None):
     """The record of a training run: what export and eval need to rebuild the
     model without the training flags (the plan's model, dataset and data
     format, and the built model's classes and image shape), the settings that
@@ -110,7 +128,8 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
     input_record: training_input's record of the training files.
     learning_rate: which rate the run trains with
     (towertrain.plan.learning_rate.source.record_entry); a record without one
-    is older than models' recipes. topology: topology_history's entries."""
+    is older than models' recipes. topology: topology_history's entries.
+    pack_pick: {PACK_PICK: entry} of a resumed --gradient_pack_mb=auto run."""
     return {
         "model": keras_model.name if user_model else model,
         USER_MODEL: bool(user_model),
@@ -126,6 +145,7 @@ def record_of(model, data_name, data_format, keras_model, state_settings=None,
         **(input_record or {}),
         **({"learning_rate": learning_rate} if learning_rate is not None else {}),
         **(topology or {}),
+        **(pack_pick or {}),
     }
 
 

@@ -269,6 +269,19 @@ class ClusterExchange:
                 tensor, self.num_workers, WORKERS_GROUP, self.key("count"), timeout=self.timeout,
                 ordering_token=self._tokens[-1].handle, communication_hint="ring")
 
+    def workers_max(self, values, site):
+        """A few Python numbers at their maximum over the workers, eager,
+        between steps, over one CPU member per worker (the step's scalars'
+        group and chain); `site`: the call site's key (keys.KEYS)."""
+        if self.num_workers == 1:
+            return list(values)
+        with tf.device("/cpu:0"):
+            found = private_api.collective_all_reduce(
+                tf.constant(values, tf.float64), self.num_workers, WORKERS_GROUP,
+                self.key(site), merge_op="Max", timeout=self.timeout,
+                ordering_token=self._tokens[-1].handle, communication_hint="ring")
+        return found.numpy().tolist()
+
     def _all_devices_sum(self, per_device, key):
         """per_device[i]: a tensor on local device i; its sum over every device
         of the cluster, on each local device."""

@@ -31,8 +31,10 @@ LOCAL_GROUP_BASE = 10**6
 # before step 1, one key per group. "apart": the extra values' own float32
 # pack beside half-precision packs, + the plan's pack count. "moments":
 # --sync_batch_norm's sums over the workers, + 2 x the layer's point (+ 1 for
-# the gradient's).
-KEYS = {"count": 1, "stats": 200, "broadcast": 300, "open": 400, "apart": 10_000,
+# the gradient's). "pack_timings", "pack_pick": --gradient_pack_mb=auto's one
+# decision between steps (engine/run/pack_tuning.py), each of one shape.
+KEYS = {"count": 1, "stats": 200, "broadcast": 300, "open": 400,
+        "pack_timings": 500, "pack_pick": 600, "apart": 10_000,
         "moments": 100_000, "grads": 10**6,
         "gather": 16 * 10**5}
 # The key spaces: every key above (packs included: < 2.11 * 10**6 for up to

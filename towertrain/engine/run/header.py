@@ -19,13 +19,16 @@ from towertrain.recipe import precision
 
 
 def training_info(plan, model, input_source, learning_rate, loss_scale=None,
-                  precision_support=None, synced_batch_norms=0, input_origin=None):
+                  precision_support=None, synced_batch_norms=0, input_origin=None,
+                  pack_line=None):
     """The header of a training run of `plan`. model: the Keras model trained;
     input_source: its Input (named in the Dataset line); learning_rate: the
     recipe's schedule; loss_scale: the LossScale or None; precision_support:
     what native_precision.check found of the devices (None: not checked);
     synced_batch_norms: how many batch-norm layers --sync_batch_norm
-    synchronizes; input_origin: where a user's own input comes from."""
+    synchronizes; input_origin: where a user's own input comes from;
+    pack_line: the Gradient packs line of --gradient_pack_mb=auto
+    (engine/run/pack_tuning.py), else the plan's packs are described."""
     static = plan.describe()
     recipe = plan.recipe
     info = [
@@ -60,7 +63,7 @@ def training_info(plan, model, input_source, learning_rate, loss_scale=None,
         info.append(("AllReduce", static["AllReduce"]))
         if "Collectives" in static:
             info.append(("Collectives", static["Collectives"]))
-        info.append(("Gradient packs", packing.describe(
+        info.append(("Gradient packs", pack_line or packing.describe(
             model.trainable_variables, plan.exchange.gradient_repacking,
             plan.exchange.gradient_pack_bytes, wire_dtype(plan))))
     if gradients.describe(recipe.clipping):

@@ -142,6 +142,19 @@ class VariableManager(abc.ABC):
         requests) over every worker, before the towers. One process: itself."""
         return count
 
+    def repack(self, exchange):
+        """The exchange re-planned for `exchange`, the plan's Exchange section
+        with another gradient_pack_bytes (--gradient_pack_mb=auto's
+        candidates); the step function built after it uses it. Default: only
+        kept (a mode without an exchange cuts no packs)."""
+        self.options = exchange
+
+    def cluster_max(self, values, site):
+        """Each of `values` (a few Python numbers) at its maximum over the
+        workers, every worker getting the same numbers; `site` names the
+        collective (exchange.keys.KEYS). One process: the values."""
+        return list(values)
+
     def close(self):
         """The trainer is done with its steps: release what the mode holds
         beyond its variables (nothing in one process)."""

@@ -60,6 +60,13 @@ class CollectiveManager(ReplicatedManager):
     def close(self):
         peer_watch.stop()
 
+    def repack(self, exchange):
+        super().repack(exchange)
+        self.collectives.options = exchange
+
+    def cluster_max(self, values, site):
+        return self.collectives.workers_max(values, site)
+
     def cluster_count(self, count):
         """The step's examples (and stop requests) over every worker, before
         the towers: half-precision compute only (engine/step/train_step.py)."""

@@ -31,6 +31,10 @@ class ReplicatedManager(VariableManager):
                            and tf.as_dtype(exchange.compact_transfer_dtype)),
             num_packs=exchange.gradient_repacking, pack_bytes=exchange.gradient_pack_bytes)
 
+    def repack(self, exchange):
+        super().repack(exchange)
+        self.all_reduce = self._all_reduce(exchange)
+
     def create(self, model, make_optimizer):
         self.model = model
         self._trainable, self._non_trainable, self._optimizers = [], [], []

@@ -45,6 +45,14 @@ class Resumed:
         self.resumed_from = resumed_from
         self.resume_changes = []  # header lines: what the resume changed by design
         self.removed = []  # ckpt-N_temp/ folders of saves a killed run never finished
+        # --gradient_pack_mb=auto: the record's pick in MB, where this run resumes (the chief's).
+        self.pack_pick = None
+
+    def record_pack_pick(self, entry):
+        """--gradient_pack_mb=auto's pick (PackTuning.record_entry) into the run
+        record: the chief's, with --train_dir; elsewhere nothing is written."""
+        if self.checkpointer is not None:
+            run_record.record_pack_pick(self.checkpointer.train_dir, entry)
 
     def restore(self, checkpoint_path=None):
         """Resumes from `checkpoint_path` (--checkpoint), else the latest
@@ -141,12 +149,15 @@ def _resume_chief(plan, handles, resumed):
             contract.learning_rate_change(record, lr_source.record_entry(handles.learning_rate))
     resumed.restore(chosen)
     _agree_on_resume(plan, out.train_dir, resumed.resumed_from)  # before the record changes
+    # A resume keeps the record's pick of --gradient_pack_mb=auto (a fresh start times again).
+    kept = run_record.pack_pick(record) if resumed.resumed_from else {}
+    resumed.pack_pick = kept.get(run_record.PACK_PICK, {}).get("pack_mb")
     topology = run_record.topology_entry(plan.batches, plan.topology.num_workers,
                                          plan.topology.num_towers)
     run_record.write(out.train_dir, run_record.record_of(
         plan.model, plan.dataset, plan.topology.data_format, handles.model,
         state, changeable, data_dir=plan.input.data_dir, user_model=handles.user_model,
-        input_record=input_record, compared=compared,
+        input_record=input_record, compared=compared, pack_pick=kept,
         learning_rate=lr_source.record_entry(handles.learning_rate),
         topology=run_record.topology_history(
             record, topology, checkpointer.last_saved_step if resumed.resumed_from else None)))
