@@ -1381,10 +1381,38 @@ MUTATIONS = [
     # differs would stop apart, and the saved input position would skip them).
     Mutation(
         "cluster_stop_before_staged_batches", At("ClusterStop.after_step"),
-        "            self.stop_at = min(step + self.handles.staging_depth, self.loop.total_steps)",
-        "            self.stop_at = min(step, self.loop.total_steps)",
+        "        staged = step + self.handles.staging_depth\n",
+        "        staged = step\n",
         [T + "callbacks/test_cluster_stop.py::"
          "test_another_workers_request_stops_after_the_staged_batches"]),
+    # SIGUSR1 (the elastic take-back): the workers stop at once instead of
+    # at the next periodic checkpoint; past the staged batches' checkpoint,
+    # a worker that staged past it would step on alone; a stop at the
+    # checkpoint read as a stop now as well.
+    Mutation(
+        "checkpoint_stop_stops_at_once", At("ClusterStop.after_step"),
+        "            boundary = (-(-staged // self.save_steps) * self.save_steps if "
+        "self.save_steps\n",
+        "            boundary = (staged if self.save_steps\n",
+        [T + "callbacks/test_cluster_stop.py::"
+         "test_sigusr1_stops_every_worker_right_after_the_next_periodic_checkpoint"]),
+    Mutation(
+        "checkpoint_stop_inside_the_staged_batches", At("ClusterStop.after_step"),
+        "            boundary = (-(-staged // self.save_steps)",
+        "            boundary = (-(-step // self.save_steps)",
+        [T + "callbacks/test_cluster_stop.py::"
+         "test_a_checkpoint_stop_comes_after_the_staged_batches_and_gives_way_to_a_stop_now"]),
+    Mutation(
+        "checkpoint_stop_read_as_a_stop_now", At("ClusterStop.after_step"),
+        "        if requests % AT_CHECKPOINT and", "        if requests and",
+        [T + "callbacks/test_cluster_stop.py::"
+         "test_sigusr1_stops_every_worker_right_after_the_next_periodic_checkpoint"]),
+    Mutation(
+        "checkpoint_stop_without_checkpoints_waits_forever",
+        At("ClusterStop._handle_at_checkpoint"),
+        "        if not self.save_steps:\n", "        if False:\n",
+        [T + "callbacks/test_cluster_stop.py::"
+         "test_sigusr1_without_periodic_checkpoints_stops_at_the_same_step_as_sigterm"]),
     # A second signal during a long step exits at once (the watcher
     # thread on signal.set_wakeup_fd); without it the Python handler waits for the step.
     Mutation(
@@ -3780,6 +3808,17 @@ MUTATIONS = [
         "                    deadline = time.monotonic() + grace",
         "                    deadline = time.monotonic()",
         [T + "cluster/test_lost_peer_line.py"]),
+    # The abort lines kept from the log (TensorFlow's C++ threshold left at
+    # the CLI's FATAL): the survivors' logs empty, named by no line; a killed
+    # worker's empty log left behind.
+    Mutation(
+        "abort_lines_not_logged", At("main", module="train"),
+        "        worker_log.before_join()\n", "",
+        [T + "cluster/test_lost_peer_line.py"]),
+    Mutation(
+        "killed_workers_empty_logs_left", At("Workers.kill"),
+        "        self._remove_empty_logs()\n", "",
+        [T + "cluster/test_lost_peer_line.py"]),
     Mutation(
         "chief_not_saved_after_a_lost_peer", At("CheckpointSaver.close"),
         "                self._save_after_peer_loss(error)", "                pass",
@@ -3954,9 +3993,41 @@ MUTATIONS = [
     # cannot be cut over let through.
     Mutation(
         "elastic_restarts_every_worker", At("ElasticRun._loop"),
-        "            count = left", "            count = count",
+        "            self.count = left", "            self.count = count",
         [T + "cluster/test_elastic_launch.py::"
-         "test_a_worker_lost_then_taken_back_keeps_the_run_exact"]),
+         "test_a_worker_back_waits_for_the_next_periodic_checkpoint_then_one_more_goes_on",
+         T + "cluster/test_elastic_launch.py::"
+         "test_a_lost_worker_and_one_taken_back_at_a_checkpoint_are_said_and_recorded"]),
+    # A worker back taken in on demand (SIGTERM's stop at the next step)
+    # though periodic checkpoints are set; a run that reached its end
+    # started again for the waiting worker; the chief signalled before its
+    # handlers are set (SIGUSR1 would kill it).
+    Mutation(
+        "elastic_take_back_on_demand", At("ElasticRun._ask_for_stop"),
+        "                signal.SIGUSR1 if self.save_steps else signal.SIGTERM)",
+        "                signal.SIGTERM)",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_a_worker_back_waits_for_the_next_periodic_checkpoint_then_one_more_goes_on",
+         T + "cluster/test_elastic_launch.py::"
+         "test_a_lost_worker_and_one_taken_back_at_a_checkpoint_are_said_and_recorded"]),
+    # A resumed worker's input starts a step early (that step's examples
+    # trained twice; the run changed by hand would repeat it too).
+    Mutation(
+        "resumed_input_repeats_a_step", At("FeedPosition.start"),
+        "            self.input.resume_after(self.position(start_step))",
+        "            self.input.resume_after(self.position(max(start_step - 1, 0)))",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_every_example_is_trained_once_by_the_workers_of_its_step"]),
+    Mutation(
+        "elastic_finished_run_started_again", At("ElasticRun._loop"),
+        "                if finished is not None:\n", "                if False:\n",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_a_run_that_ends_before_the_checkpoint_is_not_started_again"]),
+    Mutation(
+        "elastic_chief_signalled_before_it_trains", At("Workers.signal_chief_once_it_trains"),
+        "            if not self._chief_trains:\n", "            if False:\n",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_the_chief_gets_the_stop_request_only_once_it_trains"]),
     Mutation(
         "elastic_count_not_checked", At("global_batch_refusal"),
         "    except (ParamsError, ValueError) as err:\n        return str(err)",

@@ -75,7 +75,8 @@ def _watchdog(plan):
 def _stop_on_signal(plan, handles, saves_on_stop, write):
     """SIGINT/SIGTERM handling: multi-worker, every worker stops at one step."""
     if plan.topology.num_workers > 1:
-        return ClusterStop(handles, write, train_dir=plan.outputs.train_dir)
+        return ClusterStop(handles, write, train_dir=plan.outputs.train_dir,
+                           save_steps=plan.outputs.save_model_steps)
     return StopOnSignal(saves_on_stop=saves_on_stop, write=write)
 
 
@@ -114,4 +115,5 @@ def _worker_callbacks(plan, handles, write):
                                       plan.steps.eval_schedule, handles.eval_data, write,
                                       stop_at_top_1=out.stop_at_top_1_accuracy,
                                       print_results=False))
-    return callbacks + [ClusterStop(handles, write, train_dir=out.train_dir)]
+    return callbacks + [ClusterStop(handles, write, train_dir=out.train_dir,
+                                    save_steps=out.save_model_steps)]

@@ -10,8 +10,12 @@ out the per-device batch or accumulation steps; the header's `Topology:` and
 the run record's `topology_changes` say what changed at which step). Fewer
 than M left, or a count the global batch cannot be cut over, ends the run
 with the reason. SIGUSR1 to the launcher says a worker is back: up to X, the
-workers stop together at their next step (the coordinated stop: the chief
-saves there, a checkpoint boundary) and one more worker is taken in.
+workers go on to their next periodic checkpoint (--save_model_steps), stop
+together right after the chief saved it (the chief gets SIGUSR1 once it
+trains: towertrain.callbacks.cluster_stop) and one more worker is taken in
+from there. Without --save_model_steps there is no checkpoint to wait for:
+the workers stop together at their next step (SIGTERM's stop, the chief
+saving there), as the launcher's line says.
 Each change is printed and kept in D/towertrain_elastic.json with the
 recovery time (from the failure to the new run's first step).
 
@@ -25,6 +29,8 @@ import threading
 import time
 
 from towertrain.engine.distributed import peer_loss
+from towertrain.errors import CheckpointError
+from towertrain.state import run_record
 
 EVENTS_FILE = "towertrain_elastic.json"
 _CHECKPOINT_PATH = re.compile(r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', re.M)
@@ -55,6 +61,14 @@ def latest_step(train_dir):
     return int(found.group(1)) if found else None
 
 
+def _final_step(train_dir):
+    """The run record's final step (the run reached its end), or None."""
+    try:
+        return run_record.final_step(run_record.read(train_dir))
+    except CheckpointError:
+        return None
+
+
 class ElasticRun:
     """The elastic loop. start(count, on_first_step): a started launch.Workers;
     refuse_count(workers): why the global batch cannot be cut over that many
@@ -66,25 +80,51 @@ class ElasticRun:
         self.refuse_count = refuse_count
         self.flag_value = flag_value
         self.train_dir = flag_value("train_dir")
+        self.save_steps = flag_value("save_model_steps")
         self.low = options.min_workers
         self.high = options.max_workers or options.num_workers
-        self.grow = threading.Event()
+        self.count = options.num_workers
+        self.asked = 0  # SIGUSR1s not yet answered (the handler only counts them)
+        self.waiting = False  # a worker waits to be taken in
         self.events = []
 
     def _on_sigusr1(self, signum, frame):
         del signum, frame
-        workers = self.state["workers"]
-        if workers is None or self.grow.is_set():
+        self.asked += 1
+
+    def _answer(self):
+        """Answers SIGUSR1, between the supervisor's checks: a worker waits to
+        be taken in at the workers' next periodic checkpoint, where they stop
+        together (towertrain.callbacks.cluster_stop); without periodic
+        checkpoints, at a stop on demand, the chief saving there."""
+        if not self.asked:
             return
-        count = len(workers.procs)
+        self.asked = 0
+        count = self.count
+        if self.waiting:
+            self.write("[launcher] a worker is back: one already waits to be taken in")
+            return
         if count >= self.high:
             self.write(f"[launcher] a worker is back, but {count} run already "
                        f"(--max_workers={self.high})")
             return
-        self.grow.set()
-        self.write(f"[launcher] a worker is back: the {count} workers stop together at their "
-                   f"next step (the chief saves), then {count + 1} go on from there")
-        workers.signal(signal.SIGTERM)
+        self.waiting = True
+        if self.save_steps:
+            self.write(f"[launcher] a worker is back: the {count} workers go on to their next "
+                       f"checkpoint (--save_model_steps={self.save_steps}), stop together "
+                       f"right after it, then {count + 1} go on from there")
+        else:
+            self.write(f"[launcher] a worker is back: no --save_model_steps, so no periodic "
+                       f"checkpoint to wait for; the {count} workers stop together at their "
+                       f"next step (the chief saves there), then {count + 1} go on from there")
+        self._ask_for_stop()
+
+    def _ask_for_stop(self):
+        """The chief is asked, its request reaches every worker in a step's sum."""
+        workers = self.state["workers"]
+        if workers is not None:
+            workers.signal_chief_once_it_trains(
+                signal.SIGUSR1 if self.save_steps else signal.SIGTERM)
 
     def run(self):
         previous = signal.signal(signal.SIGUSR1, self._on_sigusr1)
@@ -94,16 +134,24 @@ class ElasticRun:
             signal.signal(signal.SIGUSR1, previous)
 
     def _loop(self):
-        count, pending = self.options.num_workers, None
+        pending = None
         while True:
+            count = self.count
             workers = self.start(count, self._first_step(pending) if pending else None)
             self.state["workers"] = workers
-            status, task = workers.supervise(self.options.stop_grace_secs)
-            if status == 0 and self.grow.is_set() and not self.state["signals"]:
-                self.grow.clear()
+            if self.waiting:  # asked before this start (or before a loss)
+                self._ask_for_stop()
+            status, task = workers.supervise(self.options.stop_grace_secs, poll=self._answer)
+            if status == 0 and self.waiting and not self.state["signals"]:
+                finished = _final_step(self.train_dir)
+                if finished is not None:
+                    self.write(f"[launcher] the run finished at step {finished} before the "
+                               "waiting worker was taken in")
+                    return 0
+                self.waiting = False
                 pending = self._change(count, count + 1, "taken in", [count],
                                        time.monotonic())
-                count += 1
+                self.count += 1
                 continue
             if status == 0:
                 return 0
@@ -123,15 +171,17 @@ class ElasticRun:
             if reason:
                 self.write(f"[launcher] cannot go on with {left} worker(s): {reason}")
                 return status
-            self.grow.clear()
             pending = self._change(count, left, "lost", lost, failed_at)
-            count = left
+            self.count = left
 
     def _change(self, before, after, what, tasks, since):
         """Says and records a change of the worker count; returns the event."""
         step = latest_step(self.train_dir)
         event = {"event": what, "tasks": tasks, "workers_before": before,
                  "workers_after": after, "step": step, "since": since}
+        if what == "taken in":
+            event["at"] = ("periodic checkpoint" if self.save_steps
+                           else "stop on demand (no --save_model_steps)")
         self.write(f"[launcher] {what} task(s) {', '.join(map(str, tasks))}: going on with "
                    f"{after} worker(s) from step {step} (--global_batch_size kept)")
         self.events.append(event)

@@ -23,7 +23,7 @@ refused before any starts.
 - --min_workers=M [--max_workers=X]: elastic (towertrain.commands.elastic):
   after a failure the survivors go on from the chief's checkpoint while at
   least M remain, at the same --global_batch_size; SIGUSR1 takes a worker
-  back in at a checkpoint the workers make together, up to X.
+  back in at the next periodic checkpoint (--save_model_steps), up to X.
 
 Imports no TensorFlow: the workers do.
 """
@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 
-from towertrain.commands import common, elastic
+from towertrain.commands import common, elastic, worker_log
 from towertrain.config import gpu_share
 from towertrain.errors import DeviceError, ParamsError
 from towertrain.plan import global_batch
@@ -70,8 +70,8 @@ def _parser():
                              "least this many remain (needs --train_dir and "
                              "--global_batch_size in the worker flags)")
     parser.add_argument("--max_workers", type=int, default=None,
-                        help="elastic: SIGUSR1 takes a worker back in, up to this many "
-                             "(default --num_workers)")
+                        help="elastic: SIGUSR1 takes a worker back in at the next "
+                             "periodic checkpoint, up to this many (default --num_workers)")
     parser.add_argument("--stop_grace_secs", type=float, default=STOP_GRACE_SECS,
                         help="after a worker fails, seconds the others have to stop by "
                              "themselves (the chief saves its last step) before they are "
@@ -201,6 +201,9 @@ class Workers:
         self.write = write
         self.on_first_step = on_first_step
         self.procs, self.threads = [], []
+        self._chief_trains = False  # the chief printed a step: its signal handlers are set
+        self._for_chief = None  # a signal the chief gets once it trains
+        self._chief_lock = threading.Lock()
         n = options.num_workers if count is None else count
         cluster = []
         if n > 1:
@@ -229,9 +232,30 @@ class Workers:
     def _copy(self, task, proc):
         for line in proc.stdout:
             self.write(f"[task {task}] {line.rstrip()}")
-            if task == 0 and self.on_first_step is not None and STEP_LINE.match(line):
-                self.on_first_step(line)
-                self.on_first_step = None
+            if task == 0 and not self._chief_trains and STEP_LINE.match(line):
+                if self.on_first_step is not None:
+                    self.on_first_step(line)
+                with self._chief_lock:
+                    self._chief_trains, signum, self._for_chief = True, self._for_chief, None
+                if signum is not None:
+                    self._signal_chief(signum)
+
+    def signal_chief_once_it_trains(self, signum):
+        """Sends `signum` to the chief now if it trains, else at its first step
+        line: by then its handlers (towertrain.callbacks.cluster_stop) are set,
+        and its request reaches every worker in the step's sum."""
+        with self._chief_lock:
+            if not self._chief_trains:
+                self._for_chief = signum
+                return
+        self._signal_chief(signum)
+
+    def _signal_chief(self, signum):
+        if self.procs[0].poll() is None:
+            try:
+                os.kill(self.procs[0].pid, signum)
+            except ProcessLookupError:
+                pass
 
     def signal(self, signum):
         for proc in self.procs:
@@ -253,16 +277,26 @@ class Workers:
             proc.wait()
         for thread in self.threads:
             thread.join(timeout=5)
+        self._remove_empty_logs()
 
-    def supervise(self, grace=STOP_GRACE_SECS):
+    def _remove_empty_logs(self):
+        """A worker killed outright (kill -9, or here after the grace) leaves
+        its log file empty: nothing to read, so it goes."""
+        for task, proc in enumerate(self.procs):
+            worker_log.remove_if_empty(worker_log.path_of(task, proc.pid))
+
+    def supervise(self, grace=STOP_GRACE_SECS, poll=None):
         """Waits until all exited 0 (returns 0, None) or one failed: returns
         (status, task) of that first failure, once the others have exited.
         They are given `grace` seconds (--stop_grace_secs) to stop by
         themselves, each saying in one line which peer it lost (the chief
         saving its last step, towertrain.engine.distributed.peer_loss); the
-        ones still running then are killed."""
+        ones still running then are killed. poll: called between checks
+        (the elastic launch's requests, outside any signal handler)."""
         first, deadline = None, None
         while True:
+            if poll is not None:
+                poll()
             running = 0
             for task, proc in enumerate(self.procs):
                 code = proc.poll()
@@ -277,6 +311,7 @@ class Workers:
             if not running:
                 for thread in self.threads:
                     thread.join(timeout=5)
+                self._remove_empty_logs()
                 return 0, None
             time.sleep(POLL_SECONDS)
 

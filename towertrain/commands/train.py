@@ -40,6 +40,7 @@ def main(argv):
         params = flags_lib.params_from_flags()
         # Before TensorFlow runs any op: threads, XLA, GPU memory (setup calls
         # runtime.configure with the cluster), then multi-worker joins it.
+        worker_log.before_join()
         cluster = trainer_lib.join_cluster(params)
         if cluster.num_workers > 1:  # a lost peer's C++ abort logs: to a file
             worker_log.divert(cluster.task_index)

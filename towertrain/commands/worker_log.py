@@ -8,7 +8,14 @@ Once the worker has joined its cluster, descriptor 2 points at
 <tmp>/towertrain-logs/task<K>-<pid>.log and Python's sys.stderr keeps the
 terminal, so towertrain's own lines (and Python's warnings) still show, and
 the survivor's line names the file when TensorFlow wrote to it. An empty
-file is removed at exit.
+file is removed at exit; a worker killed outright cannot, so the launcher
+removes the empty log of each worker it reaped (remove_if_empty).
+
+The CLI hides TensorFlow's C++ logging (TF_CPP_MIN_LOG_LEVEL=3), which would
+leave the file empty: the abort lines are ERROR lines. But gRPC, once it
+starts the worker's server (the cluster's join), sets the C++ threshold from
+GRPC_VERBOSITY when that is set; before_join sets it to ERROR, so the abort
+lines reach the file (and only the file: the join is followed by divert).
 --verbose (TF_CPP_MIN_LOG_LEVEL < 2) leaves everything on the terminal.
 """
 import atexit
@@ -28,8 +35,23 @@ def kept():
     log_path = _STATE["path"]
     if log_path is None:
         return None
-    _remove_if_empty(log_path)
+    remove_if_empty(log_path)
     return log_path if os.path.exists(log_path) else None
+
+
+def path_of(task_index, pid, directory=None):
+    """Where worker task `task_index` of process `pid` keeps its log."""
+    directory = directory or os.path.join(tempfile.gettempdir(), "towertrain-logs")
+    return os.path.join(directory, f"task{task_index}-{pid}.log")
+
+
+def before_join(environ=None):
+    """Before the cluster's join starts gRPC: TensorFlow's ERROR lines (a lost
+    peer's abort) are logged, to the file divert opens after the join. A
+    GRPC_VERBOSITY the user set stays; --verbose changes nothing."""
+    environ = os.environ if environ is None else environ
+    if not tf_import.start_up_lines_shown():
+        environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def divert(task_index, directory=None):
@@ -37,8 +59,8 @@ def divert(task_index, directory=None):
     (None when --verbose asks for TensorFlow's lines, or the file cannot be made)."""
     if _STATE["path"] is not None or tf_import.start_up_lines_shown():
         return _STATE["path"]
-    directory = directory or os.path.join(tempfile.gettempdir(), "towertrain-logs")
-    log_path = os.path.join(directory, f"task{task_index}-{os.getpid()}.log")
+    log_path = path_of(task_index, os.getpid(), directory)
+    directory = os.path.dirname(log_path)
     try:
         os.makedirs(directory, exist_ok=True)
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -51,11 +73,11 @@ def divert(task_index, directory=None):
     sys.stderr = os.fdopen(terminal, "w", buffering=1, encoding=sys.stderr.encoding,
                            errors="backslashreplace")
     _STATE["path"] = log_path
-    atexit.register(_remove_if_empty, log_path)
+    atexit.register(remove_if_empty, log_path)
     return log_path
 
 
-def _remove_if_empty(log_path):
+def remove_if_empty(log_path):
     try:
         if os.path.getsize(log_path) == 0:
             os.remove(log_path)
