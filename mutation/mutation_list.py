@@ -4238,4 +4238,11 @@ MUTATIONS = [
         "pack_size_flag_refuses_auto", At("NumberOrWordParser.parse"),
         "argument.strip() in self.words", "argument.strip() in ()",
         [T + "config/test_refusal_table.py::test_the_flag_checks_accept_each_boundary_value"]),
+    # Generated-mutant survivor of flow.py: every device's summed lists at
+    # once (LocalExchange.reduce, the cross-worker start-up sums) empty.
+    Mutation(
+        "exchanged_per_device_empty", At("Exchanged.per_device"),
+        "        for d, flat in enumerate(self.flats):\n", "        for d, flat in []:\n",
+        [T + "engine/test_exchange_riders.py::"
+         "test_a_half_precision_transfer_sends_the_extra_values_apart"]),
 ]

@@ -39,6 +39,14 @@ def _assert_sums(exchanged, gradients):
         for got, gradient in zip(exchanged.gradients(d), gradients):
             np.testing.assert_array_equal(got, 3 * gradient)
         assert bool(exchanged.finite[d])
+    # Every device's list at once, as LocalExchange.reduce and the
+    # cross-worker start-up sums read them.
+    per_device = exchanged.per_device
+    assert len(per_device) == len(DEVICES)
+    for summed in per_device:
+        assert len(summed) == len(gradients)
+        for got, gradient in zip(summed, gradients):
+            np.testing.assert_array_equal(got, 3 * gradient)
 
 
 def test_with_no_float32_gradient_the_extra_values_travel_in_a_float32_pack_of_their_own():
