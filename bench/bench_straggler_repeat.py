@@ -72,6 +72,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
     named = clean = 0
+    load_at_start = os.getloadavg()[0]
     for run in range(args.runs):
         kind = "input" if run % 2 == 0 else "compute"
         found = one_run(args, kind)
@@ -85,7 +86,9 @@ def main():
         print(f"clean run {run + 1}: {'no one' if not found else 'NAMED'} {found}", flush=True)
     print(f"\n{args.workers} workers, trivial model, {STEPS} steps, windows of {EVERY}, "
           f"sleep {args.sleep * 1e3:g} ms from step {SLOW_FROM}: named in {named} of "
-          f"{args.runs} slowed runs; no one named in {clean} of {args.clean_runs} clean runs")
+          f"{args.runs} slowed runs; no one named in {clean} of {args.clean_runs} clean runs "
+          f"(load average, 1 min: {load_at_start:.2f} at the start, "
+          f"{os.getloadavg()[0]:.2f} at the end)")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@ beside it: one small file per task, `task-K.json` ({"step", "phase",
 (no --train_dir, or one that is not a local path) a folder of the machine's
 temp dir named after the cluster's addresses, which only workers on one
 machine share. Files, because they need nothing from the stuck runtime.
-TensorFlow's coordination service has a key-value store
-(context.set_config_key_value), but turning it on makes every task heartbeat
-to the chief's service, which ends every task once one stops answering: the
-peer watch and the elastic launcher need the survivors to outlive a lost peer.
+TensorFlow 2.21 has a key-value store (context.set_config_key_value), but
+only with its coordination service on: the store lives in the chief's
+process (gone with it), and the service's heartbeats end every task once
+one stops answering, where the peer watch and the elastic launcher need the
+survivors to outlive a lost peer.
 
 A mark costs a healthy step nothing: a worker's watch writes one only once
 its step has run half the limit (the watch then reads the step's phase, and
