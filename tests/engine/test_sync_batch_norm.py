@@ -149,6 +149,28 @@ def test_an_empty_slice_adds_nothing_to_the_statistics():
     assert max_difference(trainer, reference) <= 1e-5
 
 
+def test_a_slice_empty_at_run_time_runs_on_a_stand_in_that_counts_nothing():
+    # 18 examples in batches of 8, 8 and 2 on 4 towers: the last step's
+    # slices are 1, 1, 0, 0, sizes known only at run time, so the two empty
+    # towers still meet every cross-tower point (on one zero example each,
+    # weighed zero). Keras' batch norm after the dense layer, and the fused one
+    # after the conv (oneDNN's conv passes an empty batch through unshaped).
+    images, labels = data(6)
+    keras.utils.set_random_seed(1)
+    model = bn_model(BATCH_NORMS["fused"])
+    initial = model.get_weights()
+    params = Params(device="cpu", num_gpus=4, variable_update="replicated",
+                    all_reduce_spec="pscpu", init_learning_rate=LEARNING_RATE,
+                    optimizer="sgd", sync_batch_norm=True, num_epochs=1,
+                    num_warmup_batches=0)
+    trainer = Trainer(params, model=model, input_source=from_arrays(images, labels, 8))
+    assert trainer.total_steps == STEPS
+    for _ in range(STEPS):
+        trainer.step()
+    reference = serial(initial, images, labels, 8, BATCH_NORMS["fused"], "sgd")
+    assert max_difference(trainer, reference) <= 1e-5
+
+
 @pytest.fixture(scope="module")
 def three_tower_trainer():
     """Read only: its traced step and its header."""

@@ -34,6 +34,9 @@ class Member:
     def __init__(self, group, position):
         self.group = group
         self.position = position
+        # 0.0 where the tower's slice is empty at run time and its forward
+        # pass runs on a stand-in example: the layers weigh their share by it.
+        self.present = None
 
     def all_sum(self, tensors):
         """Element-wise sums of `tensors` over every tower of the step."""

@@ -4,7 +4,9 @@ While the towers are traced in lockstep (towertrain.engine.step.lockstep), a bat
 layer in training computes its slice's per-channel sum, sum of squares and
 example count, sums the three over the towers, and normalizes with the global
 mean and (biased) variance. Counts travel with the sums, so uneven slices
-(and an empty one) weigh exactly as in one batch. Outside a lockstep, the
+(and an empty one) weigh exactly as in one batch: an empty slice runs on one
+stand-in example (engine/step/towers.py) whose sums its Member's `present`
+(0.0) zeroes. Outside a lockstep, the
 layers behave as usual.
 
 Supported layers: towertrain's FusedBatchNormalization (the model zoo's) and
@@ -33,6 +35,8 @@ def moments(member, inputs, axes, weights=None):
         weights = tf.broadcast_to(tf.cast(weights, tf.float32), tf.shape(x))
         local = [tf.reduce_sum(x * weights, axes), tf.reduce_sum(tf.square(x) * weights, axes),
                  tf.reduce_sum(weights, axes)]
+    if member.present is not None:  # an empty slice's stand-in example counts nothing
+        local = [value * member.present for value in local]
     total, total_squares, total_count = member.all_sum(local)
     mean = total / total_count
     # E[x^2] - E[x]^2 can dip below zero by rounding when the variance is ~0.

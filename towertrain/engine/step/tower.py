@@ -61,10 +61,15 @@ def compute_tower(model, trainable, non_trainable, images, labels, denominator,
 
 def forward(model, trainable, non_trainable, images, labels, denominator,
             loss_fn=sparse_softmax_cross_entropy, weight_decay=0.0, decay_mask=None,
-            loss_scale=None, loss_options=None):
-    """The forward half of compute_tower: a TowerForward."""
+            loss_scale=None, loss_options=None, examples=None):
+    """The forward half of compute_tower: a TowerForward. examples: where the
+    images were padded (a lockstep's empty slice), how many are real: the
+    outputs past them are cut before the loss."""
     called = model_call.call(model, trainable, non_trainable, images, training=True)
     outputs = tf.nest.map_structure(_as_float32, called.outputs)
+    if examples is not None:
+        outputs = tf.nest.map_structure(lambda t: t[:examples], outputs)
+        images = tf.nest.map_structure(lambda t: t[:examples], images)
     per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
     if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
         per_example = in_step.per_example_losses(per_example, images, loss_fn)

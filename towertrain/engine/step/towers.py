@@ -11,7 +11,7 @@ import functools
 
 import tensorflow as tf
 
-from towertrain.engine.step import tower
+from towertrain.engine.step import lockstep, tower
 from towertrain.recipe import l2_loss
 
 
@@ -21,6 +21,25 @@ def _empty_tower(trainable, non_trainable, count_correct):
     return tower.TowerResult(tf.constant(0.0), [tf.zeros_like(v) for v in trainable],
                              [tf.identity(v) for v in non_trainable],
                              tf.constant(0, tf.int64) if count_correct else None)
+
+
+def _at_least_one_example(images):
+    """(images, examples, present) for a tower traced in lockstep: a slice
+    whose size is only known at run time gets one zero example there when it
+    is empty (a tf.cond: a non-empty slice is passed on uncopied); `examples`
+    is its real size (the outputs to keep), `present` 1.0, or 0.0 for an empty
+    slice. A slice of static size: unchanged, examples and present None."""
+    flat = tf.nest.flatten(images)
+    if flat[0].shape[0] is not None:
+        return images, None, None
+    examples = tf.shape(flat[0])[0]
+
+    def one_zero_example():
+        return tf.nest.map_structure(
+            lambda t: tf.zeros(tf.concat([[1], tf.shape(t)[1:]], 0), t.dtype), images)
+    padded = tf.cond(examples > 0, lambda: images, one_zero_example)
+    padded = tf.nest.map_structure(lambda p, t: tf.ensure_shape(p, t.shape), padded, images)
+    return padded, examples, tf.cast(examples > 0, tf.float32)
 
 
 class Towers:
@@ -116,18 +135,25 @@ class Towers:
     def _towers_in_lockstep(self, active, batches, global_count, loss_scale, draw):
         """{i: TowerResult} of the active towers traced together, so batch-norm
         layers normalize with the statistics of the whole global batch
-        (--sync_batch_norm). No empty-slice guard is needed: the counts travel
-        with the sums, and an empty slice adds zeros."""
+        (--sync_batch_norm). A slice that may be empty at run time is given
+        one zero example there (_at_least_one_example), weighed zero in the
+        shared sums and cut from the outputs: every tower must reach every
+        cross-tower point, and TensorFlow's oneDNN Conv2D passes an empty batch
+        through unchanged (the wrong shape downstream) and cannot
+        differentiate it."""
         def forward(i):
             images, labels = batches[i]
 
             def run():
                 with tf.device(self.devices[i]), tf.name_scope(f"tower_{i}"):
+                    padded, examples, present = _at_least_one_example(images)
+                    if present is not None:
+                        lockstep.current().present = present
                     trainable, non_trainable = self._tower_values(i, draw)
                     return trainable, labels, tower.forward(
-                        self.model, trainable, non_trainable, images, labels, global_count,
+                        self.model, trainable, non_trainable, padded, labels, global_count,
                         self.loss_fn, self.weight_decay, self.decay_mask, loss_scale,
-                        self.loss_options)
+                        self.loss_options, examples=examples)
             return run
 
         results = tower.compute_towers_in_lockstep(
