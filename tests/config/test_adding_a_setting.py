@@ -46,6 +46,7 @@ print(json.dumps({
 RECORD = """
 import types
 from towertrain.config import declare
+from towertrain.engine.exchange_settings import Exchange
 from towertrain.errors import CheckpointError
 from towertrain.recipe import settings as recipe_settings
 from towertrain.state import run_record
@@ -57,7 +58,9 @@ def record_and_resume():
         p = params.Params(scratch_clip_ratio=value)
         return run_record.state_settings(*(declare.take(cls, p) for cls in (
             recipe_settings.Optimizer, recipe_settings.Precision, recipe_settings.Loss,
-            recipe_settings.Clipping)))
+            recipe_settings.Clipping)), exchange)
+    # The exchange's recorded settings (the wire's precision), as a plan has them.
+    exchange = Exchange(variable_update="replicated", all_reduce_spec="pscpu")
     model = types.SimpleNamespace(name="m", output_shape=(None, 10), input_shape=(None, 8, 8, 3))
     record = run_record.record_of("trivial", "cifar10", "NHWC", model, state(0.5))
     contract.check_state_settings(record, state(0.5), "D")  # unchanged: resumes
@@ -121,11 +124,12 @@ def test_one_field_in_one_section_is_a_whole_setting(tmp_path):
 def test_the_run_record_checks_the_declared_recorded_settings_in_declaration_order():
     """The run record's settings are those declared `recorded=`, each after
     the setting whose mode it needs (the order a resume checks them in)."""
-    from towertrain.config import settings
+    from towertrain.config import declare, settings
     from towertrain.state import run_record
     declared = [s.name for s in settings.recorded()]
     assert list(run_record.STATE_SETTINGS) == declared
     for setting in settings.recorded():
-        if setting.applies_with is not None:
+        # Only a setting recorded where it applies needs its mode read first.
+        if setting.recorded == declare.WHEN_APPLIES and setting.applies_with is not None:
             mode = setting.applies_with[0]
             assert declared.index(mode) < declared.index(setting.name), setting.name

@@ -40,6 +40,11 @@ SETTING_CASES = {
     "fp16_inc_loss_scale_every_n": (dict(FP16, fp16_enable_auto_loss_scale=True),
                                     dict(fp16_inc_loss_scale_every_n=7)),
     "weight_decay": ({}, dict(weight_decay=1e-4)),
+    "compact_gradient_transfer": (dict(variable_update="replicated"),
+                                  dict(compact_gradient_transfer=True)),
+    "compact_transfer_dtype": (dict(variable_update="replicated",
+                                    compact_gradient_transfer=True),
+                               dict(compact_transfer_dtype="bfloat16")),
 }
 
 
@@ -50,8 +55,7 @@ def _flag(name, value):
 
 
 def _state(**kw):
-    recipe = plans.run_plan(Params(**{**BASE, **kw})).recipe
-    return run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss)
+    return run_record.plan_state_settings(plans.run_plan(Params(**{**BASE, **kw})))
 
 
 @pytest.mark.parametrize("name", run_record.STATE_SETTINGS)

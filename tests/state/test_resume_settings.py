@@ -7,6 +7,7 @@ step count, accumulation) is reported in the header instead."""
 import numpy as np
 import pytest
 
+from towertrain.engine.exchange_settings import Exchange
 from towertrain.plan import sections
 from towertrain.state import run_record
 from towertrain.state.resume import contract
@@ -72,6 +73,42 @@ def test_a_float32_run_resumed_with_use_bf16_is_refused(tmp_path, capsys):
     assert files_of(run) == before
 
 
+@pytest.mark.parametrize("resumed_with, message", [
+    (["--compact_transfer_dtype=bfloat16"],
+     "--compact_transfer_dtype=bfloat16 but {where} was trained with "
+     "--compact_transfer_dtype=float16, which shaped its saved state (a resume would load it "
+     "and train on as another run); pass --compact_transfer_dtype=float16 to resume that "
+     "run, or use another --train_dir to start a new one\n"),
+    (["--nocompact_gradient_transfer"],
+     "--nocompact_gradient_transfer but {where} was trained with "
+     "--compact_gradient_transfer, which shaped its saved state (a resume would load it "
+     "and train on as another run); pass --compact_gradient_transfer to resume that run, "
+     "or use another --train_dir to start a new one\n"),
+], ids=["float16-to-bfloat16", "off"])
+def test_a_resume_that_changes_the_wire_precision_is_refused(resumed_with, message, tmp_path,
+                                                            capsys):
+    """The dtype the gradients were summed in (--compact_gradient_transfer,
+    --compact_transfer_dtype) is the run's, as its compute precision is."""
+    run = str(tmp_path / "run")
+    common = [*COMMON, "--variable_update=replicated", "--num_gpus=2",
+              f"--train_dir={run}"]
+    first = refusals.run_cli([*common, "--compact_gradient_transfer", "--num_batches=1"],
+                             capsys)
+    assert first[0] == 0, first
+    before = files_of(run)
+    resumed = [*common, "--compact_gradient_transfer", "--num_batches=2"]
+    if resumed_with == ["--nocompact_gradient_transfer"]:
+        resumed.remove("--compact_gradient_transfer")
+    status, err = refusals.run_cli([*resumed, *resumed_with], capsys)
+    where = f"--train_dir={run}"
+    assert (status, err) == (2, "towertrain: error: " + message.format(where=where))
+    assert files_of(run) == before
+    # The same wire resumes.
+    assert refusals.run_cli([*common, "--compact_gradient_transfer",
+                             "--compact_transfer_dtype=float16", "--num_batches=2"],
+                            capsys)[0] == 0
+
+
 OPTIMIZER = sections.Optimizer(optimizer="momentum", momentum=0.9, nesterov=False,
                                rmsprop_decay=0.9, rmsprop_momentum=0.9, rmsprop_epsilon=1e-10,
                                adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8)
@@ -79,8 +116,11 @@ PRECISION = sections.Precision()
 LOSS = sections.Loss()
 
 
-def settings(optimizer=OPTIMIZER, precision=PRECISION, loss=LOSS):
-    return run_record.state_settings(optimizer, precision, loss)
+EXCHANGE = Exchange(variable_update="replicated", all_reduce_spec="pscpu")
+
+
+def settings(optimizer=OPTIMIZER, precision=PRECISION, loss=LOSS, exchange=EXCHANGE):
+    return run_record.state_settings(optimizer, precision, loss, exchange)
 
 
 @pytest.mark.parametrize("changed, message", [

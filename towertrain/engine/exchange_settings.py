@@ -6,7 +6,8 @@ Every message starts with the flag at fault and names the flag it clashes with."
 import dataclasses
 from typing import Optional
 
-from towertrain.config.declare import COMPARED, NOT_USED, PER_CONFIGURATION, section, setting, tfcnn
+from towertrain.config.declare import (
+    ALWAYS, COMPARED, NOT_USED, PER_CONFIGURATION, WHEN_APPLIES, section, setting, tfcnn)
 
 VARIABLE_UPDATES = ("parameter_server", "replicated", "independent", "collective_all_reduce")
 # replicated takes the first four; collective_all_reduce the rest: tf_cnn_benchmarks'
@@ -90,14 +91,17 @@ class ExchangeSettings:
         "workers: cast before the sum, summed in that dtype, cast back.",
         group="Precision and speed", training_only=True,
         applies_with=("variable_update", ("replicated", "collective_all_reduce")),
-        tfcnn=tfcnn("boolean", True, "default off in towertrain"), recorded=COMPARED)
+        tfcnn=tfcnn("boolean", True, "default off in towertrain"),
+        # The precision every update's gradient sum was rounded to: a resume
+        # that changes it is refused, as a change of --use_fp16 is.
+        recorded=ALWAYS)
     compact_transfer_dtype: Optional[str] = setting(
         None, "The dtype --compact_gradient_transfer sends: float16 (11 significant "
         "bits, overflows above 65504: such a step is skipped on every device "
         "alike) or bfloat16 (float32's range, 8 significant bits). Default: "
         "bfloat16 with --use_bf16, else float16.",
         choices=COMPACT_DTYPES, group="Precision and speed", training_only=True,
-        applies_with=("compact_gradient_transfer", (True,)), recorded=COMPARED)
+        applies_with=("compact_gradient_transfer", (True,)), recorded=WHEN_APPLIES)
     sync_batch_norm: bool = setting(
         False, "Batch-norm statistics over the whole global batch instead of each "
         "tower's slice.",

@@ -174,7 +174,8 @@ def topology_history(record, topology, resumed_step):
 
 def state_settings(*sections):
     """{setting: value} of STATE_SETTINGS for a run's plan sections that
-    declare them (the recipe's Optimizer, Precision, Loss, Clipping): only the
+    declare them (the recipe's Optimizer, Precision, Loss, Clipping, and the
+    Exchange: plan_state_settings): only the
     options of the optimizer used, and the loss scale's only with --use_fp16,
     so an option that does not apply never blocks a resume."""
     values = {f.name: getattr(section, f.name)
@@ -186,6 +187,14 @@ def state_settings(*sections):
                              f"{[type(s).__name__ for s in sections]} declares it")
         return values[name]
     return settings.recorded_values(value_of)
+
+
+def plan_state_settings(plan):
+    """state_settings of a run's plan (towertrain.plan): the sections that
+    declare them, the recipe's and the exchange's (the wire's precision)."""
+    recipe = plan.recipe
+    return state_settings(recipe.optimizer, recipe.precision, recipe.loss, recipe.clipping,
+                          plan.exchange)
 
 
 def compared_values(sections, seed):

@@ -120,8 +120,7 @@ def _resume_chief(plan, handles, resumed):
     run_record.check(record, {"model": model, "data_name": plan.dataset,
                               run_record.USER_MODEL: handles.user_model}, where)
     recipe = plan.recipe
-    state = run_record.state_settings(recipe.optimizer, recipe.precision, recipe.loss,
-                                      recipe.clipping)
+    state = run_record.plan_state_settings(plan)
     compared = run_record.compared_values(
         (plan.input, plan.exchange, recipe.clipping), plan.input.seed)
     changeable = {"accumulation_steps": plan.batches.accumulation_steps,
