@@ -4245,4 +4245,57 @@ MUTATIONS = [
         "        for d, flat in enumerate(self.flats):\n", "        for d, flat in []:\n",
         [T + "engine/test_exchange_riders.py::"
          "test_a_half_precision_transfer_sends_the_extra_values_apart"]),
+    # --sync_batch_norm: a tower whose slice is empty at run time runs its
+    # forward pass on the empty batch (oneDNN's conv passes it through
+    # unshaped: the moments' sums and collectives part in shape).
+    Mutation(
+        "sync_batch_norm_empty_tower_runs_empty", At("_at_least_one_example"),
+        "    padded = tf.cond(examples > 0, lambda: images, one_zero_example)\n",
+        "    padded = images\n",
+        [T + "engine/test_sync_batch_norm.py::"
+         "test_a_slice_empty_at_run_time_runs_on_a_stand_in_that_counts_nothing",
+         T + "engine/test_multiworker.py::"
+         "test_sync_batch_norm_across_workers_equals_one_process"]),
+    # The empty tower's stand-in example counted in the batch-norm moments.
+    Mutation(
+        "sync_batch_norm_stand_in_counted", At("moments"),
+        "        local = [value * member.present for value in local]\n",
+        "        local = list(local)\n",
+        [T + "engine/test_sync_batch_norm.py::"
+         "test_a_slice_empty_at_run_time_runs_on_a_stand_in_that_counts_nothing"]),
+    # The stand-in's outputs kept for the loss.
+    Mutation(
+        "sync_batch_norm_stand_in_outputs_kept", At("forward"),
+        "        outputs = tf.nest.map_structure(lambda t: t[:examples], outputs)\n",
+        "        outputs = outputs\n",
+        [T + "engine/test_sync_batch_norm.py::"
+         "test_a_slice_empty_at_run_time_runs_on_a_stand_in_that_counts_nothing"]),
+    # A resume that changes the wire's dtype only said in the header, not refused.
+    Mutation(
+        "wire_dtype_change_not_refused_at_resume",
+        At("ExchangeSettings.compact_transfer_dtype"),
+        'applies_with=("compact_gradient_transfer", (True,)), recorded=WHEN_APPLIES)',
+        'applies_with=("compact_gradient_transfer", (True,)), recorded=COMPARED)',
+        [T + "state/test_resume_settings.py::"
+         "test_a_resume_that_changes_the_wire_precision_is_refused",
+         T + "state/test_record_fields.py::test_each_state_setting_changed_alone_is_refused"]),
+    # ... and turning the half-precision wire off.
+    Mutation(
+        "wire_off_not_refused_at_resume", At("ExchangeSettings.compact_gradient_transfer"),
+        "        recorded=ALWAYS)", "        recorded=COMPARED)",
+        [T + "state/test_resume_settings.py::"
+         "test_a_resume_that_changes_the_wire_precision_is_refused",
+         T + "state/test_record_fields.py::test_each_state_setting_changed_alone_is_refused"]),
+    # --compact_transfer_dtype ignored: every compact wire float16.
+    Mutation(
+        "compact_transfer_dtype_ignored", At("compact_dtype"),
+        '    return p.compact_transfer_dtype or half or "float16"',
+        '    return half or "float16"',
+        [T + "recipe/test_compact_transfer_long.py"]),
+    # Half precision on the wire ignored in one process (float32 packs).
+    Mutation(
+        "compact_wire_ignored_in_one_process", At("compact_dtype"),
+        "    if not p.compact_gradient_transfer:\n        return None\n",
+        "    return None\n",
+        [T + "recipe/test_compact_transfer_long.py"]),
 ]

@@ -155,7 +155,9 @@ def test_a_slice_empty_at_run_time_runs_on_a_stand_in_that_counts_nothing():
     # towers still meet every cross-tower point (on one zero example each,
     # weighed zero). Keras' batch norm after the dense layer, and the fused one
     # after the conv (oneDNN's conv passes an empty batch through unshaped).
-    images, labels = data(6)
+    # Measured: 9.1e-7 (a last batch of 2 leaves each of its layers' variance
+    # to 2 values: other draws come nearer the bound).
+    images, labels = (array[:18] for array in data(8))
     keras.utils.set_random_seed(1)
     model = bn_model(BATCH_NORMS["fused"])
     initial = model.get_weights()
