@@ -103,6 +103,14 @@ def _resume_with_adam():
                                     "--train_dir=run")
 
 
+def _resume_with_another_wire():
+    from towertrain.state.resume import contract
+    contract.check_state_settings(
+        {"compact_gradient_transfer": True, "compact_transfer_dtype": "float16"},
+        {"compact_gradient_transfer": True, "compact_transfer_dtype": "bfloat16"},
+        "--train_dir=run")
+
+
 def _disk_too_full():
     from towertrain.state import checkpoint as ckpt_lib
     ckpt_lib.check_free_space("run", needed=28774, free=8192)
@@ -507,6 +515,7 @@ CASES = {
         ValueError(_pack_size_not_a_number())),
     "auto packs in a short warm-up": lambda mp: _auto_packs_in_a_short_warm_up(),
     "resume optimizer": lambda mp: _resume_with_adam(),
+    "resume wire dtype": lambda mp: _resume_with_another_wire(),
     "disk too full": lambda mp: _disk_too_full(),
     "save failed": lambda mp: _save_failed(),
     "train_dir in use": _train_dir_in_use,
