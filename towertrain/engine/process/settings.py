@@ -69,7 +69,8 @@ class ProcessSettings:
     step_timeout_secs: Optional[float] = setting(
         None, "A training step that runs longer than this many seconds (a hung "
         "collective, peer or kernel) ends the process with exit status 1 and "
-        "one line naming the step and its phase, so a launcher restarts from "
+        "one line naming the step and its phase (multi-worker, also the "
+        "workers that never reached its exchange), so a launcher restarts from "
         "the last checkpoint; watched from the second step of a process on "
         "(the first traces); 0: no watch (default: 10x the slowest step after "
         "warm-up, at least 300).",
