@@ -3816,9 +3816,39 @@ MUTATIONS = [
         "        worker_log.before_join()\n", "",
         [T + "cluster/test_lost_peer_line.py"]),
     Mutation(
+        "clean_run_log_left", At("discard"),
+        '            os.remove(_STATE["path"])', "            pass",
+        [T + "commands/test_worker_log.py::"
+         "test_a_clean_end_removes_the_log_a_failure_keeps_it"]),
+    Mutation(
+        "verbose_run_sets_grpc_verbosity", At("before_join"),
+        "    if not tf_import.start_up_lines_shown():\n", "    if True:\n",
+        [T + "commands/test_worker_log.py::"
+         "test_before_join_lets_tensorflows_error_lines_through"]),
+    Mutation(
         "killed_workers_empty_logs_left", At("Workers.kill"),
         "        self._remove_empty_logs()\n", "",
         [T + "cluster/test_lost_peer_line.py"]),
+    # With a batch staged (the default on files), the chief keeps its last
+    # periodic checkpoint after a lost peer (the steps since are lost); or
+    # saves past the staged batches of an input whose iterator position is
+    # in the checkpoint (the resume would skip them).
+    Mutation(
+        "lost_peer_save_refused_for_staged_batches", At("CheckpointSaver._save_after_peer_loss"),
+        "        if self.handles.staged_batches() and self.checkpointer.position_in_checkpoint():",
+        "        if self.handles.staged_batches():",
+        [T + "cluster/test_elastic_launch.py::"
+         "test_a_lost_worker_and_one_taken_back_at_a_checkpoint_are_said_and_recorded"]),
+    Mutation(
+        "last_save_skips_an_iterators_staged_batches", At("Checkpointer.save"),
+        "not (last and not self.position_in_checkpoint()):", "not last:",
+        [T + "callbacks/test_checkpoint_saver.py::"
+         "test_the_save_after_a_lost_peer_leaves_staged_batches_only_to_a_step_positioned_input"]),
+    Mutation(
+        "last_save_refused_for_staged_batches", At("Checkpointer.save"),
+        "not (last and not self.position_in_checkpoint()):", "True:",
+        [T + "callbacks/test_checkpoint_saver.py::"
+         "test_the_save_after_a_lost_peer_leaves_staged_batches_only_to_a_step_positioned_input"]),
     Mutation(
         "chief_not_saved_after_a_lost_peer", At("CheckpointSaver.close"),
         "                self._save_after_peer_loss(error)", "                pass",

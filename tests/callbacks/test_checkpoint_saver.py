@@ -327,3 +327,44 @@ def test_a_failed_save_removes_its_temporary_folder_and_its_own_files_only(tmp_p
     Checkpointer._remove_partial(str(tmp_path / "ckpt-5"))
     assert sorted(os.listdir(tmp_path)) == ["ckpt-4.data-00000-of-00001", "ckpt-4.index",
                                             "ckpt-40.index"]
+
+
+@pytest.mark.parametrize("door", ["data_dir", "from_dataset"])
+def test_the_save_after_a_lost_peer_leaves_staged_batches_only_to_a_step_positioned_input(
+        door, tmp_path):
+    """A lost peer's last save, one batch staged: files under --data_dir work
+    their position out from the step (the resume reads the staged batch
+    again), so it saves; a user's tf.data iterator is in the checkpoint, past
+    that batch, so the last periodic checkpoint stays (any save refuses)."""
+    import numpy as np
+    import tensorflow as tf
+    from helpers import cifar_files
+    from towertrain.input_pipeline import from_dataset
+    flags, source = {}, None
+    if door == "data_dir":
+        flags["data_dir"] = cifar_files.write_dataset(str(tmp_path / "data"), 32, 8)
+    else:
+        rng = np.random.default_rng(3)
+        arrays = (rng.standard_normal((32, 32, 32, 3)).astype(np.float32),
+                  rng.integers(0, 10, 32).astype(np.int32))
+        source = from_dataset(tf.data.Dataset.from_tensor_slices(arrays).repeat(),
+                              global_batch=8)
+    trainer = towertrain.Trainer(towertrain.Params(
+        model="trivial", device="cpu", num_gpus=1, batch_size=8, num_batches=4,
+        num_warmup_batches=0, staging_depth=1, data_format="NHWC", **flags),
+        input_source=source)
+    try:
+        trainer.step()
+        assert trainer.staged_batches() == 1
+        checkpointer = Checkpointer(trainer._run_handles(), trainer.plan,
+                                    str(tmp_path / "last"))
+        assert checkpointer.position_in_checkpoint() == (door == "from_dataset")
+        if door == "data_dir":
+            assert checkpointer.save(last=True) == str(tmp_path / "last" / "ckpt-1")
+        else:
+            with pytest.raises(RuntimeError, match="batches still staged"):
+                checkpointer.save(last=True)
+        with pytest.raises(RuntimeError, match="batches still staged"):
+            Checkpointer(trainer._run_handles(), trainer.plan, str(tmp_path / "b")).save()
+    finally:
+        trainer.close()

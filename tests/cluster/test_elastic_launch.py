@@ -1,17 +1,17 @@
 """The elastic launch keeps the run exact while workers come and go: 4
 launched workers x 1 device (cifar_cnn with dropout, random crops and flips
 on CIFAR-layout files, --global_batch_size=12, a checkpoint every 10 steps);
-one is killed (kill -9) at step 25: the other 3 go on from the chief's
-checkpoint (the step it saved when it lost the peer, or with a batch staged
-past that step, the periodic one at 20); SIGUSR1 to the launcher then takes a fourth
-back in at the next periodic checkpoint, where the 3 stop together. One
-launch serves every assertion (a module fixture): the changes, their steps
-and the recovery time, printed and in the run record and the launcher's
-record; the final weights equal a run changed by hand 4 -> 3 -> 4 workers at
-the same steps (one process of 4 devices is not the reference: its sums in
-another order drift 1e-5 apart); each example decoded by the workers of the
-start that trained its step, once (no example repeated or skipped); the
-survivors' one lines name logs that hold TensorFlow's abort lines."""
+one is killed (kill -9) at step 25: the other 3 go on from the step the
+chief saved when it lost it (a batch staged past it is read again); SIGUSR1
+to the launcher then takes a fourth back in at the next periodic
+checkpoint, where the 3 stop together. One launch serves every assertion (a
+module fixture): the changes, their steps and the recovery time, printed
+and in the run record and the launcher's record; the final weights equal a
+run changed by hand 4 -> 3 -> 4 workers at the same steps (one process of 4
+devices is not the reference: its sums in another order drift 1e-5 apart);
+each example decoded by the workers of the start that trained its step,
+once (no example repeated or skipped); the survivors' one lines name logs
+that hold TensorFlow's abort lines."""
 import collections
 import glob
 import json
@@ -86,10 +86,12 @@ def test_a_lost_worker_and_one_taken_back_at_a_checkpoint_are_said_and_recorded(
     assert [(e["event"], e["tasks"], e["workers_before"], e["workers_after"])
             for e in events] == [("lost", [3], 4, 3), ("taken in", [3], 3, 4)], events
     lost_at, back_at = events[0]["step"], events[1]["step"]
-    # The chief saved the step it last completed, or, with a batch staged
-    # past it, kept the periodic checkpoint before the kill.
-    last_periodic = KILLED_AT - KILLED_AT % SAVE_STEPS
-    assert last_periodic <= lost_at < back_at < STEPS and back_at % SAVE_STEPS == 0, events
+    # The chief saved the step it last completed, its staged batch left to
+    # the resume (the input's position follows from the step).
+    assert KILLED_AT <= lost_at < back_at < STEPS and back_at % SAVE_STEPS == 0, events
+    assert re.search(rf"^\[task 0\] towertrain: error: .* lost worker task 3 .* \(step "
+                     rf"{lost_at} done\): .*; saved step {lost_at} to {train_dir}/ckpt-{lost_at};",
+                     log, re.M), log[-5000:]
     assert events[1]["at"] == "periodic checkpoint"
     assert all(e["recovery_seconds"] > 0 and e["first_step"] == e["step"] + 1 for e in events)
     assert f"[launcher] lost task(s) 3: going on with 3 worker(s) from step {lost_at}" in log

@@ -77,12 +77,14 @@ class CheckpointSaver(Callback):
         update waits for the exchange), so the variables hold the last step
         completed, whole, and the input position is that step's. The chief
         saves it, so the run goes on from there (towertrain.commands.launch,
-        --min_workers), not from the last periodic checkpoint. Staged batches
-        would be skipped by that position: then the last checkpoint stays."""
-        if self.handles.staged_batches():
+        --min_workers), not from the last periodic checkpoint. A resume works
+        the input's position out from that step, staged batches or not; only
+        an input whose position is in the checkpoint (an iterator's, past the
+        staged batches, which it would skip) keeps the last checkpoint."""
+        if self.handles.staged_batches() and self.checkpointer.position_in_checkpoint():
             return
         try:
-            path = self.checkpointer.save()
+            path = self.checkpointer.save(last=True)
         except Exception:  # noqa: BLE001 - the last checkpoint stays; the line says so
             return
         if path:

@@ -86,6 +86,7 @@ def main(argv):
         return common.fail(step_failure(err, params))
     finally:
         trainer.close()  # clears staging areas, whichever way the run ended
+    worker_log.discard()
     return 0
 
 

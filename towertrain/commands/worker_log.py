@@ -7,8 +7,10 @@ reset"), a dozen lines per survivor under the one line towertrain prints.
 Once the worker has joined its cluster, descriptor 2 points at
 <tmp>/towertrain-logs/task<K>-<pid>.log and Python's sys.stderr keeps the
 terminal, so towertrain's own lines (and Python's warnings) still show, and
-the survivor's line names the file when TensorFlow wrote to it. An empty
-file is removed at exit; a worker killed outright cannot, so the launcher
+the survivor's line names the file when TensorFlow wrote to it. A run that
+ends well removes its log whatever it holds (discard: TensorFlow's harmless
+ERROR lines, such as oneDNN's fallbacks, would leave one per worker per run),
+any other exit an empty one; a worker killed outright cannot, so the launcher
 removes the empty log of each worker it reaped (remove_if_empty).
 
 The CLI hides TensorFlow's C++ logging (TF_CPP_MIN_LOG_LEVEL=3), which would
@@ -75,6 +77,15 @@ def divert(task_index, directory=None):
     _STATE["path"] = log_path
     atexit.register(remove_if_empty, log_path)
     return log_path
+
+
+def discard():
+    """The run ended well: no line names the log, so it goes, whatever it holds."""
+    if _STATE["path"] is not None:
+        try:
+            os.remove(_STATE["path"])
+        except OSError:
+            pass
 
 
 def remove_if_empty(log_path):

@@ -69,12 +69,21 @@ class Checkpointer:
         self.last_saved_step = self.state.global_step()
         return path
 
-    def save(self):
-        """Writes a checkpoint of the current step (once per step); returns its path."""
+    def position_in_checkpoint(self):
+        """Whether checkpoints hold the input's position (an iterator's state);
+        else a resume works it out from the step (Input.resume_after)."""
+        return self.state.input is not None
+
+    def save(self, last=False):
+        """Writes a checkpoint of the current step (once per step); returns its path.
+        last: the process trains no more (a lost peer), so batches still staged
+        are never trained here; a resume that works the input's position out
+        from the step reads them again, so only a position in the checkpoint
+        forbids it."""
         step = self.state.global_step()
         if step == self.last_saved_step:
             return self.manager.latest_checkpoint
-        if self.handles.staged_batches():
+        if self.handles.staged_batches() and not (last and not self.position_in_checkpoint()):
             raise RuntimeError(f"checkpoint at step {step} with batches still staged: the "
                                "saved input position would skip them")
         bad = self.non_finite_variables()
