@@ -25,7 +25,6 @@ import json
 import os
 import re
 import signal
-import threading
 import time
 
 from towertrain.engine.distributed import peer_loss
@@ -78,7 +77,6 @@ class ElasticRun:
     def __init__(self, options, flag_value, write, start, state, refuse_count):
         self.options, self.write, self.start, self.state = options, write, start, state
         self.refuse_count = refuse_count
-        self.flag_value = flag_value
         self.train_dir = flag_value("train_dir")
         self.save_steps = flag_value("save_model_steps")
         self.low = options.min_workers
