@@ -97,7 +97,8 @@ MODULES = {
     # it: one run scores the module before and after that round.
     "watchdog": dict(
         module="engine.run.watchdog",
-        tests=["tests/callbacks/test_step_watchdog.py"],
+        tests=["tests/callbacks/test_step_watchdog.py",
+               "tests/callbacks/test_hung_exchange_marks.py"],
         earlier=WATCHDOG_EARLIER),
     "step_watchdog": dict(
         module="callbacks.step_watchdog",
