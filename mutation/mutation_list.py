@@ -4328,4 +4328,11 @@ MUTATIONS = [
         "    if not p.compact_gradient_transfer:\n        return None\n",
         "    return None\n",
         [T + "recipe/test_compact_transfer_long.py"]),
+    # Generated-mutant survivor of flow.py: with exactly two packs only the
+    # first one's check decides (the tests had three).
+    Mutation(
+        "two_packs_only_the_first_checked", At("exchange_packs"),
+        "flags[0] if len(flags) == 1 else", "flags[0] if len(flags) == 2 else",
+        [T + "engine/test_exchange_riders.py::"
+         "test_a_non_finite_sum_in_any_pack_but_the_first_is_seen"]),
 ]

@@ -5,6 +5,7 @@ float32 (--use_fp16 --fp16_vars on a model without batch norm) or where the
 packs cross in half precision. Checked on engine/exchange/flow.py directly,
 with a sum that records which pack carried what."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from towertrain.engine.exchange import flow, packing
@@ -76,13 +77,15 @@ def test_a_half_precision_transfer_sends_the_extra_values_apart():
     _assert_sums(exchanged, gradients)
 
 
-def test_a_non_finite_sum_in_any_pack_but_the_first_is_seen():
-    """Three packs, the NaN in the middle one: every device's verdict says
-    not finite (each pack is checked, not only the first)."""
+@pytest.mark.parametrize("num_packs, poisoned", [(3, 4), (2, 8)])
+def test_a_non_finite_sum_in_any_pack_but_the_first_is_seen(num_packs, poisoned):
+    """Three packs with the NaN in the middle one, two with it in the last:
+    every device's verdict says not finite (each pack is checked, not only
+    the first)."""
     gradients = [np.arange(9, dtype=np.float32)]
-    gradients[0][4] = np.nan
-    exchanged, sums = _exchange(gradients, num_packs=3)
-    assert [k for k, _, _ in sums] == [0, 1, 2]
+    gradients[0][poisoned] = np.nan
+    exchanged, sums = _exchange(gradients, num_packs=num_packs)
+    assert [k for k, _, _ in sums] == list(range(num_packs))
     assert [bool(verdict) for verdict in exchanged.finite] == [False, False]
-    fine, _ = _exchange([np.arange(9, dtype=np.float32)], num_packs=3)
+    fine, _ = _exchange([np.arange(9, dtype=np.float32)], num_packs=num_packs)
     assert [bool(verdict) for verdict in fine.finite] == [True, True]
