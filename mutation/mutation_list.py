@@ -4267,7 +4267,7 @@ MUTATIONS = [
     Mutation(
         "pack_size_flag_refuses_auto", At("NumberOrWordParser.parse"),
         "argument.strip() in self.words", "argument.strip() in ()",
-        [T + "config/test_refusal_table.py::test_the_flag_checks_accept_each_boundary_value"]),
+        [T + "config/test_refusal_table.py::test_the_neighbours_of_a_refusal_are_accepted"]),
     # Generated-mutant survivor of flow.py: every device's summed lists at
     # once (LocalExchange.reduce, the cross-worker start-up sums) empty.
     Mutation(
