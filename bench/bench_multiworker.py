@@ -9,8 +9,9 @@ devices, --variable_update=replicated. Same global batch. With
 --straggler_report_cost, B is A with --straggler_threshold=0 instead (the
 report off: no timing in the step's tail), so A/B is the report's cost. Rounds alternate
 A and B, and which goes first (A B, B A, ...: a machine whose load drifts
-favours neither); medians, the ratio A/B and the spread of the rounds' own
-A/B ratios are printed. The chief's 'total
+favours neither); with --together (report cost only) each round runs A and
+B at the same time instead. Medians, the ratio A/B and the spread of the
+rounds' own A/B ratios are printed. The chief's 'total
 images/sec' is the cluster's (its step counts every worker's examples).
 Every process is killed if a run exceeds its time limit.
 """
@@ -42,9 +43,9 @@ def _common(args):
             "--num_warmup_batches=5", f"--display_every={args.num_batches}"]
 
 
-def _run(commands, timeout, env=None, cwd=REPO):
+def _run(commands, timeout, env=None, cwd=REPO, chiefs=(0,)):
     """Runs the commands at once (killed past `timeout`); the first one's
-    'total images/sec'."""
+    'total images/sec' (with chiefs: those commands' totals, a list)."""
     env = dict(os.environ if env is None else env, TF_CPP_MIN_LOG_LEVEL="3")
     procs = [subprocess.Popen(c, cwd=cwd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for c in commands]
@@ -58,25 +59,36 @@ def _run(commands, timeout, env=None, cwd=REPO):
     for p, out in zip(procs, outs):
         if p.returncode != 0:
             raise RuntimeError(f"exit {p.returncode}:\n{out[-2000:]}")
-    match = TOTAL.search(outs[0])
-    if not match:
-        raise RuntimeError(f"no 'total images/sec' in:\n{outs[0][-2000:]}")
-    return float(match.group(1))
+    totals = []
+    for chief in chiefs:
+        match = TOTAL.search(outs[chief])
+        if not match:
+            raise RuntimeError(f"no 'total images/sec' in:\n{outs[chief][-2000:]}")
+        totals.append(float(match.group(1)))
+    return totals if chiefs != (0,) else totals[0]
+
+
+def _multiworker_commands(args, more=()):
+    hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+    return [_common(args) + ["--num_gpus=1", "--variable_update=collective_all_reduce",
+                             f"--worker_hosts={hosts}", f"--task_index={k}",
+                             "--collective_timeout_secs=120", *args.worker_flags, *more]
+            for k in range(2)]
 
 
 def multiworker(args):
-    hosts = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
-    return _run([_common(args) + ["--num_gpus=1", "--variable_update=collective_all_reduce",
-                                  f"--worker_hosts={hosts}", f"--task_index={k}",
-                                  "--collective_timeout_secs=120", *args.worker_flags]
-                 for k in range(2)],
-                args.timeout)
+    return _run(_multiworker_commands(args), args.timeout)
 
 
 def multiworker_report_off(args):
-    args = argparse.Namespace(**vars(args))
-    args.worker_flags = [*args.worker_flags, "--straggler_threshold=0"]
-    return multiworker(args)
+    return _run(_multiworker_commands(args, ["--straggler_threshold=0"]), args.timeout)
+
+
+def report_on_and_off_together(args):
+    """(on, off): both 2-worker runs at once, so a machine's changing load
+    falls on both alike (each gets its fair share of the cores)."""
+    return _run(_multiworker_commands(args) + _multiworker_commands(
+        args, ["--straggler_threshold=0"]), args.timeout, chiefs=(0, 2))
 
 
 def one_process(args):
@@ -96,6 +108,9 @@ def main():
                         "--worker_flags=--num_intra_threads=1")
     parser.add_argument("--straggler_report_cost", action="store_true",
                         help="compare 2 workers with the straggler report on and off")
+    parser.add_argument("--together", action="store_true",
+                        help="with --straggler_report_cost: run on and off at the same "
+                        "time in each round (for a machine whose load changes)")
     args = parser.parse_args()
     configs = (("2 workers x 1 device", multiworker),
                ("1 process x 2 devices", one_process))
@@ -105,6 +120,12 @@ def main():
     results = {name: [] for name, _ in configs}
     load_at_start = os.getloadavg()[0]
     for round_ in range(args.rounds):
+        if args.straggler_report_cost and args.together:
+            for (name, _), total in zip(configs, report_on_and_off_together(args)):
+                results[name].append(total)
+                print(f"round {round_ + 1}: {name} (together): {total:.1f} images/sec",
+                      flush=True)
+            continue
         for name, fn in (configs if round_ % 2 == 0 else configs[::-1]):
             results[name].append(fn(args))
             print(f"round {round_ + 1}: {name}: {results[name][-1]:.1f} images/sec",
