@@ -4335,4 +4335,14 @@ MUTATIONS = [
         "flags[0] if len(flags) == 1 else", "flags[0] if len(flags) == 2 else",
         [T + "engine/test_exchange_riders.py::"
          "test_a_non_finite_sum_in_any_pack_but_the_first_is_seen"]),
+    # The straggler report's window medians never reach the summaries, or
+    # reach them as each other's curves.
+    Mutation(
+        "straggler_windows_not_summarized", At("default_callbacks"),
+        "on_window=summaries and summaries.extra_scalars", "on_window=None",
+        [T + "cluster/test_straggler_report.py"]),
+    Mutation(
+        "straggler_window_scalars_swapped", At("window_scalars"),
+        "zip(reach, wait)", "zip(wait, reach)",
+        [T + "callbacks/test_straggler_threshold.py"]),
 ]

@@ -42,3 +42,25 @@ def test_a_worker_is_named_only_past_the_threshold(straggler_threshold, named):
     assert report.header_info() == [("Stragglers", (
         f"named every 10 steps when a worker reaches the exchange later than the others' "
         f"median by more than {straggler_threshold:g} of the step (--straggler_threshold)"))]
+
+
+def test_each_window_hands_every_task_its_medians_in_ms_at_the_window_end():
+    windows = []
+    report = StragglerReport(CLUSTER, 5, 0.2, lambda line: None,
+                             on_window=lambda step, scalars: windows.append((step, scalars)))
+    rng = np.random.default_rng(3)
+    timings = rng.uniform(0.001, 0.05, size=(10, 3, 2))  # step, task, (reach, wait)
+    timings[..., 0] += timings[..., 1]  # a worker reaches the exchange after its input
+    for step, pairs in enumerate(timings, 1):
+        report.after_step(step, types.SimpleNamespace(
+            extras={WORKER_TIMING: pairs.reshape(-1)}), 0.1)
+    assert [step for step, _ in windows] == [5, 10]
+    for (_, scalars), rows in zip(windows, (timings[:5], timings[5:])):
+        expected = {}
+        for task in range(3):
+            expected[f"stragglers/reach_exchange_ms/task_{task}"] = \
+                np.median(rows[:, task, 0]) * 1e3
+            expected[f"stragglers/input_wait_ms/task_{task}"] = np.median(rows[:, task, 1]) * 1e3
+        assert scalars.keys() == expected.keys()
+        np.testing.assert_allclose([scalars[k] for k in expected], list(expected.values()),
+                                   rtol=1e-12)

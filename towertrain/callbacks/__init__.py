@@ -61,7 +61,8 @@ def default_callbacks(plan, handles, resumed, write=print):
     threshold = handles.settings.get("straggler_threshold", 0)
     if plan.topology.num_workers > 1 and threshold:
         callbacks.append(StragglerReport(plan.topology.cluster, out.display_every, threshold,
-                                         write))
+                                         write,
+                                         on_window=summaries and summaries.extra_scalars))
     callbacks.append(_stop_on_signal(plan, handles, saver is not None, write))
     return callbacks
 

@@ -12,6 +12,11 @@ worker's pair in the collective it already makes
 of them and the chief reads them from the step's extras. Each worker's
 median over the window is compared with the median of the other workers':
 medians, so one step's hiccup (a core taken for a moment) names no one.
+
+With summaries on (--summary_verbosity >= 1) each window's per-worker
+medians also go to the event files at the window's last step, one curve per
+task: stragglers/reach_exchange_ms/task_K (start of the step to the start of
+the exchange) and stragglers/input_wait_ms/task_K.
 """
 import statistics
 
@@ -27,10 +32,13 @@ MIN_LATE_SECONDS = 0.005
 class StragglerReport(Callback):
     """cluster: the run's (towertrain.config.cluster_spec.Cluster);
     every: steps per report window; threshold: how late, as a fraction of
-    the step's median time, names a worker."""
+    the step's median time, names a worker; on_window(step, scalars): gets
+    each window's per-worker medians by summary tag (Summaries.extra_scalars),
+    or None."""
 
-    def __init__(self, cluster, every, threshold, write=print):
+    def __init__(self, cluster, every, threshold, write=print, on_window=None):
         self.cluster = cluster
+        self.on_window = on_window
         self.every = max(int(every), 1)
         self.threshold = threshold
         self.write = write
@@ -64,6 +72,8 @@ class StragglerReport(Callback):
         reach = [statistics.median(pairs[k][0] for _, pairs in window) for k in range(workers)]
         wait = [statistics.median(pairs[k][1] for _, pairs in window) for k in range(workers)]
         compute = [r - w for r, w in zip(reach, wait)]
+        if self.on_window is not None:
+            self.on_window(last, window_scalars(reach, wait))
         step = statistics.median(seconds for seconds, _ in window)
         slowest = max(range(workers), key=lambda k: reach[k])
         others = [k for k in range(workers) if k != slowest]
@@ -87,3 +97,12 @@ class StragglerReport(Callback):
         self.write(f"Straggler: {self.cluster.describe(slowest)} reached the exchange "
                    f"{late * 1e3:.1f} ms after the others' median in steps {first}-{last} "
                    f"(median step {step * 1e3:.1f} ms): slow {kind} ({detail})")
+
+
+def window_scalars(reach, wait):
+    """A window's per-worker medians (seconds) as summary scalars in ms."""
+    scalars = {}
+    for task, (reached, waited) in enumerate(zip(reach, wait)):
+        scalars[f"stragglers/reach_exchange_ms/task_{task}"] = reached * 1e3
+        scalars[f"stragglers/input_wait_ms/task_{task}"] = waited * 1e3
+    return scalars

@@ -8,6 +8,9 @@ Tags, at the global step (so a resumed run continues the same curves):
                            input_wait_share
     --summary_verbosity=2  + gradients/<variable path> histograms
     --summary_verbosity=3  + weights/<variable path> histograms
+    multi-worker           stragglers/reach_exchange_ms/task_K and
+                           stragglers/input_wait_ms/task_K every --display_every
+                           steps (towertrain.callbacks.straggler_report)
     eval during training   accuracy/top1, accuracy/top5 in the eval/ subfolder,
                            so TensorBoard draws train and eval top-1 in one chart
     --eval (standalone)    the same two eval/ tags at the checkpoint's global
@@ -137,6 +140,7 @@ class Summaries(Callback):
         self.every_n_steps = every_n_steps
         self._writers = {}
         self._last = None  # per folder: the last step written (skip up to it)
+        self._written_before = 0  # the last train step an interrupted run wrote
         self._note = None
         self.times = benchmark_log.StepTimes()
         self.wait = benchmark_log.WaitShare()
@@ -153,6 +157,7 @@ class Summaries(Callback):
         last = max(written.values())
         if start and last > start:  # resumed behind summaries already written
             self._last = written
+            self._written_before = written["train"]
             self._note = (f"steps {start + 1}..{last} were written by the interrupted "
                           "run; continuing after them")
         else:
@@ -282,6 +287,18 @@ class Summaries(Callback):
             write_eval_scalars(result)
         self._writer("eval").flush()
         self._last["eval"] = step
+
+    def extra_scalars(self, step, scalars):
+        """Another callback's scalars ({tag: value}) in the train folder at
+        `step` (the straggler report's windows), skipped up to the steps an
+        interrupted run already wrote."""
+        self._prepare()
+        if step <= self._written_before:
+            return
+        with self._writer("train").as_default(step=step):
+            for tag, value in scalars.items():
+                write_scalar(tag, value)
+        self._writer("train").flush()
 
     def close(self):
         for writer in self._writers.values():
