@@ -183,7 +183,7 @@ def _survivors_pending(kept, session):
     mutants it killed keep their results)."""
     shutil.copy(kept, session)
     with sqlite3.connect(session) as db:
-        db.execute("DELETE FROM work_results WHERE test_outcome = 'survived'")
+        db.execute("DELETE FROM work_results WHERE lower(test_outcome) = 'survived'")
 
 
 def run_module(name, cap, rev, per_mutant_timeout, keep, again=None):
