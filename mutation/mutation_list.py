@@ -2480,7 +2480,7 @@ MUTATIONS = [
     # A port in use: the first op's 'Could not start gRPC server' traceback.
     Mutation(
         "port_in_use_traceback", At("join"),
-        "    if cluster.num_workers > 1:\n        try:", "    if False:\n        try:",
+        "        except tf.errors.OpError as err:", "        except ZeroDivisionError as err:",
         [T + "cluster/test_cluster_sources.py::test_a_port_in_use_is_one_line_naming_it"]),
     Mutation(
         "every_worker_is_the_chief", At("default_callbacks"),
@@ -3801,7 +3801,8 @@ MUTATIONS = [
     # which peer they lost; the chief not saving the step it last completed.
     Mutation(
         "abort_logs_left_on_the_output", At("main", module="train"),
-        "            worker_log.divert(cluster.task_index)", "            pass",
+        "before_server=lambda joined: worker_log.divert(joined.task_index)",
+        "before_server=None",
         [T + "cluster/test_lost_peer_line.py"]),
     Mutation(
         "survivors_killed_at_once", At("Workers.supervise"),
@@ -4345,4 +4346,9 @@ MUTATIONS = [
         "straggler_window_scalars_swapped", At("window_scalars"),
         "zip(reach, wait)", "zip(wait, reach)",
         [T + "callbacks/test_straggler_threshold.py"]),
+    # A task's C++ logs reach the terminal when its server cannot start.
+    Mutation(
+        "worker_log_diverted_after_the_server_starts", At("join", module="joining"),
+        "            before_server(cluster)\n", "            pass\n",
+        [T + "cluster/test_cluster_sources.py::test_a_port_in_use_is_one_line_naming_it"]),
 ]

@@ -61,11 +61,12 @@ from towertrain.state import writable
 from towertrain.input_pipeline.arrays import InputError
 
 
-def join_cluster(params):
+def join_cluster(params, before_server=None):
     """Joins the cluster `params` describe (multi-worker; nothing for one
     process) before TensorFlow runs any op: the library's entry point, as the
-    CLI does it. Returns the cluster (towertrain.engine.distributed.joining)."""
-    return joining.join(plan_lib.lay_out(params))
+    CLI does it. Returns the cluster (towertrain.engine.distributed.joining;
+    before_server: called with a multi-worker cluster before its server starts)."""
+    return joining.join(plan_lib.lay_out(params), before_server)
 
 
 class StepResult(collections.namedtuple("StepResult", "loss examples finite extras",
@@ -136,14 +137,19 @@ class Trainer:
         self.loss_scale = precision.LossScale.from_plan(self.plan.recipe.precision)
         self._exchange = self.plan.exchange  # the step's: auto's packs change it
         self._step_fn = self._make_step()
-        self.pack_tuning = None  # --gradient_pack_mb=auto's PackTuning
+        self._prepare_pack_tuning()
+        self._sync_devices = runtime.sync_after_step(self.plan.runtime)
+
+    def _prepare_pack_tuning(self):
+        """--gradient_pack_mb=auto's PackTuning (None without it), and what
+        the timing keeps until its pick."""
+        self.pack_tuning = None
         if self.plan.exchange.tune_pack_size:
             self.pack_tuning = pack_tuning.PackTuning(
                 self.model.trainable_variables, self._use_pack_size,
                 self.variables.cluster_max, header.wire_dtype(self.plan))
         self._pack_start = {}  # what train()'s resume tells it (PackTuning.start)
         self._built_steps = {}  # pack bytes -> (exchange, step fn, its phase) while timing
-        self._sync_devices = runtime.sync_after_step(self.plan.runtime)
 
     @staticmethod
     def _follow_model(params, model):

@@ -41,9 +41,10 @@ def main(argv):
         # Before TensorFlow runs any op: threads, XLA, GPU memory (setup calls
         # runtime.configure with the cluster), then multi-worker joins it.
         worker_log.before_join()
-        cluster = trainer_lib.join_cluster(params)
-        if cluster.num_workers > 1:  # a lost peer's C++ abort logs: to a file
-            worker_log.divert(cluster.task_index)
+        # A multi-worker task's C++ logs go to a file from before its server
+        # starts: a port that cannot be served, or later a lost peer's abort.
+        cluster = trainer_lib.join_cluster(
+            params, before_server=lambda joined: worker_log.divert(joined.task_index))
         if params.eval:
             # --model/--data_name default to the run's own; given ones must agree.
             where = recorded_flags.directory(params)

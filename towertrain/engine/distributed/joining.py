@@ -17,11 +17,14 @@ from towertrain.errors import ClusterError
 from towertrain.plan.cluster import SOURCES
 
 
-def join(layout):
+def join(layout, before_server=None):
     """Joins the cluster of `layout` (cluster_lib.setup) and starts this
-    task's server; returns the cluster."""
+    task's server; returns the cluster. before_server(cluster): called once
+    the cluster is known, before its server starts (and may log a failure)."""
     cluster = cluster_lib.setup(layout)
     if cluster.num_workers > 1:
+        if before_server is not None:
+            before_server(cluster)
         try:
             private_api.eager_context().ensure_initialized()
         except tf.errors.OpError as err:
