@@ -258,12 +258,13 @@ class Trainer:
         built, current = self._built_steps, self._exchange.gradient_pack_bytes
         if pack_bytes != current:
             built[current] = (self._exchange, self._step_fn, self._step_phase)
-            self._exchange = built.get(pack_bytes, (dataclasses.replace(
-                self._exchange, gradient_pack_bytes=pack_bytes),))[0]
-            self.variables.repack(self._exchange)  # a retrace reads it
             if pack_bytes in built:
-                _, self._step_fn, self._step_phase = built[pack_bytes]
+                self._exchange, self._step_fn, self._step_phase = built[pack_bytes]
+                self.variables.repack(self._exchange)
             else:
+                self._exchange = dataclasses.replace(self._exchange,
+                                                     gradient_pack_bytes=pack_bytes)
+                self.variables.repack(self._exchange)  # the new step's trace reads it
                 self._step_fn = self._make_step()
         if not self.pack_tuning.tuning:
             built.clear()
