@@ -354,7 +354,7 @@ MUTATIONS = [
         [T + "callbacks/test_summaries.py::test_gradient_norm_and_histograms_are_the_true_unscaled_gradient"]),
     Mutation(
         "standalone_eval_writes_no_summaries", At("run_eval.evaluate"),
-        "        summaries.write_eval_result(logdir, step, result)\n", "        pass\n",
+        "        summaries.write_eval_result(outputs.logdir, step, result)\n", "        pass\n",
         [T + "callbacks/test_summaries.py::"
          "test_a_standalone_eval_writes_its_result_under_eval_at_the_checkpoint_step"]),
     Mutation(
@@ -1848,9 +1848,9 @@ MUTATIONS = [
         [T + "callbacks/test_run_files.py::"
          "test_graph_file_benchmark_log_and_raw_trace_are_written"]),
     Mutation(
-        "fp16_vars_ignored", At("policy_name"),
-        'return "float16" if getattr(precision, "fp16_vars", False) else "mixed_float16"',
-        'return "mixed_float16"',
+        "fp16_vars_ignored", At("Precision.keras_policy"),
+        'if self.half == "float16" and self.fp16_vars:',
+        'if False:',
         [T + "recipe/test_fp16_vars.py"]),
     Mutation(
         "relaxed_consistency_not_deferred", At("ReplicatedManager._update"),
@@ -2338,9 +2338,9 @@ MUTATIONS = [
          "test_save_summaries_steps_0_turns_summaries_off_and_conflicts_with_asking_for_them"]),
     # --use_fp16 builds the registry's models in float32 (the loss scale stays).
     Mutation(
-        "fp16_policy_is_float32", At("policy_name"),
-        'return "float16" if getattr(precision, "fp16_vars", False) else "mixed_float16"',
-        'return "float16" if getattr(precision, "fp16_vars", False) else None',
+        "fp16_policy_is_float32", At("Precision.keras_policy"),
+        'return f"mixed_{self.half}" if self.half else None',
+        'return f"mixed_{self.half}" if self.half == "bfloat16" else None',
         [T + "recipe/test_precision.py::test_registry_models_are_built_under_the_policy_and_"
          "the_global_policy_is_restored[use_fp16-mixed_float16]"]),
     # A fixed --fp16_loss_scale (no auto scaling) replaced by the default 128.
@@ -2839,9 +2839,9 @@ MUTATIONS = [
         [T + "state/test_writable_every_path.py"]),
     # --summary_dir written by --profile_steps alone, unchecked.
     Mutation(
-        "writable_summary_dir_ignores_profile_steps", At("run_paths"),
-        "    if outputs.summary_dir and (outputs.summary_verbosity or outputs.profile_steps):",
-        "    if outputs.summary_dir and outputs.summary_verbosity:",
+        "writable_summary_dir_ignores_profile_steps", At("Observe.writes_logdir"),
+        "        return bool(self.summary_verbosity or self.profile_steps)",
+        "        return bool(self.summary_verbosity)",
         [T + "state/test_writable_every_path.py", T + "state/test_refusal_operands.py"]),
     # --summary_dir with --profile_steps alone refused ("writes nothing").
     Mutation(
@@ -3011,7 +3011,7 @@ MUTATIONS = [
          T + "input/test_input_readers.py::test_imagenet_payload_corruption_fails_step_naming_data_dir"]),
     Mutation(
         "cpu_fp16_nchw_not_refused", At("check_half_precision_layout"),
-        '    if device == "cpu" and data_format == "NCHW" and use_fp16:\n',
+        '    if device == "cpu" and data_format == "NCHW" and half == "float16":\n',
         "    if False:\n",
         [T + "engine/test_step_error_blame.py::test_cpu_float16_nchw_is_refused_before_any_step",
          T + "commands/test_newcomer_errors.py"]),
@@ -3588,9 +3588,9 @@ MUTATIONS = [
         [T + "engine/test_logical_gpus.py::"
          "test_the_default_spec_on_one_split_gpu_is_psgpu_and_the_header_says_why"]),
     Mutation(
-        "split_gpu_spec_unexplained", At("static_lines"),
-        '        lines["AllReduce"] = plan.exchange.all_reduce_spec + (f" ({note})" if note else "")',
-        '        lines["AllReduce"] = plan.exchange.all_reduce_spec',
+        "split_gpu_spec_unexplained", At("Exchange.describe"),
+        '        line = self.all_reduce_spec + (f" ({self.spec_note})" if self.spec_note else "")',
+        '        line = self.all_reduce_spec',
         [T + "engine/test_logical_gpus.py::"
          "test_the_default_spec_on_one_split_gpu_is_psgpu_and_the_header_says_why"]),
     # has_nccl answers for a TensorFlow that cannot run NCCL (a CPU build);
@@ -3897,11 +3897,11 @@ MUTATIONS = [
         [T + "engine/test_guard_arming.py::"
          "test_every_guard_names_its_tests_on_default_settings_and_in_warm_up"]),
     Mutation(
-        "new_precision_branch_no_run_takes", At("dtype_of"),
-        "    if precision.use_bf16:\n        return \"bfloat16\"\n",
-        "    if precision.use_bf16:\n        return \"bfloat16\"\n"
+        "new_precision_branch_no_run_takes", At("check", module="native_precision"),
+        "    dtype = precision.half\n",
+        "    dtype = precision.half\n"
         "    if getattr(precision, \"use_fp8\", False) and precision.use_fp16:\n"
-        "        return \"float8\"\n",
+        "        dtype = \"float8\"\n",
         [T + "recipe/test_precision_branches.py::"
          "test_every_precision_only_branch_is_taken_on_a_model_with_and_without_batch_norm"]),
     # Generated-mutant survivor of gpu_share.py: GPUs left over refused too.
@@ -4351,4 +4351,21 @@ MUTATIONS = [
         "worker_log_diverted_after_the_server_starts", At("join", module="joining"),
         "            before_server(cluster)\n", "            pass\n",
         [T + "cluster/test_cluster_sources.py::test_a_port_in_use_is_one_line_naming_it"]),
+    # A setting's readers ask its section: the section answering wrongly.
+    Mutation(
+        "summaries_need_verbosity_2", At("Observe.summaries_on"),
+        "        return self.summary_verbosity >= 1\n",
+        "        return self.summary_verbosity >= 2\n",
+        [T + "callbacks/test_summaries.py::"
+         "test_verbosity_1_writes_every_scalar_on_the_grid_and_eval_under_eval"]),
+    Mutation(
+        "collective_local_algorithm_is_the_whole_spec", At("Exchange.local_algorithm"),
+        "            return split_spec(self.all_reduce_spec)[0]\n",
+        "            return self.all_reduce_spec\n",
+        [T + "engine/test_nccl_library.py::"
+         "test_an_exchange_through_nccl_without_the_library_is_refused"]),
+    Mutation(
+        "launcher_towers_default_not_the_declared_one", At("Devices.towers_in_flags"),
+        "int(text) if text else cls().tower_count()", "int(text) if text else 2",
+        [T + "commands/test_launch_towers.py"]),
 ]

@@ -215,7 +215,7 @@ class Trainer:
         devices_lib.check_split_gpu_exchange(topology, layout.exchange)
         devices_lib.check_nccl(topology, layout.exchange)
         devices_lib.check_half_precision_layout(topology.device, topology.data_format,
-                                                layout.precision.use_fp16)
+                                                layout.precision.half)
         return support
 
     def _make_feed(self):
@@ -243,7 +243,7 @@ class Trainer:
             loss_scale=self.loss_scale, accumulators=self.accumulators,
             num_workers=plan.topology.num_workers,
             tower_indices=plan.topology.global_tower_indices, stop_request=self.stop_request,
-            output_levels=step_outputs.levels(plan.outputs.summary_verbosity),
+            output_levels=step_outputs.levels(plan.outputs),
             cluster_towers=plan.topology.num_towers * plan.topology.num_workers,
             seed=plan.recipe.seed, half_precision=plan.recipe.precision.half is not None,
             label_check=self._tower_labels,

@@ -22,8 +22,9 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRODUCT = os.path.join(REPO, "towertrain")
+# `.half`: the Precision section's half-precision dtype (recipe/settings.py).
 MARKERS = re.compile(r"\b(use_fp16|use_bf16|fp16_vars|half_precision|compact\w*|"
-                     r"scaled_transfer|loss_scale|float16|bfloat16)\b")
+                     r"scaled_transfer|loss_scale|float16|bfloat16)\b|\.half\b")
 # Each run: (name, its settings); both models train under each.
 MODELS = ("trivial", "ckpt_tiny")  # without batch norm, with it
 RUNS = {

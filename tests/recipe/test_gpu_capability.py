@@ -7,7 +7,9 @@ import tensorflow as tf
 
 from towertrain import Params, ParamsError
 from towertrain.config import machine
+from towertrain.config.declare import take
 from towertrain.recipe import native_precision
+from towertrain.recipe.settings import Precision
 
 
 @pytest.fixture
@@ -24,8 +26,13 @@ def gpus(monkeypatch):
     return install
 
 
+def _precision(**flags):
+    """The run plan's Precision section of a run with these flags."""
+    return take(Precision, Params(model="trivial", **flags))
+
+
 def _check(**flags):
-    return native_precision.check(Params(model="trivial", **flags), "gpu")
+    return native_precision.check(_precision(**flags), "gpu")
 
 
 @pytest.mark.parametrize("flag,dtype,native,emulated", [
@@ -83,19 +90,19 @@ def test_bfloat16_on_cpu_is_native_with_its_cpuinfo_flags(tmp_path, monkeypatch,
     monkeypatch.setattr(native_precision, "CPUINFO", str(cpuinfo))
     device = "".join(["c", "p", "u"])  # a string made at run time, as parsed flags are
     if native:
-        support = native_precision.check(Params(model="trivial", use_bf16=True), device)
+        support = native_precision.check(_precision(use_bf16=True), device)
         assert support == (True, f"CPU has {', '.join(sorted(extra.split()[:1]))}")
     else:
         with pytest.raises(ParamsError, match=r"^--use_bf16: bfloat16 is emulated on cpu here "
                                               r"\(CPU has neither avx512_bf16 nor amx_bf16\)"):
-            native_precision.check(Params(model="trivial", use_bf16=True), device)
+            native_precision.check(_precision(use_bf16=True), device)
     with pytest.raises(ParamsError, match=r"^--use_fp16: float16 is emulated on cpu here "
                                           r"\(CPUs have no float16 arithmetic\)"):
-        native_precision.check(Params(model="trivial", use_fp16=True), device)
+        native_precision.check(_precision(use_fp16=True), device)
 
 
 def test_without_cpuinfo_no_cpu_flag_is_assumed(tmp_path, monkeypatch):
     monkeypatch.setattr(native_precision, "CPUINFO", str(tmp_path / "absent"))
     support = native_precision.check(
-        Params(model="trivial", use_bf16=True, allow_emulated_precision=True), "cpu")
+        _precision(use_bf16=True, allow_emulated_precision=True), "cpu")
     assert support == (False, "CPU has neither avx512_bf16 nor amx_bf16")

@@ -50,13 +50,10 @@ TAKEN_ELSEWHERE = {
     "towertrain/recipe/settings.py::Precision.refuse::p.fp16_vars and "
     "p.resolved_all_reduce_spec == 'nccl'": REFUSALS,
     "towertrain/engine/process/devices.py::check_half_precision_layout::device == 'cpu' and "
-    "data_format == 'NCHW' and use_fp16":
+    "data_format == 'NCHW' and (half == 'float16')":
         "tests/engine/test_step_error_blame.py::test_cpu_float16_nchw_is_refused_before_any_step",
-    "towertrain/recipe/precision.py::check_model::precision.use_fp16 #2":
+    "towertrain/recipe/precision.py::check_model::precision.half not in computes":
         "tests/recipe/test_precision.py::test_a_float32_model_with_use_bf16_is_a_clear_error",
-    "towertrain/recipe/native_precision.py::check::precision.use_fp16":
-        "tests/recipe/test_native_precision.py::"
-        "test_an_emulated_precision_is_refused_with_its_measured_slowdown",
     # Multi-worker: the count summed before the towers in half precision.
     "towertrain/engine/step/train_step.py::TrainStep.__init__::num_workers > 1 and "
     "(not half_precision) and (not exchange.compact_gradient_transfer)":

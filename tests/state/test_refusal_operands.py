@@ -163,15 +163,12 @@ ROWS = {
         "outputs.train_dir": lambda tmp: (_paths(train_dir="/t"), _paths()),
         "training": lambda tmp: (_paths(train_dir="/t", trace_file="/f"),
                                  _paths(False, train_dir="/t", trace_file="/f")),
-        # outputs.summary_dir and (outputs.summary_verbosity or outputs.profile_steps)
+        # outputs.summary_dir and outputs.writes_logdir (summaries or a profile:
+        # test_summaries_or_a_profile_alone_has_the_summary_dir_checked)
         "outputs.summary_dir": lambda tmp: (_paths(summary_dir="/s", summary_verbosity=1),
                                             _paths(summary_verbosity=1)),
-        "outputs.summary_verbosity or outputs.profile_steps": lambda tmp: (
+        "outputs.writes_logdir": lambda tmp: (
             _paths(summary_dir="/s", summary_verbosity=1), _paths(summary_dir="/s")),
-        "outputs.summary_verbosity": lambda tmp: (
-            _paths(summary_dir="/s", summary_verbosity=1), _paths(summary_dir="/s")),
-        "outputs.profile_steps": lambda tmp: (_paths(summary_dir="/s", profile_steps="2,3"),
-                                              _paths(summary_dir="/s")),
         # outputs.trace_file and training
         "outputs.trace_file": lambda tmp: (_paths(trace_file="/f"), _paths()),
     },
@@ -248,6 +245,12 @@ def test_every_operand_has_a_row():
         assert _refusal_functions(path) == {f for p, f in ROWS if p == path}, path
     for (path, function), rows in ROWS.items():
         assert sorted(set(_operands(path, function))) == sorted(rows), (path, function)
+
+
+@pytest.mark.parametrize("writes", [dict(summary_verbosity=1), dict(profile_steps="2,3")])
+def test_summaries_or_a_profile_alone_has_the_summary_dir_checked(writes):
+    assert _paths(summary_dir="/s", **writes) == ["summary_dir"]
+    assert _paths(summary_dir="/s") == []
 
 
 @pytest.mark.parametrize("where,operand", [(where, operand) for where, rows in ROWS.items()

@@ -35,8 +35,7 @@ def default_callbacks(plan, handles, resumed, write=print):
     out, warmup = plan.outputs, plan.steps.warmup
     if not plan.topology.is_chief:
         return _worker_callbacks(plan, handles, write)  # multi-worker: the chief writes
-    precision = plan.recipe.precision  # a dynamic loss scale: recipe.precision.LossScale
-    dynamic = bool(precision.use_fp16 and precision.fp16_enable_auto_loss_scale)
+    dynamic = plan.recipe.precision.dynamic_loss_scale  # recipe.precision.LossScale's
     callbacks = [_watchdog(plan),  # first: off before the others' work after a step
                  DivergenceGuard(handles.learning_rate, dynamic_loss_scale=dynamic,
                                  loss_probe=handles.loss_probe),
@@ -45,7 +44,7 @@ def default_callbacks(plan, handles, resumed, write=print):
                              ewma=out.display_perf_ewma, loss_name=out.loss_type_to_report)]
     summaries = (Summaries(handles, out.logdir, out.summary_verbosity,
                            out.save_summaries_steps, num_warmup_batches=warmup)
-                 if out.summary_verbosity else None)
+                 if out.summaries_on else None)
     schedule = plan.steps.eval_schedule
     if schedule is not None:
         callbacks.append(PeriodicEval(handles.evaluator, handles.add_fence, schedule,

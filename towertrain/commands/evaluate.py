@@ -23,10 +23,10 @@ def run_eval(trainer, write=print, eval_data=None):
     TensorBoard: accuracy/top1 and accuracy/top5 in the eval/ subfolder of
     --summary_dir (else --train_dir), at the checkpoint's global step; with
     --eval_dir, into --eval_dir itself. Returns the last result."""
-    p = trainer.params
+    p, outputs = trainer.params, trainer.plan.outputs
     # Before the restore: fail fast.
     data = evaluation.eval_data_for(trainer.input, trainer.plan.batches.eval_per_process,
-                                    trainer.plan.outputs, eval_data)
+                                    outputs, eval_data)
     evaluator = evaluation.Evaluator(trainer.model, trainer.variables, trainer.devices)
     following = p.eval_interval_secs > 0
     if not following:
@@ -44,9 +44,8 @@ def run_eval(trainer, write=print, eval_data=None):
                                     f"every {p.eval_interval_secs:g}s, until its final one"))
     else:
         info.append(("Checkpoint", f"{path} (step {step})"))
-    logdir = p.summary_dir or p.train_dir
-    if p.eval_dir or p.summary_verbosity:
-        folder = p.eval_dir or summaries.eval_folder(logdir)
+    if p.eval_dir or outputs.summaries_on:
+        folder = p.eval_dir or summaries.eval_folder(outputs.logdir)
         at = "each checkpoint's step" if following else f"step {step}"
         info.append(("Summaries", f"{folder} (accuracy/top1, accuracy/top5 at {at})"))
     for line in benchmark_log.header_lines(info):
@@ -58,8 +57,8 @@ def run_eval(trainer, write=print, eval_data=None):
         write(evaluation.format_result(result, step))
         if p.eval_dir:  # tf_cnn_benchmarks' --eval_dir: the events go right there
             _write_events(p.eval_dir, step, result)
-        elif p.summary_verbosity:  # where eval during training writes, at that step
-            summaries.write_eval_result(logdir, step, result)
+        elif outputs.summaries_on:  # where eval during training writes, at that step
+            summaries.write_eval_result(outputs.logdir, step, result)
         results.append(result)
 
     if not following:

@@ -40,6 +40,7 @@ import time
 
 from towertrain.commands import common, elastic, worker_log
 from towertrain.config import gpu_share
+from towertrain.engine.process.settings import Devices
 from towertrain.errors import DeviceError, ParamsError
 from towertrain.plan import global_batch
 
@@ -133,11 +134,9 @@ def _flag_value(flags, name):
 
 
 def _towers_per_worker(flags):
-    """--num_gpus of the worker flags (1 unset; 0 unreadable: the workers refuse it)."""
-    try:
-        return int(_flag_value(flags, "num_gpus") or 1)
-    except ValueError:
-        return 0
+    """The towers each worker runs by the worker flags (0: unreadable, the
+    workers refuse it)."""
+    return Devices.towers_in_flags(lambda name: _flag_value(flags, name))
 
 
 def global_batch_refusal(flags, workers):
@@ -162,10 +161,10 @@ def gpu_shares(num_workers, flags, environ, device_nodes=gpu_share.DEVICE_NODES)
     DeviceError when they do not go round."""
     device = _flag_value(flags, "device")
     gpus = gpu_share.machine_gpus(environ, device_nodes)
-    num_gpus = _towers_per_worker(flags)
-    if num_workers < 2 or device == "cpu" or not gpus or num_gpus < 1:
+    towers = _towers_per_worker(flags)
+    if num_workers < 2 or device == "cpu" or not gpus or towers < 1:
         return [None] * num_workers  # no GPU to share (a GPU run says why itself)
-    return [gpu_share.share(task, num_workers, num_gpus, gpus) for task in range(num_workers)]
+    return [gpu_share.share(task, num_workers, towers, gpus) for task in range(num_workers)]
 
 
 def free_ports(count):

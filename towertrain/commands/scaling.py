@@ -35,7 +35,9 @@ from towertrain import models
 from towertrain.commands import common, scaling_plot
 from towertrain.commands.scaling_plot import KERAS_MODE
 from towertrain.config import flags as flags_lib, machine, params as params_lib, settings
+from towertrain.config.declare import take
 from towertrain.engine.process import settings as process_settings
+from towertrain.recipe.settings import Precision
 
 # TensorFlow, Keras and the modules that import them are imported inside the
 # functions that use them, after main's quiet import of TensorFlow: --help
@@ -95,7 +97,7 @@ class MirroredRunner:
         from towertrain.state.export import to_stock_keras
         strategy = tf.distribute.MirroredStrategy(list(devices))
         spec = models.get_spec(params.resolved_model)
-        with strategy.scope(), precision.policy_scope(params):
+        with strategy.scope(), precision.policy_scope(take(Precision, params)):
             model = models.build(
                 params.resolved_model, data_format=params.resolved_data_format,
                 num_classes=models.DATASET_CLASSES[params.data_name or spec.default_dataset])

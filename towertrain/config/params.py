@@ -82,12 +82,9 @@ class Params:
     @property
     def resolved_all_reduce_spec(self) -> Optional[str]:
         """The exchange of replicated or collective_all_reduce (None for the others)."""
-        if self.all_reduce_spec is not None:
-            return self.all_reduce_spec
         device = self.resolved_device
-        return exchange_settings.default_spec(
-            self.variable_update, device, self._splits_one_gpu(device),
-            self.collective_implementation)
+        return declare.take(exchange_settings.ExchangeSettings, self).spec_on(
+            device, self._splits_one_gpu(device), self.collective_implementation)
 
     def _splits_one_gpu(self, device) -> bool:
         """The towers are logical GPUs of this machine's one GPU (as the

@@ -107,6 +107,11 @@ class ExchangeSettings:
         "tower's slice.",
         group="Precision and speed", training_only=True, recorded=COMPARED)
 
+    def spec_on(self, device, split_gpu=False, requested_implementation="auto"):
+        """The exchange the run takes: --all_reduce_spec, else its mode's
+        default on `device` (default_spec; None for modes without one)."""
+        return self.all_reduce_spec or default_spec(
+            self.variable_update, device, split_gpu, requested_implementation)
 
     @staticmethod
     def refuse(p, fail):
@@ -159,14 +164,55 @@ class Exchange:
         records that list settings (the benchmark log)."""
         return {"all_reduce_spec": self.all_reduce_spec} if self.all_reduce_spec else {}
 
+    @property
+    def local_algorithm(self) -> Optional[str]:
+        """What sums a worker's towers: replicated's spec, the part before the
+        '/' of collective_all_reduce's (None for the flat collective, and for
+        modes without an exchange)."""
+        if not self.all_reduce_spec:
+            return None
+        if self.variable_update == "collective_all_reduce":
+            return split_spec(self.all_reduce_spec)[0]
+        return self.all_reduce_spec
+
+    @property
+    def cross_algorithm(self) -> Optional[str]:
+        """What crosses workers: collective_all_reduce's 'xring' or
+        'collective' (None in the other modes)."""
+        if self.variable_update != "collective_all_reduce" or not self.all_reduce_spec:
+            return None
+        return split_spec(self.all_reduce_spec)[1]
+
+    @property
+    def spec_flag(self) -> str:
+        """The exchange as a message names it: --all_reduce_spec=SPEC."""
+        return f"--all_reduce_spec={self.all_reduce_spec or ''}"
+
+    def describe(self) -> str:
+        """The header's AllReduce line: the spec, why the machine changed its
+        default (if it did), and the dtype a compact transfer sums in."""
+        line = self.all_reduce_spec + (f" ({self.spec_note})" if self.spec_note else "")
+        if self.compact_transfer_dtype:
+            line += (f", gradients summed in {self.compact_transfer_dtype}"
+                     " (--compact_gradient_transfer)")
+        return line
+
+    def describe_collectives(self) -> str:
+        """The header's Collectives line: how the collectives that cross
+        workers run (--collective_implementation)."""
+        how = {"nccl": "NCCL between the workers' GPUs",
+               "ring": "TensorFlow's ring over gRPC"}[self.collective_implementation]
+        if self.collective_implementation == "nccl" and self.local_algorithm == "pscpu":
+            how += f"; {self.all_reduce_spec}'s gradient packs cross from /cpu:0: ring"
+        return f"{self.collective_implementation} ({how}; the step's scalars ride the last pack)"
+
     @classmethod
     def of(cls, settings, device, parameter_device, half, xla_compile,
            collective_timeout_secs, requested_implementation, split_towers=0):
         """The section for ExchangeSettings `settings` on towers of type `device`;
         half: the run's half-precision dtype, None in float32; split_towers:
         how many logical GPUs of one GPU the towers are (0: not split)."""
-        spec = settings.all_reduce_spec or default_spec(
-            settings.variable_update, device, bool(split_towers), requested_implementation)
+        spec = settings.spec_on(device, bool(split_towers), requested_implementation)
         usual = default_spec(settings.variable_update, device)
         return cls(
             variable_update=settings.variable_update,

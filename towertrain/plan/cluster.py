@@ -27,6 +27,8 @@ import os
 
 from towertrain.config import slurm_gpus
 from towertrain.config.cluster_spec import JOB, SINGLE, Cluster, from_flags, parse_worker_hosts
+from towertrain.config.declare import take
+from towertrain.engine.process.settings import Devices
 from towertrain.errors import ClusterError
 
 SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
@@ -34,9 +36,10 @@ SOURCES = {"flags": "--worker_hosts/--task_index", "tf_config": "TF_CONFIG",
 CHIEF = "chief"
 
 
-# The settings a cluster is resolved from, and the environment it reads.
+# The settings a cluster is resolved from (and the towers a Slurm task claims
+# GPUs for), and the environment it reads.
 _SETTINGS = ("cluster_source", "worker_hosts", "task_index", "variable_update",
-             "slurm_port_base", "num_gpus")
+             "slurm_port_base")
 _ENVIRONMENT_PREFIXES = ("TF_CONFIG", "SLURM_")
 _RESOLVED = {}
 
@@ -48,6 +51,7 @@ def resolve(params, environ=None) -> Cluster:
     # params.device as given: resolving it would ask TensorFlow for devices
     # before this task's own GPUs are set (towertrain.config.slurm_gpus).
     key = (tuple(getattr(params, name) for name in _SETTINGS), params.device,
+           take(Devices, params).tower_count(),
            tuple(sorted((name, value) for name, value in environ.items()
                         if name.startswith(_ENVIRONMENT_PREFIXES))))
     if key not in _RESOLVED:

@@ -1,7 +1,5 @@
 """The header lines a run plan alone decides (towertrain.engine.run.header
 lays them out between the lines that need the built model and TensorFlow)."""
-from towertrain.engine import exchange_settings
-
 
 
 def batch_size(plan):
@@ -76,24 +74,9 @@ def static_lines(plan):
     if plan.steps.accumulation.accumulating:
         lines["Accumulation"] = plan.steps.accumulation.describe(plan.batches.global_batch)
     if plan.exchange.variable_update in ("replicated", "collective_all_reduce"):
-        note = plan.exchange.spec_note  # a default the machine changed says why
-        lines["AllReduce"] = plan.exchange.all_reduce_spec + (f" ({note})" if note else "")
-        if plan.exchange.compact_transfer_dtype:
-            lines["AllReduce"] += (f", gradients summed in {plan.exchange.compact_transfer_dtype}"
-                                   " (--compact_gradient_transfer)")
+        lines["AllReduce"] = plan.exchange.describe()
     if plan.topology.num_workers > 1:
-        lines["Collectives"] = collectives(plan)
+        lines["Collectives"] = plan.exchange.describe_collectives()
     if plan.steps.eval_schedule is not None:
         lines["Eval"] = plan.steps.eval_schedule.describe()
     return lines
-
-
-def collectives(plan):
-    """How the collectives that cross workers run (--collective_implementation)."""
-    exchange = plan.exchange
-    how = {"nccl": "NCCL between the workers' GPUs",
-           "ring": "TensorFlow's ring over gRPC"}[exchange.collective_implementation]
-    cpu_member = exchange_settings.split_spec(exchange.all_reduce_spec)[0] == "pscpu"
-    if exchange.collective_implementation == "nccl" and cpu_member:
-        how += f"; {exchange.all_reduce_spec}'s gradient packs cross from /cpu:0: ring"
-    return f"{exchange.collective_implementation} ({how}; the step's scalars ride the last pack)"

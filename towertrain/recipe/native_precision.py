@@ -87,23 +87,16 @@ def gpu_support(dtype, capabilities):
 probe = _probe_machine
 
 
-def dtype_of(precision):
-    if precision.use_fp16:
-        return "float16"
-    if precision.use_bf16:
-        return "bfloat16"
-    return None
-
-
 def check(precision, device):
-    """Support of the run's half precision on `device`, or None (float32);
-    raises ParamsError when it is emulated and not allowed."""
-    dtype = dtype_of(precision)
+    """Support of the run's half precision (the plan's Precision section) on
+    `device`, or None (float32); raises ParamsError when it is emulated and
+    not allowed."""
+    dtype = precision.half
     if dtype is None:
         return None
     support = probe(device, dtype)
     if not support.native and not precision.allow_emulated_precision:
-        flag = "use_fp16" if precision.use_fp16 else "use_bf16"
+        flag = precision.flag
         raise ParamsError(
             f"--{flag}: {dtype} is emulated on {device} here ({support.why}): "
             f"{SLOWDOWN[(device, dtype)]}; drop --{flag}, or add "

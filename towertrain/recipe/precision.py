@@ -17,25 +17,18 @@ import tensorflow as tf
 
 from towertrain import private_api
 from towertrain.errors import ParamsError
+from towertrain.recipe.settings import HALF_FLAGS
 
 DEFAULT_FIXED_LOSS_SCALE = 128.0
 DEFAULT_AUTO_INITIAL_LOSS_SCALE = 2.0 ** 15  # Keras' LossScaleOptimizer's start
 MINIMUM_LOSS_SCALE = 1.0
 
 
-def policy_name(precision):
-    if precision.use_fp16:
-        # --fp16_vars: float16 variables as well (Keras' plain float16 policy).
-        return "float16" if getattr(precision, "fp16_vars", False) else "mixed_float16"
-    if precision.use_bf16:
-        return "mixed_bfloat16"
-    return None
-
-
 @contextlib.contextmanager
 def policy_scope(precision):
-    """Builds models under the run's mixed policy, restoring the global one after."""
-    name = policy_name(precision)
+    """Builds models under the run's mixed policy (the Precision section's
+    keras_policy), restoring the global one after."""
+    name = precision.keras_policy
     if name is None:
         yield
         return
@@ -51,13 +44,13 @@ def check_model(model, precision):
     """A model passed in must already compute in the requested precision, and
     one built under a half-precision policy needs the run's half precision
     (Keras' fit scales a mixed_float16 model's loss; a float32 run would not)."""
-    name = policy_name(precision)
+    name = precision.keras_policy
     if name is None:
         half = sorted({layer.dtype_policy.name for layer in private_api.flatten_layers(model)
                        if layer.weights and layer.dtype_policy.compute_dtype in ("float16", "bfloat16")})
         if half:
             fp16 = any("bfloat16" not in h for h in half)
-            flag = "use_fp16" if fp16 else "use_bf16"
+            flag = HALF_FLAGS["float16" if fp16 else "bfloat16"]
             how = " (with loss scaling, as Keras' fit gives float16)" if fp16 else ""
             raise ParamsError(
                 f"model '{model.name}' computes in half precision (dtype policy "
@@ -65,11 +58,9 @@ def check_model(model, precision):
                 f"--use_bf16): pass Params({flag}=True) to train it so{how}, or build the "
                 "model under the float32 policy")
         return
-    wanted = "float16" if precision.use_fp16 else "bfloat16"
     computes = {layer.dtype_policy.compute_dtype for layer in model.layers if layer.weights}
-    if wanted not in computes:
-        flag = "use_fp16" if precision.use_fp16 else "use_bf16"
-        raise ParamsError(f"--{flag}: the model passed in computes in "
+    if precision.half not in computes:
+        raise ParamsError(f"--{precision.flag}: the model passed in computes in "
                           f"{', '.join(sorted(computes)) or 'float32'}; build it under "
                           f"keras.mixed_precision.set_dtype_policy('{name}')")
 
@@ -89,10 +80,10 @@ class LossScale:
 
     @classmethod
     def from_plan(cls, precision):
-        """The run's loss scale, or None (no --use_fp16)."""
-        if not precision.use_fp16:
+        """The run's loss scale: float16's narrow range needs one; None otherwise."""
+        if precision.half != "float16":
             return None
-        auto = precision.fp16_enable_auto_loss_scale
+        auto = precision.dynamic_loss_scale
         initial = precision.fp16_loss_scale or (DEFAULT_AUTO_INITIAL_LOSS_SCALE if auto
                                              else DEFAULT_FIXED_LOSS_SCALE)
         return cls(initial, auto, precision.fp16_inc_loss_scale_every_n)
@@ -131,7 +122,7 @@ class LossScale:
 
 def header_info(precision, loss_scale, native=None):
     """native: what towertrain.recipe.native_precision.describe says of the devices."""
-    name = policy_name(precision)
+    name = precision.keras_policy
     if name is None:
         return []
     if name == "float16":  # --fp16_vars

@@ -13,6 +13,8 @@ from towertrain.config.declare import ALWAYS, COMPARED, NOT_USED, WHEN_APPLIES, 
 
 OPTIMIZERS = ("sgd", "momentum", "rmsprop", "adam")
 LOSS_TYPES = ("base_loss", "total_loss")
+# The flag that asks for each half-precision compute dtype (messages name it).
+HALF_FLAGS = {"float16": "use_fp16", "bfloat16": "use_bf16"}
 
 
 @section("Optimizer options")
@@ -135,6 +137,24 @@ class Precision:
     def half(self) -> Optional[str]:
         """The half-precision dtype's name, or None in float32."""
         return "float16" if self.use_fp16 else "bfloat16" if self.use_bf16 else None
+
+    @property
+    def flag(self) -> Optional[str]:
+        """The flag that asked for the half precision (None in float32)."""
+        return HALF_FLAGS.get(self.half)
+
+    @property
+    def keras_policy(self) -> Optional[str]:
+        """Keras' dtype policy the model is built under (None: float32):
+        mixed (float32 variables), or plain float16 with --fp16_vars."""
+        if self.half == "float16" and self.fp16_vars:
+            return "float16"
+        return f"mixed_{self.half}" if self.half else None
+
+    @property
+    def dynamic_loss_scale(self) -> bool:
+        """float16 loss scaling that adapts (--fp16_enable_auto_loss_scale)."""
+        return self.half == "float16" and self.fp16_enable_auto_loss_scale
 
     @staticmethod
     def refuse(p, fail):

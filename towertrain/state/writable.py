@@ -62,7 +62,7 @@ def run_paths(outputs, training=True):
     paths = []
     if outputs.train_dir and training:
         paths.append(("train_dir", outputs.train_dir, False))
-    if outputs.summary_dir and (outputs.summary_verbosity or outputs.profile_steps):
+    if outputs.summary_dir and outputs.writes_logdir:
         paths.append(("summary_dir", outputs.summary_dir, False))
     if outputs.trace_file and training:
         paths.append(("trace_file", outputs.trace_file, True))

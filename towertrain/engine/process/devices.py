@@ -6,13 +6,13 @@ runtime; a process that already configured more than it needs uses a prefix.
 """
 import os
 import subprocess
+from typing import Optional
 
 import tensorflow as tf
 from towertrain import private_api
 from towertrain.config import gpu_share
 from towertrain.config import machine
 from towertrain.engine.process import nccl_library
-from towertrain.engine.exchange_settings import split_spec
 from towertrain.errors import DeviceError  # noqa: F401 - raised here
 
 # The share of a split GPU's memory its logical GPUs divide: the CUDA context,
@@ -151,13 +151,11 @@ def check_split_gpu_exchange(topology, exchange) -> None:
     split = logical_gpus_per_gpu() if topology.device == "gpu" else 1
     if split < 2 or topology.num_towers < 2:
         return
-    spec = exchange.all_reduce_spec or ""
-    local, cross = split_spec(spec) if exchange.variable_update == "collective_all_reduce" \
-        else (spec, None)
-    if local in ("nccl", "scatter"):
-        culprit = f"--all_reduce_spec={spec}"
-    elif cross == "collective" and exchange.collective_implementation == "nccl":
-        culprit = (f"--all_reduce_spec={spec} with NCCL collectives "
+    if exchange.local_algorithm in ("nccl", "scatter"):
+        culprit = exchange.spec_flag
+    elif (exchange.cross_algorithm == "collective"
+          and exchange.collective_implementation == "nccl"):
+        culprit = (f"{exchange.spec_flag} with NCCL collectives "
                    "(--collective_implementation=auto or nccl)")
     else:
         return
@@ -175,18 +173,17 @@ def nccl_culprit(topology, exchange):
     if topology.device != "gpu":
         return None
     towers, workers = topology.num_towers, topology.num_workers
-    spec = exchange.all_reduce_spec or ""
+    local = exchange.local_algorithm
     if exchange.variable_update == "replicated":
-        return f"--all_reduce_spec={spec}" if spec == "nccl" and towers > 1 else None
+        return exchange.spec_flag if local == "nccl" and towers > 1 else None
     if exchange.variable_update != "collective_all_reduce":
         return None
-    local = split_spec(spec)[0]
     if local in ("nccl", "scatter") and towers > 1:
-        return f"--all_reduce_spec={spec}"
+        return exchange.spec_flag
     if exchange.collective_implementation != "nccl" or local == "pscpu":
         return None  # a CPU member crosses workers by ring
     if workers > 1 or (local is None and towers > 1):
-        return (f"--all_reduce_spec={spec} with NCCL collectives "
+        return (f"{exchange.spec_flag} with NCCL collectives "
                 "(--collective_implementation=auto or nccl)")
     return None
 
@@ -259,12 +256,13 @@ def prepare(topology, check: bool = True) -> list:
                          indices=topology.gpu_indices)
 
 
-def check_half_precision_layout(device: str, data_format: str, use_fp16: bool) -> None:
+def check_half_precision_layout(device: str, data_format: str, half: Optional[str]) -> None:
     """TensorFlow's CPU float16 convolution gradients (Conv2DCustomBackprop*Op)
     support only NHWC: tf_cnn_benchmarks' own --data_format=NCHW --use_fp16 line
     with --device=cpu fails at the first step, so it is refused up front
-    (bfloat16 NCHW runs: measured with TF 2.21)."""
-    if device == "cpu" and data_format == "NCHW" and use_fp16:
+    (bfloat16 NCHW runs: measured with TF 2.21). half: the run's
+    half-precision dtype, None in float32."""
+    if device == "cpu" and data_format == "NCHW" and half == "float16":
         raise DeviceError(
             "--data_format=NCHW with --use_fp16 on --device=cpu: TensorFlow's CPU float16 "
             "convolution gradients support only NHWC (Conv2DCustomBackpropInputOp only "

@@ -169,6 +169,18 @@ class Devices:
         """How many towers this process runs (one per GPU on --device=gpu)."""
         return self.num_gpus
 
+    @classmethod
+    def towers_in_flags(cls, flag_value):
+        """How many towers a worker started with some command-line flags runs,
+        read from their text before any Params exists (the launcher's):
+        flag_value(name) is a flag's last value as given, None when absent.
+        The default when absent; 0 when unreadable (the worker refuses it)."""
+        text = flag_value("num_gpus")
+        try:
+            return int(text) if text else cls().tower_count()
+        except ValueError:
+            return 0
+
     def indices(self):
         """The towers' device indices: --gpu_indices parsed, else 0..num_gpus-1."""
         return (tuple(parse_gpu_indices(self.gpu_indices)) if self.gpu_indices

@@ -131,6 +131,23 @@ class Observe:
                 fail("profile_steps", p.profile_steps,
                      "needs --train_dir or --summary_dir to write the profile into")
 
+    @property
+    def summaries_on(self) -> bool:
+        """Whether the run writes TensorBoard summaries (scalars at least)."""
+        return self.summary_verbosity >= 1
+
+    @property
+    def summarizes_gradients(self) -> bool:
+        """Whether the summaries hold the gradients' histograms (the step hands
+        out the summed gradients, not only their norm)."""
+        return self.summary_verbosity >= 2
+
+    @property
+    def writes_logdir(self) -> bool:
+        """Whether anything goes into the summary directory (--summary_dir, else
+        --train_dir): summaries, or a profile."""
+        return bool(self.summary_verbosity or self.profile_steps)
+
     @staticmethod
     def refuse_given(p, explicit, fail):
         if "use_chrome_trace_format" in explicit and not p.trace_file:

@@ -15,11 +15,12 @@ import tensorflow as tf
 SCALARS, GRAD_NORM, GRADIENTS = 0, 1, 2
 
 
-def levels(summary_verbosity):
-    """The output levels a run's step is traced for (summaries ask for more)."""
-    if summary_verbosity >= 2:
+def levels(observe):
+    """The output levels a run's step is traced for (summaries ask for more);
+    observe: what the run writes (the plan's Outputs)."""
+    if observe.summarizes_gradients:
         return (SCALARS, GRADIENTS)
-    if summary_verbosity == 1:
+    if observe.summaries_on:
         return (SCALARS, GRAD_NORM)
     return (SCALARS,)
 

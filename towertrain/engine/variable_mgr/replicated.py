@@ -26,7 +26,7 @@ class ReplicatedManager(VariableManager):
 
     def _all_reduce(self, exchange):
         return exchange_lib.local_algorithm(
-            exchange.all_reduce_spec or "pscpu",
+            exchange.local_algorithm or "pscpu",
             compact_dtype=(exchange.compact_transfer_dtype
                            and tf.as_dtype(exchange.compact_transfer_dtype)),
             num_packs=exchange.gradient_repacking, pack_bytes=exchange.gradient_pack_bytes)
