@@ -4368,4 +4368,15 @@ MUTATIONS = [
         "launcher_towers_default_not_the_declared_one", At("Devices.towers_in_flags"),
         "int(text) if text else cls().tower_count()", "int(text) if text else 2",
         [T + "commands/test_launch_towers.py"]),
+    # The engine's functions are traced without AutoGraph; a user's loss is converted.
+    Mutation(
+        "user_loss_not_converted_in_the_step", At("call_loss"),
+        "    return _converted_call()(loss_fn, labels, outputs)\n",
+        "    return loss_fn(labels, outputs)\n",
+        [T + "engine/test_user_loss_control_flow.py"]),
+    Mutation(
+        "user_loss_not_converted_in_forward_only", At("ForwardStep._step"),
+        "tower.call_loss(self.loss_fn, labels, logits)", "self.loss_fn(labels, logits)",
+        [T + "engine/test_user_loss_control_flow.py::"
+         "test_the_forward_only_benchmark_takes_a_loss_branching_in_python"]),
 ]

@@ -40,7 +40,7 @@ class ClusterEvaluator:
     def __init__(self, evaluator, num_workers, task_index):
         self.evaluator = evaluator
         self.num_workers, self.task_index = num_workers, task_index
-        self._sum = tf.function(self._workers_sum)
+        self._sum = tf.function(self._workers_sum, autograph=False)
 
     @property
     def tower0_only(self):

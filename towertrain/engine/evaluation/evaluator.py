@@ -39,7 +39,7 @@ class Evaluator:
         self.manager = variables
         self.devices = list(devices)
         self.tower0_only = not self.manager.synchronous
-        self._batch_fn = tf.function(self._eval_batch)
+        self._batch_fn = tf.function(self._eval_batch, autograph=False)
 
     def _tower_variables(self, tower):
         if self.tower0_only:

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from towertrain.engine.run import benchmark_log
 from towertrain.engine.step import model_call
+from towertrain.engine.step import tower
 from towertrain.recipe import precision
 
 InferenceResult = collections.namedtuple("InferenceResult", "images_per_sec steps examples")
@@ -31,7 +32,7 @@ class ForwardStep:
     def __init__(self, model, devices, variables, input_source, loss_fn):
         self.model, self.devices, self.variables = model, list(devices), variables
         self.input, self.loss_fn = input_source, loss_fn
-        self.fn = tf.function(self._step)
+        self.fn = tf.function(self._step, autograph=False)
 
     def _step(self):
         losses, top1, top5, counts = [], [], [], []
@@ -45,7 +46,7 @@ class ForwardStep:
                                          training=False).outputs
                 logits = tf.cast(logits, tf.float32)
                 labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-                losses.append(tf.reduce_sum(self.loss_fn(labels, logits)))
+                losses.append(tf.reduce_sum(tower.call_loss(self.loss_fn, labels, logits)))
                 k5 = min(5, logits.shape[-1])
                 top1.append(tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, 1),
                                                   tf.int64)))

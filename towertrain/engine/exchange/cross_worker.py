@@ -150,7 +150,7 @@ class ClusterExchange:
         if not groups:
             return None
 
-        @tf.function
+        @tf.function(autograph=False)
         def open_all():
             previous = []
             for n, (group, size, members) in enumerate(groups):
@@ -167,7 +167,7 @@ class ClusterExchange:
         if not copies[0]:
             return None
 
-        @tf.function
+        @tf.function(autograph=False)
         def broadcast():
             values = []
             for i, device in enumerate(self.devices):

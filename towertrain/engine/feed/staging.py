@@ -87,8 +87,8 @@ class StagedInput(WrappedInput):
         """Creates the inner input; eager, once. Nothing is staged until a step."""
         self._devices = list(devices)
         self.inner.create(self._devices)
-        self._prime_fn = tf.function(self._put_all)
-        self._size_fn = tf.function(self._sizes)
+        self._prime_fn = tf.function(self._put_all, autograph=False)
+        self._size_fn = tf.function(self._sizes, autograph=False)
 
     def start_at(self, step, total_steps=None):
         """The run resumes after global step `step` and ends at `total_steps`.

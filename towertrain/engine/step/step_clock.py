@@ -26,7 +26,7 @@ class StepClock:
         with tf.device("/cpu:0"):
             self.update_done_at = tf.Variable(0.0, dtype=tf.float64, trainable=False,
                                               name="update_done_at")
-        self._stamp_after = tf.function(self._stamp)
+        self._stamp_after = tf.function(self._stamp, autograph=False)
 
     def _stamp(self):
         self.update_done_at.assign(tf.timestamp())

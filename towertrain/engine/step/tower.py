@@ -5,6 +5,7 @@ hands in (engine/step/model_call.py: as Keras' fit calls it, in a stateless
 scope), so the same Keras model serves every device and every variable layout.
 """
 import collections
+import functools
 
 import keras
 import tensorflow as tf
@@ -23,6 +24,28 @@ TowerResult = collections.namedtuple("TowerResult", "loss grads non_trainable co
 def sparse_softmax_cross_entropy(labels, logits):
     """Per-example loss; the default for classification models that emit logits."""
     return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+
+def call_loss(loss_fn, labels, outputs):
+    """loss_fn(labels, outputs) inside the engine's graph functions. Those are
+    traced without AutoGraph (their Python branches decide on Python values;
+    converting the engine's code cost ~2 s of every start-up), but a user's
+    loss is converted as a tf.function would convert it, so a Python `if` or
+    `for` on tensors in it still builds graph control flow."""
+    if loss_fn is sparse_softmax_cross_entropy:
+        return loss_fn(labels, outputs)
+    return _converted_call()(loss_fn, labels, outputs)
+
+
+def _call(fn, *args):
+    return fn(*args)
+
+
+@functools.cache
+def _converted_call():
+    # In converted code a call converts its callee (user code; Keras and
+    # TensorFlow are left as they are), whatever kind of callable it is.
+    return tf.autograph.to_graph(_call)
 
 
 # The forward half of a tower: loss (unscaled, reported), scaled (what is
@@ -70,7 +93,7 @@ def forward(model, trainable, non_trainable, images, labels, denominator,
     if examples is not None:
         outputs = tf.nest.map_structure(lambda t: t[:examples], outputs)
         images = tf.nest.map_structure(lambda t: t[:examples], images)
-    per_example = tf.cast(loss_fn(labels, outputs), tf.float32)
+    per_example = tf.cast(call_loss(loss_fn, labels, outputs), tf.float32)
     if loss_fn is not sparse_softmax_cross_entropy:  # a user's loss: one value per example?
         per_example = in_step.per_example_losses(per_example, images, loss_fn)
     denominator = tf.cast(denominator, tf.float32)

@@ -74,7 +74,7 @@ class Towers:
         if xla_compile:
             # Each tower's forward and backward as one XLA cluster on its device;
             # the exchange and the update stay outside (they cross devices).
-            self.compute_tower = tf.function(tower.compute_tower, jit_compile=True)
+            self.compute_tower = tf.function(tower.compute_tower, jit_compile=True, autograph=False)
 
     def compute(self, batches, denominator, loss_scale, step=0, micro_batch=0,
                 check_gradients=True):

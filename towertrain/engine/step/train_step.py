@@ -136,7 +136,7 @@ class TrainStep:
                            and not exchange.compact_gradient_transfer)
         self.marks = phase_marks.PhaseMarks()  # what the step watchdog names if it hangs
         self.clock = step_clock.StepClock()  # the times the input wait is measured from
-        self.fn = tf.function(self._train_step)
+        self.fn = tf.function(self._train_step, autograph=False)
         if self.staging is not None:
             # Steps before a fence or the end only drain (put=False). Trace that
             # variant now (tracing on first use took ~100 ms of a step); its
