@@ -26,7 +26,7 @@ COMMON = tuple(BEFORE)
 # A declared setting may not spread again: at most the files it has now (a
 # ceiling that only comes down). The others (batch_size, train_dir, data_dir,
 # optimizer, variable_update) have no ceiling while their moves are pending.
-CEILING = {"gradient_clip": 3, "num_intra_threads": 3, "all_reduce_spec": 4,
+CEILING = {"gradient_clip": 3, "num_intra_threads": 3, "all_reduce_spec": 3,
            "momentum": 6, "use_fp16": 1, "save_model_steps": 3, "display_every": 2,
            "num_gpus": 3, "summary_verbosity": 2}
 
@@ -91,17 +91,10 @@ def test_no_setting_spreads_again(counted, name):
     assert len(counted[name]) <= CEILING[name], counted[name]
 
 
-def test_the_median_over_the_common_settings_came_down(counted):
-    now = statistics.median(len(counted[n]) for n in COMMON)
-    assert now < statistics.median(BEFORE.values())
-    assert now <= 3.5
-
-
-@pytest.mark.xfail(strict=True, reason="every setting has its section now, but batch_size, "
-                   "train_dir, variable_update, optimizer and data_dir are read by many "
-                   "modules under those names (and the word is also a Keras optimizer's, an "
-                   "input reader's argument)")
 def test_the_median_over_the_common_settings_is_at_most_3(counted):
+    # batch_size, train_dir, variable_update, optimizer and data_dir are still
+    # read by many modules under those names (the word is also a Keras
+    # optimizer's, an input reader's argument); the others ask their section.
     assert statistics.median(len(counted[n]) for n in COMMON) <= 3
 
 

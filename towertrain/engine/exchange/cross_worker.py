@@ -46,7 +46,6 @@ What makes this safe:
 import tensorflow as tf
 
 from towertrain import private_api
-from towertrain.engine import exchange_settings
 
 from . import base, flow, packing
 from .keys import (ALL_DEVICES_GROUP_BASE, CROSS_WORKER_GROUP, KEYS, LOCAL_GROUP_BASE,
@@ -74,7 +73,7 @@ class ClusterExchange:
         # the process, so trainers of different device counts need their own keys.
         self.all_devices_group = ALL_DEVICES_GROUP_BASE + self.group_size
         self.timeout = timeout
-        self.local = exchange_settings.split_spec(exchange.all_reduce_spec)[0]
+        self.local = exchange.local_algorithm
         self.local_algorithm = (base.create(self.local)
                                 if self.local not in (None, "scatter") else None)
         self.implementation = exchange.collective_implementation  # 'nccl' or 'ring'
