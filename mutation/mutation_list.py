@@ -4213,9 +4213,8 @@ MUTATIONS = [
          "test_the_line_names_who_never_reached_the_exchange_who_left_no_mark_and_who_did"]),
     # --gradient_pack_mb=auto: the slowest candidate picked.
     Mutation(
-        "pack_tuning_picks_the_slowest", At("PackTuning._decide"),
-        "        best = min(range(len(self.times)), key=self.times.__getitem__)\n",
-        "        best = max(range(len(self.times)), key=self.times.__getitem__)\n",
+        "pack_tuning_picks_the_slowest", At("pick_index"),
+        "    fastest = min(times)\n", "    fastest = max(times)\n",
         [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked",
          PACK_TUNING + "test_the_pick_is_the_fastest_of_each_candidates_slowest_worker",
          PACK_TUNING + "test_the_header_the_pick_line_and_the_run_record_name_the_pick"]),
@@ -4379,4 +4378,18 @@ MUTATIONS = [
         "tower.call_loss(self.loss_fn, labels, logits)", "self.loss_fn(labels, logits)",
         [T + "engine/test_user_loss_control_flow.py::"
          "test_the_forward_only_benchmark_takes_a_loss_branching_in_python"]),
+    # The pack pick keeps the larger packs within the margin of the fastest.
+    Mutation(
+        "pack_pick_margin_exclusive", At("pick_index"),
+        "t <= fastest * (1 + PICK_MARGIN)", "t < fastest * (1 + PICK_MARGIN)",
+        [PACK_TUNING + "test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin"]),
+    Mutation(
+        "pack_pick_plain_argmin", At("pick_index"),
+        "t <= fastest * (1 + PICK_MARGIN)", "t <= fastest",
+        [PACK_TUNING + "test_the_pick_keeps_the_larger_packs_within_the_margin"]),
+    Mutation(
+        "pack_pick_last_within_the_margin", At("pick_index"),
+        "return next(i for i, t in enumerate(times) if",
+        "return max(i for i, t in enumerate(times) if",
+        [PACK_TUNING + "test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin"]),
 ]

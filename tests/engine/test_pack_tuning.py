@@ -96,6 +96,29 @@ def test_the_pick_is_the_fastest_of_each_candidates_slowest_worker(monkeypatch):
     assert tuning.times == [3, 5, 2] and tuning.pick == 1.0
 
 
+@pytest.mark.parametrize("times,pick", [
+    ([2.0, 1.2, 1.0, 1.5], 2),      # only the fastest is within 3% of itself
+    ([2.0, 1.029, 1.0, 1.5], 1),    # just inside the margin: the larger packs
+    ([2.0, 1.03, 1.0, 1.5], 1),     # at the margin
+    ([2.0, 1.031, 1.0, 1.5], 2),    # just outside: the gain is more than noise
+    ([1.02, 1.01, 1.0, 1.5], 0),    # every candidate within it: the first
+    ([1.5, 2.0, 1.0, 1.0], 2),      # a tie of the fastest: the larger packs
+])
+def test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin(times, pick):
+    assert pack_tuning.PICK_MARGIN == 0.03
+    assert pack_tuning.pick_index(times) == pick
+
+
+def test_the_pick_keeps_the_larger_packs_within_the_margin(monkeypatch):
+    """1 MB's 2.0 s is fastest, but 4 MB's 2.05 s lies within 3% of it: the
+    larger packs are kept (a gain two timed steps cannot tell from noise)."""
+    tuning, clock, installed, _ = _tuning(monkeypatch, [9, 9, 9, 3, 2.05, 2])
+    tuning.start(1, 6)
+    for _ in range(6):
+        tuning.run_step(clock.step)
+    assert tuning.pick == 4.0 and installed[-1] == 4 * 10**6
+
+
 def test_warm_up_steps_left_over_train_on_the_pick(monkeypatch):
     """7 warm-up steps for 3 candidates: 2 each, the 7th already on the pick."""
     tuning, clock, installed, _ = _tuning(monkeypatch, [9, 9, 9, 1, 2, 3])

@@ -19,9 +19,11 @@ pack is a slice of the one-pack concatenation), so training goes on exactly
 as on any one of them. Across workers (collective_all_reduce) every worker
 runs the same candidates at the same steps, then one collective takes each
 candidate's slowest worker time (max over the workers: the step waits for
-the slowest), and every worker takes the argmin of the same numbers: one
-decision, the same everywhere. The first minimum wins a tie (the larger
-packs). The rest of the run, and the warm-up steps left, train on the pick.
+the slowest), and every worker picks from the same numbers: one decision,
+the same everywhere. A smaller size is taken only when it is faster by more
+than PICK_MARGIN (the pick is the first candidate within it of the fastest:
+the larger packs win what two timed steps cannot tell apart). The rest of
+the run, and the warm-up steps left, train on the pick.
 
 A resume of an auto run takes the run record's pick instead of timing again
 (multi-worker, the chief's, through one collective); a run record without
@@ -35,6 +37,9 @@ from towertrain.errors import ParamsError
 # The candidate sizes after one pack per dtype, in MB (10**6 bytes), largest first.
 CANDIDATE_MB = (64.0, 16.0, 4.0, 1.0)
 MIN_STEPS_EACH = 2  # one that builds the candidate's step function, one timed
+# Two timed steps of one size differed by up to ~3% on an idle 2-core CPU,
+# where the sizes themselves lay within 6% of each other.
+PICK_MARGIN = 0.03
 NONE_RECORDED = -1.0  # a worker's side of the resume's collective: no pick to give
 
 
@@ -48,6 +53,16 @@ def candidates(variables):
             plans.add(counts)
             found.append(mb)
     return found
+
+
+def pick_index(times):
+    """The candidate to train on, from each candidate's time (largest packs
+    first): the first within PICK_MARGIN of the fastest. A smaller size
+    replaces a larger one only for a gain the few timed steps can tell from
+    noise; the larger packs launch fewer collectives, whose fixed cost grows
+    with the network's latency."""
+    fastest = min(times)
+    return next(i for i, t in enumerate(times) if t <= fastest * (1 + PICK_MARGIN))
 
 
 def pack_bytes(mb):
@@ -145,8 +160,7 @@ class PackTuning:
     def _decide(self):
         fastest = [min(times) for times in self._mine]
         self.times = [float(t) for t in self._cluster_max(fastest, "pack_timings")]
-        best = min(range(len(self.times)), key=self.times.__getitem__)
-        self._take(self.candidates[best])
+        self._take(self.candidates[pick_index(self.times)])
         if self._write is not None:
             self._write(f"Gradient packs: picked {self.describe_pick()} "
                         f"({self.timings_text()})")
