@@ -4392,4 +4392,24 @@ MUTATIONS = [
         "return next(i for i, t in enumerate(times) if",
         "return max(i for i, t in enumerate(times) if",
         [PACK_TUNING + "test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin"]),
+    # The step watchdog's callback: what counts toward the automatic limit
+    # without warm-up, and who leaves exchange marks.
+    Mutation(
+        "step_watchdog_counts_the_tracing_step", At("StepWatchdog.after_step"),
+        "max(self.warmup, 1)", "max(self.warmup, 0)",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_without_warm_up_the_first_step_traces_and_the_second_is_the_first_counted"]),
+    Mutation(
+        "step_watchdog_skips_the_second_step", At("StepWatchdog.after_step"),
+        "max(self.warmup, 1)", "max(self.warmup, 2)",
+        [T + "callbacks/test_step_watchdog.py::"
+         "test_without_warm_up_the_first_step_traces_and_the_second_is_the_first_counted"]),
+    Mutation(
+        "step_watchdog_marks_for_one_worker", At("StepWatchdog.__init__"),
+        "cluster.num_workers > 1", "cluster.num_workers >= 1",
+        [T + "callbacks/test_step_watchdog.py::test_only_a_multi_worker_run_leaves_exchange_marks"]),
+    Mutation(
+        "step_watchdog_marks_from_three_workers", At("StepWatchdog.__init__"),
+        "cluster.num_workers > 1", "cluster.num_workers > 2",
+        [T + "callbacks/test_step_watchdog.py::test_only_a_multi_worker_run_leaves_exchange_marks"]),
 ]

@@ -205,6 +205,33 @@ def test_what_the_automatic_limit_counts_starts_at_the_first_step_after_warm_up(
     callback.close()
 
 
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_without_warm_up_the_first_step_traces_and_the_second_is_the_first_counted(warmup):
+    """With 0 or 1 warm-up steps the first step (it traces the step function)
+    is still not the measure: the second is, and arms the limit."""
+    callback = StepWatchdog(warmup=warmup, exit=lambda status: None)
+    callback.loop = types.SimpleNamespace(start_step=0)
+    callback.after_step(1, None, 90.0)
+    assert (callback.watchdog.slowest, callback.watchdog.limit()) == (None, None)
+    callback.after_step(2, None, 40.0)
+    assert (callback.watchdog.slowest, callback.watchdog.limit()) == (40.0, 400.0)
+    callback.close()
+
+
+@pytest.mark.parametrize("num_workers,marks", [(1, False), (2, True), (3, True)])
+def test_only_a_multi_worker_run_leaves_exchange_marks(tmp_path, num_workers, marks):
+    """The marks name the tasks that never reached a hung step's exchange:
+    a worker of 2 or more leaves them, a one-worker cluster has no others."""
+    cluster = types.SimpleNamespace(
+        num_workers=num_workers, task_index=0,
+        workers=[f"localhost:{2000 + i}" for i in range(num_workers)])
+    callback = StepWatchdog(train_dir=str(tmp_path), exit=lambda status: None, cluster=cluster)
+    assert (callback.watchdog.marks is not None) == marks
+    if marks:
+        assert callback.watchdog.marks.cluster is cluster
+    callback.close()
+
+
 class _OneRound(threading.Event):
     """The watch's pause: no wait, and one round only."""
 
