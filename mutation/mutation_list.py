@@ -4412,4 +4412,25 @@ MUTATIONS = [
         "step_watchdog_marks_from_three_workers", At("StepWatchdog.__init__"),
         "cluster.num_workers > 1", "cluster.num_workers > 2",
         [T + "callbacks/test_step_watchdog.py::test_only_a_multi_worker_run_leaves_exchange_marks"]),
+    # What a phase says of the step's exchange, and when a mark is read again.
+    Mutation(
+        "watchdog_start_reached_the_exchange", At("_read_phase"),
+        "\"its step's start\", False", "\"its step's start\", True",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_each_phase_says_whether_the_step_reached_its_exchange"]),
+    Mutation(
+        "watchdog_device_sync_not_past_the_exchange", At("_read_phase"),
+        "name == DEVICE_SYNC", "name > DEVICE_SYNC",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_each_phase_says_whether_the_step_reached_its_exchange"]),
+    Mutation(
+        "watchdog_towers_reached_the_exchange", At("_read_phase"),
+        'read["value"] != TOWERS', 'read["value"] <= TOWERS',
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_each_phase_says_whether_the_step_reached_its_exchange"]),
+    Mutation(
+        "watchdog_mark_moves_only_once_reached", At("Watchdog._mark_may_move"),
+        "not (reached or words == UNREAD_MARK)", "(reached or words == UNREAD_MARK)",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read"]),
 ]

@@ -114,3 +114,47 @@ def test_the_marks_are_in_the_train_dir_else_a_temp_folder_of_the_cluster(tmp_pa
     assert os.path.dirname(own) == tempfile.gettempdir()
     assert exchange_marks.folder_for(CLUSTER, "gs://bucket/run") == own
     assert own != exchange_marks.folder_for(Cluster(workers=("a:1", "b:5")))
+
+
+class _PhaseVariable:
+    """The step function's phase variable as the watch reads it."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def numpy(self):
+        return self.value
+
+
+@pytest.mark.parametrize("name,variable,reached", [
+    (None, None, False),                                 # the step not begun
+    (watchdog_lib.INPUT, None, False),
+    (watchdog_lib.DEVICE_SYNC, None, True),              # after the update: past it
+    (watchdog_lib.STEP_FUNCTION, _PhaseVariable(watchdog_lib.TOWERS), False),
+    (watchdog_lib.STEP_FUNCTION, _PhaseVariable(watchdog_lib.EXCHANGE), True),
+    (watchdog_lib.STEP_FUNCTION, _PhaseVariable(watchdog_lib.UPDATE), True),
+])
+def test_each_phase_says_whether_the_step_reached_its_exchange(name, variable, reached):
+    watchdog_lib.mark(name, variable)
+    try:
+        assert watchdog_lib._read_phase()[2] is reached
+    finally:
+        watchdog_lib.mark(None)
+
+
+def test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read(tmp_path):
+    """Past half the limit the watch reads the phase again while the mark could
+    still move: none yet for this step, or one short of the exchange."""
+    watch = _watch(str(tmp_path / "marks"))
+    try:
+        assert watch._mark_may_move()  # no mark for step 7 yet
+        watch._marked = (7, "its towers", False)
+        assert watch._mark_may_move()
+        watch._marked = (7, "its gradient exchange", True)
+        assert not watch._mark_may_move()
+        watch._marked = (7, watchdog_lib.UNREAD_MARK, False)
+        assert not watch._mark_may_move()
+        watch._marked = (6, "its gradient exchange", True)  # an earlier step's
+        assert watch._mark_may_move()
+    finally:
+        watchdog_lib.mark(None)
