@@ -37,8 +37,9 @@ from towertrain.errors import ParamsError
 # The candidate sizes after one pack per dtype, in MB (10**6 bytes), largest first.
 CANDIDATE_MB = (64.0, 16.0, 4.0, 1.0)
 MIN_STEPS_EACH = 2  # one that builds the candidate's step function, one timed
-# Two timed steps of one size differed by up to ~3% on an idle 2-core CPU,
-# where the sizes themselves lay within 6% of each other.
+# On an idle 2-core CPU one size's median step moved by up to 4% from run to
+# run, and cifar_cnn's sizes lay within 6% of each other (bench_pack_plan):
+# the fastest of two timed steps cannot rank sizes closer than a few percent.
 PICK_MARGIN = 0.03
 NONE_RECORDED = -1.0  # a worker's side of the resume's collective: no pick to give
 
