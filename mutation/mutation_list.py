@@ -4433,4 +4433,18 @@ MUTATIONS = [
         "not (reached or words == UNREAD_MARK)", "(reached or words == UNREAD_MARK)",
         [T + "callbacks/test_hung_exchange_marks.py::"
          "test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read"]),
+    Mutation(
+        "watchdog_towers_phase_is_the_variables_start", Module("engine.run.watchdog"),
+        "TOWERS, EXCHANGE, UPDATE = 1, 2, 3", "TOWERS, EXCHANGE, UPDATE = 0, 2, 3",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_a_phase_variable_not_yet_set_reads_as_unread_not_as_the_towers"]),
+    Mutation(
+        "watchdog_close_keeps_a_watched_runs_mark", At("Watchdog.close"),
+        "self._thread is not None", "self._thread is None",
+        [T + "callbacks/test_hung_exchange_marks.py::""test_a_watched_run_leaves_no_mark_behind_when_it_closes"]),
+    Mutation(
+        "watchdog_poll_not_a_tenth_of_the_limit", At("Watchdog.__init__"),
+        "min(1.0, timeout / 10)", "min(1.0, timeout - 10)",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_an_explicit_limit_is_checked_within_a_tenth_of_it_at_most_every_second"]),
 ]

@@ -158,3 +158,30 @@ def test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read
         assert watch._mark_may_move()
     finally:
         watchdog_lib.mark(None)
+
+
+def test_a_phase_variable_not_yet_set_reads_as_unread_not_as_the_towers():
+    """The variable starts at 0, before the step function enters its towers."""
+    watchdog_lib.mark(watchdog_lib.STEP_FUNCTION, _PhaseVariable(0))
+    try:
+        words, mark_words, reached = watchdog_lib._read_phase()
+        assert "its phase could not be read" in words
+        assert (mark_words, reached) == (watchdog_lib.UNREAD_MARK, False)
+    finally:
+        watchdog_lib.mark(None)
+
+
+def test_a_watched_run_leaves_no_mark_behind_when_it_closes(tmp_path):
+    folder = str(tmp_path / "marks")
+    watch = _watch(folder)
+    watch.started(7)  # starts the watch thread
+    watch._leave_mark(watchdog_lib._read_phase())
+    mark = os.path.join(folder, "task-0.json")
+    assert os.path.exists(mark)
+    watch.close()
+    assert not os.path.exists(mark)
+
+
+@pytest.mark.parametrize("timeout,poll", [(8, 0.8), (5, 0.5), (30, 1.0), (None, 1.0)])
+def test_an_explicit_limit_is_checked_within_a_tenth_of_it_at_most_every_second(timeout, poll):
+    assert watchdog_lib.Watchdog(timeout=timeout)._poll == pytest.approx(poll)
