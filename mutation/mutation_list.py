@@ -4447,4 +4447,29 @@ MUTATIONS = [
         "min(1.0, timeout / 10)", "min(1.0, timeout - 10)",
         [T + "callbacks/test_hung_exchange_marks.py::"
          "test_an_explicit_limit_is_checked_within_a_tenth_of_it_at_most_every_second"]),
+    # The launcher never reads a survivor's lost-peer line: it waits out the
+    # survivors' linger (or the grace) instead of ending it.
+    Mutation(
+        "launcher_waits_out_the_survivors_linger", At("Workers._copy"),
+        "self._said.add(task)", "pass",
+        [T + "cluster/test_launch.py::"
+         "test_survivors_that_said_their_line_stop_waiting_once_all_have"]),
+    # Survivors stopped while they waited counted by their SIGKILL: lost.
+    Mutation(
+        "launcher_counts_stopped_survivors_as_lost", At("Workers.statuses"),
+        "peer_loss.EXIT_STATUS if task in self._ended else", "",
+        [T + "cluster/test_launch.py::"
+         "test_an_elastic_launch_counts_the_survivors_it_stopped_waiting_as_survivors"]),
+    # Every survivor's linger ended, even one that has not said its line yet.
+    Mutation(
+        "launcher_ends_a_linger_before_the_line", At("Workers._only_waiting"),
+        "if not running <= self._said:", "if False:",
+        [T + "cluster/test_launch.py::"
+         "test_survivors_that_said_their_line_stop_waiting_once_all_have"]),
+    # Survivors leave 2 s after their line: one that says its line later
+    # names the survivors that left as lost too.
+    Mutation(
+        "survivors_linger_too_briefly", Module("engine.distributed.peer_loss"),
+        "LINGER_SECS = 10.0", "LINGER_SECS = 2.0",
+        [T + "cluster/test_lost_peer_line.py"]),
 ]

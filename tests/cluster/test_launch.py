@@ -40,6 +40,39 @@ def test_a_worker_exiting_1_stops_the_launcher_with_1_and_no_process_left(tmp_pa
     assert not [pid for pid in pids if _alive(pid)]
 
 
+def _lingering_survivors(tmp_path, *options):
+    """A launch where task 1 fails and tasks 0 and 2 say their lost-peer line,
+    then wait 600 s (as a real survivor waits for the others' health checks):
+    the launcher's output, once it exited within 60 s."""
+    env = runs.env(FAKE_WORKER_DIR=str(tmp_path), FAKE_WORKER_FAILS="1",
+                   FAKE_WORKER_SURVIVORS_SAY="1", FAKE_WORKER_DONE_WITH="2")
+    done = subprocess.run([*LAUNCH, "--num_workers=3", "--stop_grace_secs=300", *options,
+                           "--module=helpers.fake_worker", "--", "--model=trivial",
+                           f"--train_dir={tmp_path}", "--global_batch_size=12"],
+                          env=env, cwd=runs.REPO, capture_output=True, text=True, timeout=60)
+    for task in (0, 2):
+        assert f"[task {task}] towertrain: error: worker task {task} lost worker task 1" in (
+            done.stdout), done.stdout
+    return done
+
+
+def test_survivors_that_said_their_line_stop_waiting_once_all_have(tmp_path):
+    """Their wait only keeps them visible to each other: the launcher ends it
+    instead of waiting the grace (300 s here) or their 600 s."""
+    done = _lingering_survivors(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "[launcher] task 1 failed (exit status 1); stopped every worker" in done.stdout
+    pids = [int(open(tmp_path / f"task{k}.pid").read()) for k in range(3)]
+    assert not [pid for pid in pids if _alive(pid)]
+
+
+def test_an_elastic_launch_counts_the_survivors_it_stopped_waiting_as_survivors(tmp_path):
+    done = _lingering_survivors(tmp_path, "--min_workers=2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.findall(r"^\[launcher\] lost task\(s\) (.*): going on with (\d) worker",
+                      done.stdout, re.M) == [("1", "2")], done.stdout
+
+
 def test_usage_errors_exit_2():
     for flags, message in [(["--num_workers=0"], "--num_workers=0: must be >= 1"),
                            (["--num_workers=2", "--", "--task_index=1"],

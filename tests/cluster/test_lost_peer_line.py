@@ -4,7 +4,9 @@ step it last completed, and TensorFlow's abort logs (ring_alg.cc, RecvBuf,
 "Restart your program to reset") go to the worker's log file, not the
 output, and that file holds them (with the command line's own log levels,
 which hide TensorFlow's C++ lines from the output); the killed worker's
-empty log is removed by the launcher."""
+empty log is removed by the launcher. A survivor that says its line 4 s
+after the others (a loaded machine) still names only the lost worker: the
+others wait for it, their servers answering."""
 import os
 import re
 import signal
@@ -31,10 +33,11 @@ def test_each_survivor_says_one_line_and_the_chief_saves_its_last_step(tmp_path)
     flags = ["--model=trivial", "--device=cpu", "--batch_size=4", "--num_batches=1000000",
              "--num_warmup_batches=0", "--display_every=1000000", f"--train_dir={train_dir}",
              "--save_model_steps=1000000", "--collective_timeout_secs=20"]
-    env = runs.env()
+    env = runs.env(LATE_SURVIVOR_TASK="1", LATE_SURVIVOR_SECS="4")
     env.pop("TF_CPP_MIN_LOG_LEVEL")  # the command line's own default, as a user runs it
     with runs.Processes(str(tmp_path)) as procs:
-        launcher = procs.start([*LAUNCH, "--num_workers=3", "--", *flags], "launcher", env)
+        launcher = procs.start([*LAUNCH, "--num_workers=3", "--module=helpers.late_survivor",
+                                "--", *flags], "launcher", env)
         procs.wait_for(lambda: "[task 0] Step\tImg/sec" in procs.log(0)
                        and "[task 2] worker task 2 of 3" in procs.log(0), 240,
                        "the first step")

@@ -15,7 +15,8 @@ refused before any starts.
 - A worker that fails (non-zero status, or killed) stops the rest: each
   notices the lost peer at its next collective and stops with one line (the
   chief saves its last step); any still running after STOP_GRACE_SECS is
-  killed. The launcher exits with that first failure's status (128 + N for
+  killed. Survivors that have all said their line are stopped then: they
+  only wait so the others' health checks still see them. The launcher exits with that first failure's status (128 + N for
   a signal N).
 - --max_restarts=R: after a failure, every worker is started again, up to R
   times, on fresh ports; with --train_dir they resume from its latest
@@ -40,6 +41,7 @@ import time
 
 from towertrain.commands import common, elastic, worker_log
 from towertrain.config import gpu_share
+from towertrain.engine.distributed import peer_loss
 from towertrain.engine.process.settings import Devices
 from towertrain.errors import DeviceError, ParamsError
 from towertrain.plan import global_batch
@@ -203,6 +205,8 @@ class Workers:
         self._chief_trains = False  # the chief printed a step: its signal handlers are set
         self._for_chief = None  # a signal the chief gets once it trains
         self._chief_lock = threading.Lock()
+        self._said = set()  # tasks that printed their lost-peer line
+        self._ended = set()  # of those, the ones stopped here while they waited
         n = options.num_workers if count is None else count
         cluster = []
         if n > 1:
@@ -231,6 +235,8 @@ class Workers:
     def _copy(self, task, proc):
         for line in proc.stdout:
             self.write(f"[task {task}] {line.rstrip()}")
+            if peer_loss.EXIT_WORDS in line:
+                self._said.add(task)
             if task == 0 and not self._chief_trains and STEP_LINE.match(line):
                 if self.on_first_step is not None:
                     self.on_first_step(line)
@@ -304,6 +310,8 @@ class Workers:
                 elif code != 0 and first is None:
                     first = (128 - code if code < 0 else code), task
                     deadline = time.monotonic() + grace
+            if first is not None and running and self._only_waiting():
+                running = 0
             if first is not None and (not running or time.monotonic() >= deadline):
                 self.kill()
                 return first
@@ -314,10 +322,24 @@ class Workers:
                 return 0, None
             time.sleep(POLL_SECONDS)
 
+    def _only_waiting(self):
+        """Whether every worker still running has said its lost-peer line: it
+        then only waits so that the others' health checks still see it
+        (peer_loss.LINGER_SECS), and once all have said theirs none is needed.
+        Those are then stopped here and counted as the survivors they are."""
+        running = {task for task, proc in enumerate(self.procs) if proc.poll() is None}
+        if not running <= self._said:
+            return False
+        self._ended |= running
+        return True
+
     def statuses(self):
-        """Each task's exit status (128 + N for a signal N), None while running."""
-        return [None if p.poll() is None else (128 - p.returncode if p.returncode < 0
-                                                else p.returncode) for p in self.procs]
+        """Each task's exit status (128 + N for a signal N), None while running;
+        a survivor stopped here while it waited: peer_loss.EXIT_STATUS."""
+        return [None if p.poll() is None else
+                peer_loss.EXIT_STATUS if task in self._ended else
+                128 - p.returncode if p.returncode < 0 else p.returncode
+                for task, p in enumerate(self.procs)]
 
 
 def _say(lock):

@@ -16,8 +16,13 @@ Imports no TensorFlow at module level: the launcher reads EXIT_STATUS.
 # EX_TEMPFAIL of sysexits.h: "a temporary failure; the user is invited to retry".
 EXIT_STATUS = 75
 # How long a survivor stays after its line (its server still answering), so
-# the other survivors' health checks name only the peer that was lost.
-LINGER_SECS = 2.0
+# the other survivors' health checks name only the peer that was lost: on a
+# loaded machine one can say its line seconds after another. The local
+# launcher ends the wait once every survivor has said its line.
+LINGER_SECS = 10.0
+# How a survivor's line ends (next_words): the launcher reads from it that the
+# worker only waits for the others now.
+EXIT_WORDS = f"this worker exits (status {EXIT_STATUS}:"
 
 _SAVED = "_towertrain_saved_after_peer_loss"
 
@@ -56,5 +61,5 @@ def next_words(err, is_chief, train_dir, log_path=None):
     else:
         kept = "the chief saves its last step"
     log = f"; TensorFlow's log: {log_path}" if log_path else ""
-    return (f"{kept}; this worker exits (status {EXIT_STATUS}: a launcher with "
-            f"--min_workers goes on with the workers left){log}")
+    return (f"{kept}; {EXIT_WORDS} a launcher with --min_workers goes on with the "
+            f"workers left){log}")
