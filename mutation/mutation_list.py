@@ -4211,31 +4211,44 @@ MUTATIONS = [
         "            self._leave_mark(phase)  # for the others whose watch fires later\n", "",
         [T + "callbacks/test_hung_exchange_marks.py::"
          "test_the_line_names_who_never_reached_the_exchange_who_left_no_mark_and_who_did"]),
-    # --gradient_pack_mb=auto: the slowest candidate picked.
+    # --gradient_pack_mb=auto: a slower size taken as a gain.
     Mutation(
-        "pack_tuning_picks_the_slowest", At("pick_index"),
-        "    fastest = min(times)\n", "    fastest = max(times)\n",
-        [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked",
-         PACK_TUNING + "test_the_pick_is_the_fastest_of_each_candidates_slowest_worker",
+        "pack_tuning_takes_the_slower", At("beats"),
+        "challenger * (1 + PICK_MARGIN) < incumbent", "challenger > incumbent * (1 + PICK_MARGIN)",
+        [PACK_TUNING + "test_the_candidates_run_in_turn_while_each_gains_on_the_one_before",
+         PACK_TUNING + "test_a_smaller_size_replaces_the_larger_only_for_a_gain_above_the_margin",
          PACK_TUNING + "test_the_header_the_pick_line_and_the_run_record_name_the_pick"]),
-    # Each worker picks from its own times (no collective): picks may differ.
+    # Each worker decides from its own times (no collective): decisions may differ.
     Mutation(
-        "pack_tuning_times_not_agreed_across_workers", At("PackTuning._decide"),
-        'self._cluster_max(fastest, "pack_timings")', "fastest",
-        [PACK_TUNING + "test_the_pick_is_the_fastest_of_each_candidates_slowest_worker",
+        "pack_tuning_times_not_agreed_across_workers", At("PackTuning._compare"),
+        'self._cluster_max(\n            [min(self._mine[index - 1]), min(self._mine[index])], "pack_timings")',
+        "[min(self._mine[index - 1]), min(self._mine[index])]",
+        [PACK_TUNING + "test_each_comparison_takes_both_candidates_slowest_worker",
          T + "engine/test_pack_tuning_workers.py::"
          "test_two_workers_take_one_pick_from_the_same_numbers"]),
-    # The first round, which builds each candidate's step function, timed too.
+    # A candidate's first step, which builds its step function, timed too.
     Mutation(
         "pack_tuning_times_the_building_steps", At("PackTuning.run_step"),
-        "        if self._steps >= count:", "        if True:",
-        [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked"]),
-    # Candidates one after the other instead of in turn.
+        "        if position:", "        if True:",
+        [PACK_TUNING + "test_the_candidates_run_in_turn_while_each_gains_on_the_one_before"]),
+    # Every candidate timed: the first size without a gain does not end it.
     Mutation(
-        "pack_tuning_candidates_not_in_turn", At("PackTuning.run_step"),
-        "        index = self._steps % count\n",
-        "        index = self._steps // self.steps_each\n",
-        [PACK_TUNING + "test_each_candidate_runs_in_turn_and_the_fastest_is_picked"]),
+        "pack_tuning_times_past_the_first_non_gain", At("PackTuning._compare"),
+        "        if gained and index < len(self.candidates) - 1:",
+        "        if index < len(self.candidates) - 1:",
+        [PACK_TUNING + "test_the_first_size_without_a_gain_ends_the_timing_unbuilt_sizes_left"]),
+    # The pick after a non-gain is the size that did not gain.
+    Mutation(
+        "pack_tuning_takes_the_size_without_a_gain", At("PackTuning._compare"),
+        "self.candidates[index if gained else index - 1]", "self.candidates[index]",
+        [PACK_TUNING + "test_the_first_size_without_a_gain_ends_the_timing_unbuilt_sizes_left",
+         PACK_TUNING + "test_a_later_size_that_stops_gaining_leaves_the_one_before_it"]),
+    # The comparison against the first candidate rather than the one before.
+    Mutation(
+        "pack_tuning_compares_with_the_first", At("PackTuning._compare"),
+        "[min(self._mine[index - 1]), min(self._mine[index])]",
+        "[min(self._mine[0]), min(self._mine[index])]",
+        [PACK_TUNING + "test_a_later_size_that_stops_gaining_leaves_the_one_before_it"]),
     # Sizes that cut the same plan timed twice.
     Mutation(
         "pack_tuning_duplicate_candidates", At("candidates", module="pack_tuning"),
@@ -4378,20 +4391,15 @@ MUTATIONS = [
         "tower.call_loss(self.loss_fn, labels, logits)", "self.loss_fn(labels, logits)",
         [T + "engine/test_user_loss_control_flow.py::"
          "test_the_forward_only_benchmark_takes_a_loss_branching_in_python"]),
-    # The pack pick keeps the larger packs within the margin of the fastest.
+    # The pack pick keeps the larger packs within the margin.
     Mutation(
-        "pack_pick_margin_exclusive", At("pick_index"),
-        "t <= fastest * (1 + PICK_MARGIN)", "t < fastest * (1 + PICK_MARGIN)",
-        [PACK_TUNING + "test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin"]),
+        "pack_pick_margin_inclusive", At("beats"),
+        "challenger * (1 + PICK_MARGIN) < incumbent", "challenger * (1 + PICK_MARGIN) <= incumbent",
+        [PACK_TUNING + "test_a_smaller_size_replaces_the_larger_only_for_a_gain_above_the_margin"]),
     Mutation(
-        "pack_pick_plain_argmin", At("pick_index"),
-        "t <= fastest * (1 + PICK_MARGIN)", "t <= fastest",
-        [PACK_TUNING + "test_the_pick_keeps_the_larger_packs_within_the_margin"]),
-    Mutation(
-        "pack_pick_last_within_the_margin", At("pick_index"),
-        "return next(i for i, t in enumerate(times) if",
-        "return max(i for i, t in enumerate(times) if",
-        [PACK_TUNING + "test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin"]),
+        "pack_pick_without_margin", At("beats"),
+        "challenger * (1 + PICK_MARGIN) < incumbent", "challenger < incumbent",
+        [PACK_TUNING + "test_a_later_size_that_stops_gaining_leaves_the_one_before_it"]),
     # The step watchdog's callback: what counts toward the automatic limit
     # without warm-up, and who leaves exchange marks.
     Mutation(

@@ -1,6 +1,6 @@
 """--gradient_pack_mb=auto (towertrain/engine/run/pack_tuning.py): which sizes
-are timed, how the pick is made (the fastest of each candidate's slowest
-worker), and, on 2 CPU devices, that an auto run trains to the bits of a run
+are timed, how the pick is made (largest packs first, while each gains on
+the one before it, by each candidate's slowest worker), and, on 2 CPU devices, that an auto run trains to the bits of a run
 on any fixed candidate, says its pick in the header and the run record, and
 that a resume trains on the recorded pick without timing again. The 2-worker
 decision is tests/engine/test_pack_tuning_workers.py's."""
@@ -45,9 +45,10 @@ class _Clock:
         return "result"
 
 
-def _tuning(monkeypatch, durations, other_worker=None):
-    """A PackTuning of WIDE whose steps take `durations` (seconds) here and
-    whose other worker's fastest steps are `other_worker` (None: one process)."""
+def _tuning(monkeypatch, durations, other_worker=None, variables=WIDE):
+    """A PackTuning of `variables` whose steps take `durations` (seconds) here
+    and whose other worker's fastest steps are `other_worker` (None: one
+    process)."""
     clock = _Clock(durations)
     monkeypatch.setattr(pack_tuning.time, "perf_counter", clock)
     installed, sites = [], []
@@ -55,21 +56,22 @@ def _tuning(monkeypatch, durations, other_worker=None):
     def cluster_max(values, site):
         sites.append((site, list(values)))
         return [max(a, b) for a, b in zip(values, other_worker or values)]
-    tuning = pack_tuning.PackTuning(WIDE, installed.append, cluster_max)
+    tuning = pack_tuning.PackTuning(variables, installed.append, cluster_max)
     return tuning, clock, installed, sites
 
 
-def test_each_candidate_runs_in_turn_and_the_fastest_is_picked(monkeypatch):
-    """3 candidates x 2 steps: the first round builds (untimed, whatever it
-    takes), the second is timed; 1 MB's 2 s beats one pack's 3 s and 4 MB's 2.5 s."""
-    tuning, clock, installed, sites = _tuning(monkeypatch, [0.5, 9, 9, 3, 2.5, 2])
+def test_the_candidates_run_in_turn_while_each_gains_on_the_one_before(monkeypatch):
+    """3 candidates x 2 steps in a row: each one's first step builds (untimed,
+    whatever it takes), the second is timed; 4 MB's 2.5 s gains on one
+    pack's 3 s, 1 MB's 2 s on 4 MB's: 1 MB is the pick."""
+    tuning, clock, installed, sites = _tuning(monkeypatch, [0.5, 3, 9, 2.5, 9, 2])
     lines, entries = [], []
     tuning.start(1, 6, write=lines.append, on_pick=entries.append)
     assert tuning.tuning and tuning.steps_each == 2
     results = [tuning.run_step(clock.step) for _ in range(6)]
     assert results == ["result"] * 6 and not tuning.tuning
-    assert installed == [None, 4 * 10**6, 10**6] * 2 + [10**6]
-    assert sites == [("pack_timings", [3, 2.5, 2])]
+    assert installed == [None, None, 4 * 10**6, 4 * 10**6, 10**6, 10**6, 10**6]
+    assert sites == [("pack_timings", [3, 2.5]), ("pack_timings", [2.5, 2])]
     assert tuning.pick == 1.0
     assert lines == ["Gradient packs: picked 1 MB: 5 packs (of at most 1.0 MB, reverse layer "
                      "order): float32 844.5 KB, 844.5 KB, 844.5 KB, 844.5 KB, 844.5 KB (timed "
@@ -79,52 +81,76 @@ def test_each_candidate_runs_in_turn_and_the_fastest_is_picked(monkeypatch):
                         "step_ms": [3000.0, 2500.0, 2000.0]}]
 
 
-def test_the_pick_is_the_fastest_of_each_candidates_slowest_worker(monkeypatch):
-    """Here 4 MB is fastest (1 s), but the other worker takes 5 s on it: the
-    step waits for the slowest, so 1 MB (max 2 s) is every worker's pick.
-    The fastest of a candidate's timed steps counts (4 steps each: 3 timed)."""
-    tuning, clock, _, sites = _tuning(
-        monkeypatch, [9, 9, 9] + [3, 1, 2] + [4, 1, 2] + [3, 6, 7], other_worker=[1, 5, 1])
-    tuning.start(11, 12)
-    assert tuning.steps_each == 4
-    for _ in range(11):
+def test_the_first_size_without_a_gain_ends_the_timing_unbuilt_sizes_left(monkeypatch):
+    """4 MB (3 s) gains nothing on one pack (3 s): one pack is the pick at
+    step 4, 1 MB is never built, and warm-up steps 5-6 train on one pack."""
+    tuning, clock, installed, sites = _tuning(monkeypatch, [9, 3, 9, 3, 1, 1])
+    lines, entries = [], []
+    tuning.start(1, 6, write=lines.append, on_pick=entries.append)
+    for _ in range(4):
         tuning.run_step(clock.step)
-    assert tuning.tuning and not sites  # 12 steps: 3 candidates x 4
-    tuning.run_step(clock.step)
-    assert not tuning.tuning
-    assert sites == [("pack_timings", [3, 1, 2])]
-    assert tuning.times == [3, 5, 2] and tuning.pick == 1.0
+    assert not tuning.tuning and tuning.pick == 0.0
+    assert installed == [None, None, 4 * 10**6, 4 * 10**6, None]
+    assert sites == [("pack_timings", [3, 3])]
+    assert lines == ["Gradient packs: picked one pack per dtype: 1 pack (one per dtype): "
+                     "float32 4.2 MB (timed in warm-up steps 1..4, the fastest of 1 step "
+                     "each: one pack per dtype 3000.0 ms, 4 MB 3000.0 ms; 4 MB not more "
+                     "than 3% faster: 1 MB not timed)"]
+    assert entries == [{"pack_mb": 0.0, "candidates_mb": [0.0, 4.0],
+                        "step_ms": [3000.0, 3000.0]}]
 
 
-@pytest.mark.parametrize("times,pick", [
-    ([2.0, 1.2, 1.0, 1.5], 2),      # only the fastest is within 3% of itself
-    ([2.0, 1.029, 1.0, 1.5], 1),    # just inside the margin: the larger packs
-    ([2.0, 1.03, 1.0, 1.5], 1),     # at the margin
-    ([2.0, 1.031, 1.0, 1.5], 2),    # just outside: the gain is more than noise
-    ([1.02, 1.01, 1.0, 1.5], 0),    # every candidate within it: the first
-    ([1.5, 2.0, 1.0, 1.0], 2),      # a tie of the fastest: the larger packs
-])
-def test_a_smaller_size_is_picked_only_for_a_gain_above_the_margin(times, pick):
-    assert pack_tuning.PICK_MARGIN == 0.03
-    assert pack_tuning.pick_index(times) == pick
-
-
-def test_the_pick_keeps_the_larger_packs_within_the_margin(monkeypatch):
-    """1 MB's 2.0 s is fastest, but 4 MB's 2.05 s lies within 3% of it: the
-    larger packs are kept (a gain two timed steps cannot tell from noise)."""
-    tuning, clock, installed, _ = _tuning(monkeypatch, [9, 9, 9, 3, 2.05, 2])
-    tuning.start(1, 6)
+def test_a_later_size_that_stops_gaining_leaves_the_one_before_it(monkeypatch):
+    """Of 4 candidates the second-fastest is neither first nor last: 16 MB
+    gains on one pack, 4 MB not on 16 MB (2.0 against 2.05: within 3%)."""
+    tuning, clock, installed, sites = _tuning(monkeypatch, [9, 3, 9, 2.05, 9, 2.0, 9, 1],
+                                              variables=[tf.TensorSpec([5_000_000])])
+    tuning.start(1, 8)
     for _ in range(6):
         tuning.run_step(clock.step)
-    assert tuning.pick == 4.0 and installed[-1] == 4 * 10**6
+    assert not tuning.tuning and tuning.pick == 16.0 and installed[-1] == 16 * 10**6
+    assert tuning.times == pytest.approx([3, 2.05, 2.0])
+    assert 10**6 not in installed
+
+
+def test_each_comparison_takes_both_candidates_slowest_worker(monkeypatch):
+    """Here 4 MB is this worker's fastest (1 s), but the other worker takes 5
+    s on it: the step waits for the slowest, so 4 MB (max 5 s) gains nothing
+    on one pack (max 3 s) on every worker. The fastest of a candidate's timed
+    steps counts (4 steps each: 3 timed)."""
+    tuning, clock, _, sites = _tuning(
+        monkeypatch, [9, 3, 4, 3] + [9, 1, 2, 2] + [9, 9, 9, 9], other_worker=[1, 5])
+    tuning.start(11, 12)
+    assert tuning.steps_each == 4
+    for _ in range(7):
+        tuning.run_step(clock.step)
+    assert tuning.tuning and not sites  # 4 MB's last step is the 8th
+    tuning.run_step(clock.step)
+    assert not tuning.tuning
+    assert sites == [("pack_timings", [3, 1])]
+    assert tuning.times == [3, 5] and tuning.pick == 0.0
+
+
+@pytest.mark.parametrize("challenger,incumbent,gains", [
+    (1.0, 2.0, True),
+    (1.0, 1.029, False),    # just inside the margin: the larger packs
+    (1.0, 1.03, False),     # at the margin
+    (1.0, 1.031, True),     # just outside: the gain is more than noise
+    (1.0, 1.0, False),      # a tie: the larger packs
+    (2.0, 1.0, False),
+])
+def test_a_smaller_size_replaces_the_larger_only_for_a_gain_above_the_margin(
+        challenger, incumbent, gains):
+    assert pack_tuning.PICK_MARGIN == 0.03
+    assert pack_tuning.beats(challenger, incumbent) == gains
 
 
 def test_warm_up_steps_left_over_train_on_the_pick(monkeypatch):
     """7 warm-up steps for 3 candidates: 2 each, the 7th already on the pick."""
-    tuning, clock, installed, _ = _tuning(monkeypatch, [9, 9, 9, 1, 2, 3])
+    tuning, clock, installed, _ = _tuning(monkeypatch, [9, 1, 9, 2, 9])
     tuning.start(1, 7)
     assert tuning.steps_each == 2
-    for _ in range(6):
+    for _ in range(4):
         tuning.run_step(clock.step)
     assert not tuning.tuning and tuning.pick == 0.0 and installed[-1] is None
 
@@ -196,7 +222,7 @@ def auto_run(tmp_path_factory):
 
 def test_an_auto_run_trains_to_the_bits_of_every_candidate(auto_run):
     """Every plan sums the same elements in the same order (pscpu): the auto
-    run, which trained on all three in turn, ends where each fixed size does."""
+    run, which trained on each size it timed, ends where each fixed size does."""
     _, _, copies, _ = auto_run
     for mb in (0.0, 4.0, 1.0):
         _, fixed, _ = _train(_params(gradient_pack_mb=mb))
@@ -208,12 +234,18 @@ def test_an_auto_run_trains_to_the_bits_of_every_candidate(auto_run):
 def test_the_header_the_pick_line_and_the_run_record_name_the_pick(auto_run):
     train_dir, lines, _, exchange = auto_run
     text = "\n".join(lines)
-    assert ("Gradient packs: auto: timing 3 sizes in turn in warm-up steps 1..6, 2 steps "
-            "each: one pack per dtype, 4 MB, 1 MB") in text, text
+    assert ("Gradient packs: auto: timing up to 3 sizes, largest packs first, in warm-up "
+            "steps 1..6 at most, 2 steps each, until one is not more than 3% faster than the "
+            "one before: one pack per dtype, 4 MB, 1 MB") in text, text
     entry = run_record.read(train_dir)[run_record.PACK_PICK]
-    assert entry["candidates_mb"] == [0.0, 4.0, 1.0] and len(entry["step_ms"]) == 3
+    timed, ms = entry["candidates_mb"], entry["step_ms"]
+    assert timed == [0.0, 4.0, 1.0][:len(timed)] and len(ms) == len(timed) >= 2
+    # The descent's pick from the recorded times: the last size that was
+    # more than 3% faster than the one before it.
+    gains = [ms[i] * 1.03 < ms[i - 1] for i in range(1, len(ms))]
+    assert gains[:-1] == [True] * (len(gains) - 1), entry  # it stopped at the first non-gain
     pick = entry["pack_mb"]
-    assert pick == entry["candidates_mb"][int(np.argmin(entry["step_ms"]))]
+    assert pick == timed[-1 if gains[-1] else -2], entry
     picked = [line for line in lines if line.startswith("Gradient packs: picked ")]
     assert len(picked) == 1 and picked[0].startswith(
         f"Gradient packs: picked {pack_tuning.size_text(pick)}: "), picked

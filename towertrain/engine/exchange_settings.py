@@ -71,8 +71,9 @@ class ExchangeSettings:
         "its gradients exist (0: one pack per dtype; at most 1000 packs per "
         "dtype). auto: times a few candidate sizes (one pack per dtype, 64, "
         "16, 4, 1 MB: those that cut this model differently) in the warm-up "
-        "steps and trains on with the fastest, the same pick on every "
-        "worker; the header and the run record say it, a resume keeps it. "
+        "steps, largest packs first while each is more than 3% faster than "
+        "the one before, and trains on with the last that was, the same pick "
+        "on every worker; the header and the run record say it, a resume keeps it. "
         "Default: 25 on --device=gpu, one pack per dtype on cpu. Not "
         "with --gradient_repacking (packs are counted or sized, not both) nor "
         "--xla_compile. replicated and collective_all_reduce.",

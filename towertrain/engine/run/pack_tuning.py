@@ -9,21 +9,26 @@ across workers every collective group a spec uses is opened before step 1 in
 one fixed order (engine/exchange/cross_worker.py), and another spec would
 open other groups mid-run.
 
-In the run's warm-up steps each candidate trains `steps_each` real steps
-(warm-up steps // candidates, at least 2), the candidates in turn (one step
-each, round after round, so a drift of the machine's load or the run's own
-first-steps costs falls on every candidate alike): the first round builds
-each candidate's step function and is not timed (the trainer keeps them all
-until the pick), a candidate's time is the fastest of its later steps. Every plan sums the same elements in the same device order (a
-pack is a slice of the one-pack concatenation), so training goes on exactly
-as on any one of them. Across workers (collective_all_reduce) every worker
-runs the same candidates at the same steps, then one collective takes each
-candidate's slowest worker time (max over the workers: the step waits for
-the slowest), and every worker picks from the same numbers: one decision,
-the same everywhere. A smaller size is taken only when it is faster by more
-than PICK_MARGIN (the pick is the first candidate within it of the fastest:
-the larger packs win what two timed steps cannot tell apart). The rest of
-the run, and the warm-up steps left, train on the pick.
+In the run's warm-up steps the candidates are timed largest packs first,
+each for `steps_each` real steps in a row (warm-up steps // candidates, at
+least 2): the first builds the candidate's step function and is not timed,
+its time is the fastest of the others. After each candidate but the first,
+it is compared with the one before it, and the timing stops at the first
+that is not faster by more than PICK_MARGIN: the pick is the one before it
+(the larger packs win what two timed steps cannot tell apart), and no
+smaller size is built. A step's time against its pack size falls while
+more packs hide more of the exchange behind the backward pass, then rises
+with each collective's fixed cost, so the first size that does not gain
+ends the descent; each candidate not built saves the run a trace and a
+graph build of its step (the tuning's main cost).
+Every plan sums the same elements in the same device order (a pack is a
+slice of the one-pack concatenation), so training goes on exactly as on any
+one of them. Across workers (collective_all_reduce) every worker runs the
+same candidates at the same steps, and each comparison takes both
+candidates' slowest worker time through one collective (max over the
+workers: the step waits for the slowest), so every worker decides from the
+same numbers: one decision, the same everywhere. The rest of the run, and
+the warm-up steps left, train on the pick.
 
 A resume of an auto run takes the run record's pick instead of timing again
 (multi-worker, the chief's, through one collective); a run record without
@@ -56,14 +61,12 @@ def candidates(variables):
     return found
 
 
-def pick_index(times):
-    """The candidate to train on, from each candidate's time (largest packs
-    first): the first within PICK_MARGIN of the fastest. A smaller size
-    replaces a larger one only for a gain the few timed steps can tell from
-    noise; the larger packs launch fewer collectives, whose fixed cost grows
-    with the network's latency."""
-    fastest = min(times)
-    return next(i for i, t in enumerate(times) if t <= fastest * (1 + PICK_MARGIN))
+def beats(challenger, incumbent):
+    """Whether a smaller size's time `challenger` replaces the larger packs'
+    `incumbent`: only for a gain the few timed steps can tell from noise
+    (more than PICK_MARGIN); the larger packs launch fewer collectives, whose
+    fixed cost grows with the network's latency."""
+    return challenger * (1 + PICK_MARGIN) < incumbent
 
 
 def pack_bytes(mb):
@@ -100,7 +103,7 @@ class PackTuning:
         self.pick = None  # MB (0: one pack per dtype) once known
         self.kept = False  # the pick is the run record's, kept at a resume
         self.started = False
-        self.times = []  # seconds per candidate (the slowest worker's fastest step)
+        self.times = []  # seconds per timed candidate (the slowest worker's fastest step)
         self._mine = []  # this worker's step times per candidate
         self._steps = 0  # tuning steps run
         self.steps_each = 0
@@ -141,27 +144,35 @@ class PackTuning:
                 "or more, or give a size (--gradient_pack_mb=4)")
         self.steps_each = warmup // len(self.candidates)
         self._mine = [[] for _ in self.candidates]
+        self.times = []
 
     def run_step(self, step):
         """Runs `step()` (one training step) on the candidate whose turn it
-        is, timed after its first round; the pick after the last."""
-        count = len(self.candidates)
-        index = self._steps % count
+        is, timed after its first step; after each candidate's last step
+        but the first's, the comparison with the one before it."""
+        index, position = divmod(self._steps, self.steps_each)
         self._install(pack_bytes(self.candidates[index]))
         started = time.perf_counter()
         result = step()
         seconds = time.perf_counter() - started
-        if self._steps >= count:  # the first round builds each candidate's step
+        if position:  # the first step builds the candidate's step function
             self._mine[index].append(seconds)
         self._steps += 1
-        if self._steps == self.steps_each * count:
-            self._decide()
+        if index and position == self.steps_each - 1:
+            self._compare(index)
         return result
 
-    def _decide(self):
-        fastest = [min(times) for times in self._mine]
-        self.times = [float(t) for t in self._cluster_max(fastest, "pack_timings")]
-        self._take(self.candidates[pick_index(self.times)])
+    def _compare(self, index):
+        """Candidate `index` against the one before it, on every worker's
+        numbers: it goes on to the next while it gains, else the one before
+        it is the pick (also after the last candidate)."""
+        before, here = (float(t) for t in self._cluster_max(
+            [min(self._mine[index - 1]), min(self._mine[index])], "pack_timings"))
+        self.times[index - 1:] = [before, here]
+        gained = beats(here, before)
+        if gained and index < len(self.candidates) - 1:
+            return
+        self._take(self.candidates[index if gained else index - 1])
         if self._write is not None:
             self._write(f"Gradient packs: picked {self.describe_pick()} "
                         f"({self.timings_text()})")
@@ -178,11 +189,17 @@ class PackTuning:
                 f"{packing.describe(self.variables, 0, pack_bytes(self.pick), self.wire_dtype)}")
 
     def timings_text(self):
-        last = self.first_step + self.steps_each * len(self.candidates) - 1
-        return (f"timed in warm-up steps {self.first_step}..{last}, the fastest of "
+        timed = self.candidates[:len(self.times)]
+        last = self.first_step + self.steps_each * len(timed) - 1
+        text = (f"timed in warm-up steps {self.first_step}..{last}, the fastest of "
                 f"{self.steps_each - 1} step{'' if self.steps_each == 2 else 's'} each: "
                 + ", ".join(f"{size_text(mb)} {seconds * 1000:.1f} ms"
-                            for mb, seconds in zip(self.candidates, self.times)))
+                            for mb, seconds in zip(timed, self.times)))
+        if len(timed) < len(self.candidates):
+            text += (f"; {size_text(timed[-1])} not more than {PICK_MARGIN:.0%} faster: "
+                     f"{', '.join(size_text(mb) for mb in self.candidates[len(timed):])} "
+                     "not timed")
+        return text
 
     def header_text(self):
         """The header's Gradient packs line at the run's start."""
@@ -193,14 +210,15 @@ class PackTuning:
             return (f"auto: {self.describe_pick()} (the only distinct plan of this model's "
                     "gradients: nothing to time)")
         last = self.first_step + self.steps_each * len(self.candidates) - 1
-        return (f"auto: timing {len(self.candidates)} sizes in turn in warm-up steps "
-                f"{self.first_step}..{last}, {self.steps_each} steps each: "
-                f"{', '.join(size_text(mb) for mb in self.candidates)}")
+        return (f"auto: timing up to {len(self.candidates)} sizes, largest packs first, in "
+                f"warm-up steps {self.first_step}..{last} at most, {self.steps_each} steps "
+                f"each, until one is not more than {PICK_MARGIN:.0%} faster than the one "
+                f"before: {', '.join(size_text(mb) for mb in self.candidates)}")
 
     def record_entry(self):
         """The run record's entry of the pick (run_record.PACK_PICK)."""
         entry = {"pack_mb": self.pick}
         if self.times:
-            entry.update(candidates_mb=list(self.candidates),
+            entry.update(candidates_mb=list(self.candidates[:len(self.times)]),
                          step_ms=[round(t * 1000, 3) for t in self.times])
         return entry
