@@ -4480,4 +4480,17 @@ MUTATIONS = [
         "survivors_linger_too_briefly", Module("engine.distributed.peer_loss"),
         "LINGER_SECS = 10.0", "LINGER_SECS = 2.0",
         [T + "cluster/test_lost_peer_line.py"]),
+    # A mark short of the step function (its input) never read again.
+    Mutation(
+        "watchdog_input_mark_kept", At("Watchdog._mark_may_move"),
+        "words == UNREAD_MARK", "words <= UNREAD_MARK",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read"]),
+    # The same mark written again at every poll.
+    Mutation(
+        "watchdog_unchanged_mark_rewritten", At("Watchdog._leave_mark"),
+        "self._marked != (self._step, words, reached)",
+        "self._marked is not (self._step, words, reached)",
+        [T + "callbacks/test_hung_exchange_marks.py::"
+         "test_a_mark_is_written_again_only_when_it_moved_on"]),
 ]

@@ -150,6 +150,10 @@ def test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read
         assert watch._mark_may_move()  # no mark for step 7 yet
         watch._marked = (7, "its towers", False)
         assert watch._mark_may_move()
+        # Short of the step function: its input, or its start.
+        for words in ("its input", "its step's start"):
+            watch._marked = (7, words, False)
+            assert watch._mark_may_move(), words
         watch._marked = (7, "its gradient exchange", True)
         assert not watch._mark_may_move()
         watch._marked = (7, watchdog_lib.UNREAD_MARK, False)
@@ -158,6 +162,24 @@ def test_a_mark_is_read_again_until_it_reached_the_exchange_or_could_not_be_read
         assert watch._mark_may_move()
     finally:
         watchdog_lib.mark(None)
+
+
+def test_a_mark_is_written_again_only_when_it_moved_on(tmp_path):
+    """The same place in the same step leaves the file as it is (each write
+    replaces it: a new file); another phase, or the next step, rewrites it."""
+    folder = str(tmp_path / "marks")
+    watch = _watch(folder)
+    mark = os.path.join(folder, "task-0.json")
+    try:
+        watch.started(7)
+        watch._leave_mark(("x", "its towers", False))
+        first = os.stat(mark).st_ino
+        watch._leave_mark(("x", "its towers", False))
+        assert os.stat(mark).st_ino == first
+        watch._leave_mark(("x", "its gradient exchange", True))
+        assert os.stat(mark).st_ino != first
+    finally:
+        watch.close()
 
 
 def test_a_phase_variable_not_yet_set_reads_as_unread_not_as_the_towers():
