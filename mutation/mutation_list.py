@@ -4493,4 +4493,16 @@ MUTATIONS = [
         "self._marked is not (self._step, words, reached)",
         [T + "callbacks/test_hung_exchange_marks.py::"
          "test_a_mark_is_written_again_only_when_it_moved_on"]),
+    # The engine's step and evaluation converted by AutoGraph again (~2 s of
+    # start-up per process, nothing gained).
+    Mutation(
+        "train_step_converted_by_autograph", At("TrainStep.__init__"),
+        "tf.function(self._train_step, autograph=False)", "tf.function(self._train_step)",
+        [T + "engine/test_user_loss_control_flow.py::"
+         "test_the_engine_traces_its_own_step_and_eval_without_autograph"]),
+    Mutation(
+        "evaluator_converted_by_autograph", At("Evaluator.__init__"),
+        "tf.function(self._eval_batch, autograph=False)", "tf.function(self._eval_batch)",
+        [T + "engine/test_user_loss_control_flow.py::"
+         "test_the_engine_traces_its_own_step_and_eval_without_autograph"]),
 ]
