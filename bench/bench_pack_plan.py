@@ -11,7 +11,8 @@ pscpu/xring), the chief's times reported. Per round, interleaved:
          for the model, fixed (--gradient_pack_mb=M; 0: one pack per dtype),
          --warmup untimed then --steps timed steps;
   auto   --gradient_pack_mb=auto, the same steps (the warm-up times the
-         candidates, the timed steps run on its pick).
+         candidates largest first until one gains nothing, the timed steps
+         run on its pick).
 Printed: per candidate the median over the rounds of each run's median timed
 step; per round the auto run's pick, the sweep's time of that pick over the
 sweep's best (PASS: within 5%), and the tuning's cost: the auto run's
