@@ -16,8 +16,8 @@ refused before any starts.
   notices the lost peer at its next collective and stops with one line (the
   chief saves its last step); any still running after STOP_GRACE_SECS is
   killed. Survivors that have all said their line are stopped then: they
-  only wait so the others' health checks still see them. The launcher exits with that first failure's status (128 + N for
-  a signal N).
+  only wait so the others' health checks still see them. The launcher
+  exits with that first failure's status (128 + N for a signal N).
 - --max_restarts=R: after a failure, every worker is started again, up to R
   times, on fresh ports; with --train_dir they resume from its latest
   checkpoint (as torchrun's --max-restarts).

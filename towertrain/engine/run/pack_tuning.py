@@ -144,7 +144,6 @@ class PackTuning:
                 "or more, or give a size (--gradient_pack_mb=4)")
         self.steps_each = warmup // len(self.candidates)
         self._mine = [[] for _ in self.candidates]
-        self.times = []
 
     def run_step(self, step):
         """Runs `step()` (one training step) on the candidate whose turn it
@@ -190,8 +189,7 @@ class PackTuning:
 
     def timings_text(self):
         timed = self.candidates[:len(self.times)]
-        last = self.first_step + self.steps_each * len(timed) - 1
-        text = (f"timed in warm-up steps {self.first_step}..{last}, the fastest of "
+        text = (f"timed in warm-up steps {self._steps_text(len(timed))}, the fastest of "
                 f"{self.steps_each - 1} step{'' if self.steps_each == 2 else 's'} each: "
                 + ", ".join(f"{size_text(mb)} {seconds * 1000:.1f} ms"
                             for mb, seconds in zip(timed, self.times)))
@@ -209,11 +207,15 @@ class PackTuning:
         if self.pick is not None:
             return (f"auto: {self.describe_pick()} (the only distinct plan of this model's "
                     "gradients: nothing to time)")
-        last = self.first_step + self.steps_each * len(self.candidates) - 1
         return (f"auto: timing up to {len(self.candidates)} sizes, largest packs first, in "
-                f"warm-up steps {self.first_step}..{last} at most, {self.steps_each} steps "
+                f"warm-up steps {self._steps_text(len(self.candidates))} at most, "
+                f"{self.steps_each} steps "
                 f"each, until one is not more than {PICK_MARGIN:.0%} faster than the one "
                 f"before: {', '.join(size_text(mb) for mb in self.candidates)}")
+
+    def _steps_text(self, count):
+        """The warm-up steps `count` candidates take, e.g. '1..6'."""
+        return f"{self.first_step}..{self.first_step + self.steps_each * count - 1}"
 
     def record_entry(self):
         """The run record's entry of the pick (run_record.PACK_PICK)."""
