@@ -4505,4 +4505,12 @@ MUTATIONS = [
         "tf.function(self._eval_batch, autograph=False)", "tf.function(self._eval_batch)",
         [T + "engine/test_user_loss_control_flow.py::"
          "test_the_engine_traces_its_own_step_and_eval_without_autograph"]),
+    # Each candidate's step draws its own dropout masks (its seed offset by
+    # the step functions built before it): the randomness then follows the
+    # pack plan. A model without randomness cannot see it.
+    Mutation(
+        "pack_tuning_candidate_draws_its_own_masks", At("Trainer._make_step"),
+        "seed=plan.recipe.seed,", "seed=plan.recipe.seed + len(getattr(self, '_built_steps', ())),",
+        [PACK_TUNING + "test_with_dropout_batch_norm_and_distortions_auto_trains_to_the_bits_"
+         "of_each_size"]),
 ]

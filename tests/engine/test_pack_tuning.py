@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import helpers.tiny_models  # noqa: F401 - registers tiny_wide (4.2 MB of gradients)
+from helpers import cifar_files
 from towertrain import Params, ParamsError, Trainer
 from towertrain.engine.run import pack_tuning
 from towertrain.state import run_record
@@ -226,6 +227,23 @@ def test_an_auto_run_trains_to_the_bits_of_every_candidate(auto_run):
     _, _, copies, _ = auto_run
     for mb in (0.0, 4.0, 1.0):
         _, fixed, _ = _train(_params(gradient_pack_mb=mb))
+        for got, want in zip(copies, fixed):
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_with_dropout_batch_norm_and_distortions_auto_trains_to_the_bits_of_each_size(
+        tmp_path):
+    """The same with randomness in the step and the input: dropout's draws
+    and the batch-norm statistics follow the step, not the packs, and the
+    distortions are the input's (CIFAR-layout files, random crops and flips)."""
+    data_dir = cifar_files.write_dataset(str(tmp_path / "data"), 48, 8)
+    random = dict(model="tiny_wide_random", data_dir=data_dir, distortions=True)
+    lines, copies, _ = _train(_params(gradient_pack_mb="auto", **random))
+    assert "Gradient packs: auto: timing up to 3 sizes" in "\n".join(lines), lines
+    assert any(line.startswith("Gradient packs: picked ") for line in lines), lines
+    for mb in (0.0, 4.0, 1.0):
+        _, fixed, _ = _train(_params(gradient_pack_mb=mb, **random))
         for got, want in zip(copies, fixed):
             for a, b in zip(got, want):
                 np.testing.assert_array_equal(a, b)

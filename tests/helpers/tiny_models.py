@@ -102,6 +102,29 @@ models.register_model("tiny_wide", build_tiny_wide, default_image_size=8,
                       default_dataset="cifar10", overwrite=True)
 
 
+def build_tiny_wide_random(num_classes, data_format, image_size):
+    """ckpt_tiny's conv and batch norm, dropout, then a wide dense layer, on
+    CIFAR's 32x32 images: 4.3 MB of float32 gradients (3 distinct pack
+    sizes, as tiny_wide) in a step that draws randomness and keeps
+    batch-norm statistics."""
+    axis = 1 if data_format == "channels_first" else -1
+    return keras.Sequential([
+        keras.Input(models.input_shape(image_size, data_format)),
+        keras.layers.Conv2D(4, 3, data_format=data_format, name="conv"),
+        FusedBatchNormalization(axis=axis, name="bn"),
+        keras.layers.Activation("relu", name="relu"),
+        keras.layers.Dropout(0.5, name="dropout"),
+        keras.layers.Flatten(data_format=data_format, name="flatten"),
+        keras.layers.Dense(300, name="wide"),
+        keras.layers.Dense(num_classes, name="logits"),
+    ], name="tiny_wide_random")
+
+
+models.register_model("tiny_wide_random", build_tiny_wide_random, default_image_size=32,
+                      default_batch_size=3, default_learning_rate=0.01,
+                      default_dataset="cifar10", overwrite=True)
+
+
 def tiny_params(mode="replicated", gpus=2, fmt="NHWC", **kw):
     kw.setdefault("num_batches", 3)
     return Params(model="ckpt_tiny", device="cpu", num_gpus=gpus, data_format=fmt,
